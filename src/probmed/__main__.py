@@ -1,0 +1,5 @@
+import sys
+
+from probmed.cli import main
+
+sys.exit(main())

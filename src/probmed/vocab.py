@@ -1,0 +1,57 @@
+"""Controlled vocabularies shared by every stage.
+
+Keeping them in one place means a hallucinated entity drawn by the question
+generator, a label read by the scorer and a column in a report all spell the
+same thing the same way.
+"""
+
+from __future__ import annotations
+
+CATEGORIES: tuple[str, ...] = ("modality", "organ", "abnormality", "condition", "position")
+PAIRED_CATEGORIES: tuple[str, ...] = ("modality", "organ", "condition", "position")
+
+# Values a record may carry; only the "askable" ones produce questions.
+MODALITIES: tuple[str, ...] = ("x-ray", "ct", "mri", "other", "unknown")
+ASKABLE_MODALITIES: tuple[str, ...] = ("x-ray", "ct", "mri")
+ORGANS: tuple[str, ...] = ("abdomen", "brain", "chest", "spine", "other", "unknown")
+ASKABLE_ORGANS: tuple[str, ...] = ("abdomen", "brain", "chest", "spine")
+
+POLARITIES: tuple[str, ...] = ("gt", "adversarial", "single")
+LABELS: tuple[str, ...] = ("yes", "no", "refusal", "unparsed")
+SPLITS: tuple[str, ...] = ("train", "val", "test")
+
+# The original release's image_type strings: "X-ray - Chest", "CT Scan - Brain", "MRI - Spine".
+MODALITY_TYPE_NAMES: dict[str, str] = {"x-ray": "X-ray", "ct": "CT Scan", "mri": "MRI"}
+ORGAN_TYPE_NAMES: dict[str, str] = {
+    "abdomen": "Abdomen",
+    "brain": "Brain",
+    "chest": "Chest",
+    "spine": "Spine",
+}
+# How a value is spoken in a question ("Is this an X-ray image?").
+MODALITY_QUESTION_NAMES: dict[str, str] = {"x-ray": "X-ray", "ct": "CT scan", "mri": "MRI"}
+ORGAN_QUESTION_NAMES: dict[str, str] = {
+    "abdomen": "abdomen",
+    "brain": "brain",
+    "chest": "chest",
+    "spine": "spine",
+}
+
+
+def image_type(modality: str, organ: str) -> str:
+    """The original release's image_type string, e.g. ``"X-ray - Chest"``.
+
+    Records whose modality or organ is not askable get ``"Other - Other"`` style
+    names so they are still grouped, never silently merged with a real type.
+    """
+    mod = MODALITY_TYPE_NAMES.get(modality, modality.capitalize() if modality else "Unknown")
+    org = ORGAN_TYPE_NAMES.get(organ, organ.capitalize() if organ else "Unknown")
+    return f"{mod} - {org}"
+
+
+def parse_image_type(name: str) -> tuple[str, str]:
+    """Inverse of :func:`image_type` for the askable values; unknown parts map to ``"other"``."""
+    mod_name, _, org_name = name.partition(" - ")
+    mod = {v.lower(): k for k, v in MODALITY_TYPE_NAMES.items()}.get(mod_name.strip().lower(), "other")
+    org = {v.lower(): k for k, v in ORGAN_TYPE_NAMES.items()}.get(org_name.strip().lower(), "other")
+    return mod, org
