@@ -1,0 +1,295 @@
+"""MLflow tracking: one run per (model, setting, question-set version).
+
+Why a module of its own: scoring writes ``metrics.json`` files and knows nothing
+about MLflow; this module turns those files into runs researchers compare in
+the MLflow UI. Ablations (``cot``, ``described``) are child runs of the model's
+``vanilla`` run on the same question set, so the UI nests them.
+
+A run is identified by a key over (model, setting, question set, the question
+set's DVC hash and a fingerprint of the logged params). Logging the same key
+again updates that run in place (same metrics, artifacts overwritten) instead of
+piling up duplicates when ``dvc repro -f`` re-runs a stage; changing the model's
+revision, prompt version or seed makes a new run, because it is a new experiment.
+
+Secrets never reach MLflow: params whose name looks like a credential are
+dropped (names of environment variables, ``*_env``, are kept: they are not
+secrets).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import subprocess
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+from mlflow import MlflowClient
+from mlflow.entities import Metric, Param, RunTag
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
+
+ABLATION_SETTINGS: tuple[str, ...] = ("cot", "described")
+# Per-image-type metrics logged (all categories); the full breakdown is in the artifacts.
+IMAGE_TYPE_METRIC_KEYS: tuple[str, ...] = ("accuracy_adv_pairs", "averaged_accuracy", "n_images")
+TAG_PREFIX = "probmed."
+_SECRET = re.compile(r"(api[_-]?key|secret|passw|authori[sz]ation|bearer|credential|^token$|_token$)", re.I)
+_MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per batch call
+
+
+class TrackingError(RuntimeError):
+    """A run cannot be logged (missing input, bad metrics file); the message names the file."""
+
+
+@dataclass
+class RunSpec:
+    """Everything one evaluation run logs."""
+
+    model: str
+    setting: str
+    question_set: str
+    metrics_path: Path
+    questions_path: Path | None = None
+    predictions_path: Path | None = None
+    params: dict[str, Any] = field(default_factory=dict)
+    artifact_paths: list[Path] = field(default_factory=list)
+
+
+# --- small pure helpers ----------------------------------------------------------
+
+
+def file_md5(path: str | Path) -> str:
+    """MD5 of a file's bytes: the hash DVC 3 records for a file output in dvc.lock."""
+    digest = hashlib.md5()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            digest.update(chunk)
+    return digest.hexdigest()
+
+
+def git_commit(repo_dir: str | Path = ".") -> str:
+    """The HEAD commit (``+dirty`` when tracked files differ), or ``unknown`` outside git."""
+    try:
+        head = subprocess.run(
+            ["git", "rev-parse", "HEAD"], cwd=repo_dir, capture_output=True, text=True, check=True
+        ).stdout.strip()
+        dirty = subprocess.run(
+            ["git", "status", "--porcelain", "--untracked-files=no"],
+            cwd=repo_dir,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        return "unknown"
+    return head + ("+dirty" if dirty else "")
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested dicts -> ``{"a.b.c": leaf}``; lists are kept as leaves."""
+    out: dict[str, Any] = {}
+    if isinstance(obj, Mapping):
+        for key, value in obj.items():
+            name = f"{prefix}.{key}" if prefix else str(key)
+            out.update(flatten(value, name))
+    else:
+        out[prefix] = obj
+    return out
+
+
+def is_secret_name(name: str) -> bool:
+    """True for param names that may hold a credential (``*_env`` names an env var, not a secret)."""
+    last = name.rsplit(".", 1)[-1]
+    if last.endswith("_env") or last.endswith("_env_var"):
+        return False
+    return bool(_SECRET.search(last))
+
+
+def clean_params(params: Mapping[str, Any]) -> dict[str, str]:
+    """Flattened, secret-free, string-valued params (MLflow caps values at 6000 chars)."""
+    out = {}
+    for key, value in flatten(dict(params)).items():
+        if is_secret_name(key):
+            continue
+        text = json.dumps(value) if isinstance(value, (list, dict)) else ("" if value is None else str(value))
+        out[metric_name(key)] = text[:6000]
+    return out
+
+
+def metric_name(text: str) -> str:
+    """A name MLflow accepts: letters, digits, ``_ - . /`` and spaces; image types slugged."""
+    text = text.replace(" - ", "_").replace(" ", "_")
+    return re.sub(r"[^A-Za-z0-9_\-./]", "_", text).lower()
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or value is None:
+        return None
+    if isinstance(value, (int, float)):
+        value = float(value)
+        return value if math.isfinite(value) else None
+    return None
+
+
+def metrics_from_scores(scores: Mapping[str, Any]) -> dict[str, float]:
+    """The metrics logged for one run, from a ``probmed score`` metrics.json dict.
+
+    Every numeric leaf of ``overall``, ``by_category``, ``random_baseline`` and
+    ``procedural``; for ``by_image_type`` only the headline keys (the complete
+    table is an artifact). Nulls and NaNs are left out, never logged as 0.
+    """
+    out: dict[str, float] = {}
+    for section in ("overall", "by_category", "random_baseline", "procedural"):
+        for key, value in flatten(scores.get(section) or {}, section).items():
+            number = _number(value)
+            if number is not None:
+                out[metric_name(key)] = number
+    for image_type, cats in (scores.get("by_image_type") or {}).items():
+        for category, values in (cats or {}).items():
+            if not isinstance(values, Mapping):
+                continue
+            for key in IMAGE_TYPE_METRIC_KEYS:
+                number = _number(values.get(key))
+                if number is not None:
+                    out[metric_name(f"by_image_type.{image_type}.{category}.{key}")] = number
+    return out
+
+
+def read_metrics(path: str | Path) -> dict[str, Any]:
+    path = Path(path)
+    if not path.is_file():
+        raise TrackingError(f"metrics file {path} not found (run `probmed score` first)")
+    try:
+        scores = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TrackingError(f"metrics file {path}: not valid JSON ({exc})") from exc
+    if not isinstance(scores, dict) or "by_category" not in scores:
+        raise TrackingError(f"metrics file {path}: expected an object with key 'by_category'")
+    return scores
+
+
+def run_key(spec: RunSpec, questions_hash: str, params: Mapping[str, str]) -> str:
+    blob = json.dumps(
+        [spec.model, spec.setting, spec.question_set, questions_hash, sorted(params.items())], sort_keys=True
+    )
+    return hashlib.sha256(blob.encode()).hexdigest()[:16]
+
+
+# --- MLflow ---------------------------------------------------------------------
+
+
+class Tracker:
+    """Logs evaluation runs into one MLflow experiment."""
+
+    def __init__(self, tracking_uri: str, experiment: str, artifact_root: str | Path = "mlruns") -> None:
+        self.client = MlflowClient(tracking_uri=tracking_uri)
+        found = self.client.get_experiment_by_name(experiment)
+        if found is None:
+            location = Path(artifact_root).resolve().as_uri()
+            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+        else:
+            self.experiment_id = found.experiment_id
+
+    def find_run(self, **tags: str):
+        """The newest active run carrying all the given ``probmed.*`` tags, or None."""
+        clauses = [f"tags.`{TAG_PREFIX}{k}` = '{v}'" for k, v in tags.items()]
+        runs = self.client.search_runs(
+            [self.experiment_id], " and ".join(clauses), order_by=["attributes.start_time DESC"], max_results=1
+        )
+        return runs[0] if runs else None
+
+    def log(self, spec: RunSpec, repo_dir: str | Path = ".") -> str:
+        """Create or update the run for ``spec``; returns its run id."""
+        scores = read_metrics(spec.metrics_path)
+        metrics = metrics_from_scores(scores)
+        questions_hash = file_md5(spec.questions_path) if spec.questions_path else "unknown"
+        params = clean_params(
+            {**spec.params, "run": {"model": spec.model, "setting": spec.setting, "question_set": spec.question_set}}
+        )
+        key = run_key(spec, questions_hash, params)
+        tags = {
+            f"{TAG_PREFIX}model": spec.model,
+            f"{TAG_PREFIX}setting": spec.setting,
+            f"{TAG_PREFIX}question_set": spec.question_set,
+            f"{TAG_PREFIX}questions_dvc_md5": questions_hash,
+            f"{TAG_PREFIX}run_key": key,
+            f"{TAG_PREFIX}git_commit": git_commit(repo_dir),
+            "mlflow.source.git.commit": git_commit(repo_dir).removesuffix("+dirty"),
+        }
+        parent_id = None
+        if spec.setting in ABLATION_SETTINGS:
+            parent = self.find_run(
+                model=spec.model, setting="vanilla", question_set=spec.question_set, questions_dvc_md5=questions_hash
+            )
+            if parent is not None:
+                parent_id = parent.info.run_id
+                tags[MLFLOW_PARENT_RUN_ID] = parent_id
+            else:
+                tags[f"{TAG_PREFIX}parent_missing"] = "vanilla run not logged yet"
+        existing = self.find_run(run_key=key)
+        if existing is not None:
+            run_id = existing.info.run_id
+            if parent_id and existing.data.tags.get(MLFLOW_PARENT_RUN_ID) != parent_id:
+                self.client.set_tag(run_id, MLFLOW_PARENT_RUN_ID, parent_id)
+        else:
+            run = self.client.create_run(
+                self.experiment_id,
+                run_name=f"{spec.model}/{spec.setting}/{spec.question_set}",
+                tags={**tags, MLFLOW_RUN_NAME: f"{spec.model}/{spec.setting}/{spec.question_set}"},
+            )
+            run_id = run.info.run_id
+            self.client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
+        self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+        items = [Metric(k, v, 0, 0) for k, v in sorted(metrics.items())]
+        for start in range(0, len(items), _MAX_BATCH):
+            self.client.log_batch(run_id, metrics=items[start : start + _MAX_BATCH])
+        self._log_artifacts(run_id, spec)
+        self.client.set_terminated(run_id, "FINISHED")
+        return run_id
+
+    def _log_artifacts(self, run_id: str, spec: RunSpec) -> None:
+        self.client.log_artifact(run_id, str(spec.metrics_path), "scores")
+        for path in spec.artifact_paths:
+            path = Path(path)
+            if path.is_dir():
+                self.client.log_artifacts(run_id, str(path), f"scores/{path.name}")
+            elif path.is_file():
+                self.client.log_artifact(run_id, str(path), "scores")
+        if spec.predictions_path is not None:
+            if not Path(spec.predictions_path).is_file():
+                raise TrackingError(f"predictions file {spec.predictions_path} not found")
+            self.client.log_artifact(run_id, str(spec.predictions_path), "predictions")
+
+    def log_report(self, report_dir: str | Path, question_set: str = "all") -> str:
+        """Attach a report directory to a ``report`` run (one per question set, updated in place)."""
+        report_dir = Path(report_dir)
+        existing = self.find_run(kind="report", question_set=question_set)
+        if existing is None:
+            run_id = self.client.create_run(
+                self.experiment_id,
+                run_name=f"report/{question_set}",
+                tags={f"{TAG_PREFIX}kind": "report", f"{TAG_PREFIX}question_set": question_set},
+            ).info.run_id
+        else:
+            run_id = existing.info.run_id
+        self.client.set_tag(run_id, f"{TAG_PREFIX}git_commit", git_commit())
+        self.client.log_artifacts(run_id, str(report_dir), "report")
+        self.client.set_terminated(run_id, "FINISHED")
+        return run_id
+
+    def attach(self, run_ids: Iterable[str], path: str | Path, artifact_dir: str) -> None:
+        """Log one file or directory into several runs (the shared report into every evaluation run)."""
+        path = Path(path)
+        for run_id in run_ids:
+            if path.is_dir():
+                self.client.log_artifacts(run_id, str(path), artifact_dir)
+            else:
+                self.client.log_artifact(run_id, str(path), artifact_dir)
+
+
+def log_model_runs(tracker: Tracker, specs: Iterable[RunSpec], repo_dir: str | Path = ".") -> dict[str, str]:
+    """Log a model's runs, vanilla first so ablations find their parent; returns {setting: run_id}."""
+    ordered = sorted(specs, key=lambda s: (s.setting != "vanilla", s.setting))
+    return {spec.setting: tracker.log(spec, repo_dir) for spec in ordered}
