@@ -1,0 +1,316 @@
+"""The paper's tables and figures across all scored runs, bundled in one HTML page.
+
+`probmed score` covers one run (one metrics.json); this module reads every
+``<scores_root>/<question_set>/<model>/<setting>/metrics.json`` and writes, as
+Markdown and CSV with one row per (model, setting):
+
+- Table 1: question-set statistics (images and questions per image type and
+  category), when question tables are given;
+- Table 2: averaged accuracy vs accuracy with adversarial pairs per question
+  set, with the drop (the paper's "Worse than Random?" headline);
+- Table 3: accuracy with adversarial pairs per category plus overall;
+- Table 4: procedural diagnosis and error analysis (every numeric leaf of the
+  scorer's ``procedural`` block);
+- Appendix A: one table per image type;
+
+plus the PNG figures of :mod:`probmed.plots`, ``per_category.csv`` for
+``dvc plots`` and ``index.html`` that references only files written here.
+
+Accuracies are percentages as the scorer writes them. Table 2's per-set numbers
+are question-weighted over the paired categories (modality, organ, condition,
+position): single questions are reported beside pairs, never mixed in.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from probmed.records import write_json_atomic, write_text_atomic
+from probmed.vocab import CATEGORIES, PAIRED_CATEGORIES
+
+RUN_COLUMNS = ["question_set", "model", "setting"]
+SETTING_ORDER = {"vanilla": 0, "cot": 1, "described": 2}
+
+
+class ReportError(ValueError):
+    """The report cannot be built (no runs, bad metrics file); the message names the path."""
+
+
+@dataclass
+class Run:
+    question_set: str
+    model: str
+    setting: str
+    metrics: dict[str, Any]
+    path: Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} ({self.setting})"
+
+
+# --- inputs ---------------------------------------------------------------------
+
+
+def discover_runs(scores_root: str | Path) -> list[Run]:
+    """Every ``<question_set>/<model>/<setting>/metrics.json`` under ``scores_root``, sorted."""
+    root = Path(scores_root)
+    if not root.is_dir():
+        raise ReportError(f"scores directory {root} not found")
+    runs = []
+    for path in sorted(root.glob("*/*/*/metrics.json")):
+        question_set, model, setting = path.relative_to(root).parts[:3]
+        try:
+            metrics = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{path}: not valid JSON ({exc})") from exc
+        if not isinstance(metrics, dict) or not isinstance(metrics.get("by_category"), dict):
+            raise ReportError(f"{path}: expected an object with key 'by_category'")
+        runs.append(Run(question_set, model, setting, metrics, path))
+    if not runs:
+        raise ReportError(f"no <question_set>/<model>/<setting>/metrics.json under {root}")
+    runs.sort(key=lambda r: (r.question_set, r.model, SETTING_ORDER.get(r.setting, 9), r.setting))
+    return runs
+
+
+def _num(value: Any) -> float:
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: obj}
+
+
+# --- tables ---------------------------------------------------------------------
+
+
+def long_table(runs: Iterable[Run]) -> pd.DataFrame:
+    """One row per (run, image type or ``all``, category) with every metric the scorer gives."""
+    rows = []
+    for run in runs:
+        blocks = [("all", run.metrics.get("by_category") or {})]
+        blocks += list((run.metrics.get("by_image_type") or {}).items())
+        for image_type, cats in blocks:
+            for category, values in (cats or {}).items():
+                if not isinstance(values, Mapping):
+                    continue
+                row = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+                row.update({"image_type": image_type, "category": category})
+                row.update({k: _num(v) for k, v in values.items() if not isinstance(v, (dict, list))})
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table_dataset(questions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Table 1: images and questions per image type and category, per question set."""
+    rows = []
+    for name, frame in questions.items():
+        for image_type, group in frame.groupby("image_type", sort=True):
+            row: dict[str, Any] = {"question_set": name, "image_type": image_type}
+            row["images"] = group["image_id"].nunique()
+            row["questions"] = len(group)
+            for category in CATEGORIES:
+                row[category] = int((group["category"] == category).sum())
+            rows.append(row)
+        row = {"question_set": name, "image_type": "all", "images": frame["image_id"].nunique()}
+        row["questions"] = len(frame)
+        row.update({c: int((frame["category"] == c).sum()) for c in CATEGORIES})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _paired_summary(metrics: Mapping[str, Any]) -> tuple[float, float]:
+    """(averaged, strict) accuracy, question-weighted over the paired categories present."""
+    num_avg = num_strict = weight = 0.0
+    for category in PAIRED_CATEGORIES:
+        values = (metrics.get("by_category") or {}).get(category) or {}
+        n = _num(values.get("n_questions"))
+        avg, strict = _num(values.get("averaged_accuracy")), _num(values.get("accuracy_adv_pairs"))
+        if math.isnan(n) or n <= 0 or math.isnan(avg) or math.isnan(strict):
+            continue
+        num_avg += avg * n
+        num_strict += strict * n
+        weight += n
+    if weight == 0:
+        return math.nan, math.nan
+    return num_avg / weight, num_strict / weight
+
+
+def table_adversarial_drop(runs: Iterable[Run]) -> pd.DataFrame:
+    """Table 2: per (model, setting), each question set's averaged vs strict accuracy and the drop."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        avg, strict = _paired_summary(run.metrics)
+        row = rows.setdefault((run.model, run.setting), {"model": run.model, "setting": run.setting})
+        row[f"{run.question_set} averaged"] = avg
+        row[f"{run.question_set} adv. pairs"] = strict
+        row[f"{run.question_set} drop %"] = (avg - strict) / avg * 100 if avg and not math.isnan(avg) else math.nan
+    return pd.DataFrame(list(rows.values()))
+
+
+def table_categories(runs: Iterable[Run]) -> pd.DataFrame:
+    """Table 3: accuracy with adversarial pairs per category and the overall accuracies."""
+    rows = []
+    for run in runs:
+        row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+        for category in CATEGORIES:
+            values = (run.metrics.get("by_category") or {}).get(category) or {}
+            row[category] = _num(values.get("accuracy_adv_pairs"))
+        for key, value in _flat(run.metrics.get("overall") or {}).items():
+            if "acc" in key.lower() and not isinstance(value, (list, dict)):
+                row[f"overall {key}"] = _num(value)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table_procedural(runs: Iterable[Run]) -> pd.DataFrame:
+    """Table 4: every numeric leaf of the scorer's procedural diagnosis / error analysis."""
+    rows = []
+    for run in runs:
+        row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+        for key, value in _flat(run.metrics.get("procedural") or {}).items():
+            if not isinstance(value, (list, str)):
+                row[key] = _num(value)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tables_by_image_type(runs: Iterable[Run]) -> dict[str, pd.DataFrame]:
+    """Appendix A: for each image type, strict accuracy per category, one row per run."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        for image_type, cats in sorted((run.metrics.get("by_image_type") or {}).items()):
+            row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+            for category in CATEGORIES:
+                row[category] = _num(((cats or {}).get(category) or {}).get("accuracy_adv_pairs"))
+            out.setdefault(image_type, []).append(row)
+    return {k: pd.DataFrame(v) for k, v in out.items()}
+
+
+def to_markdown(frame: pd.DataFrame, digits: int = 2) -> str:
+    """A GitHub Markdown table; NaN shows as an em dash so missing never reads as 0."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return "—" if math.isnan(value) else f"{value:.{digits}f}"
+        return str(value).replace("|", "\\|")
+
+    header = "| " + " | ".join(map(str, frame.columns)) + " |"
+    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
+    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
+    return "\n".join([header, rule, *body]) + "\n"
+
+
+def slug(text: str) -> str:
+    """``"X-ray - Chest"`` -> ``"x_ray_chest"`` (file names for the appendix tables)."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+# --- the report -----------------------------------------------------------------
+
+
+def build_report(
+    scores_root: str | Path,
+    out_dir: str | Path,
+    questions: Mapping[str, str | Path] | None = None,
+    transfer_models: Iterable[str] = (),
+    transfer_category: str = "condition",
+    title: str = "ProbMed probing evaluation",
+) -> dict[str, Any]:
+    """Write every table, plot and index.html into ``out_dir``; returns the manifest written too."""
+    from probmed import plots
+
+    runs = discover_runs(scores_root)
+    out = Path(out_dir)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    question_frames = {name: pd.read_parquet(path) for name, path in (questions or {}).items()}
+
+    tables: dict[str, tuple[str, pd.DataFrame]] = {}
+    if question_frames:
+        tables["table1_dataset"] = ("Table 1: question-set statistics", table_dataset(question_frames))
+    tables["table2_adversarial_drop"] = (
+        "Table 2: averaged accuracy vs accuracy with adversarial pairs (question-weighted, paired categories)",
+        table_adversarial_drop(runs),
+    )
+    tables["table3_categories"] = ("Table 3: accuracy with adversarial pairs per category", table_categories(runs))
+    tables["table4_procedural"] = ("Table 4: procedural diagnosis and error analysis", table_procedural(runs))
+    for image_type, frame in tables_by_image_type(runs).items():
+        tables[f"appendix_{slug(image_type)}"] = (f"Appendix A: {image_type}", frame)
+
+    files: dict[str, list[str]] = {"tables": [], "plots": [], "data": []}
+    for name, (_, frame) in tables.items():
+        write_text_atomic(frame.to_csv(index=False), out / "tables" / f"{name}.csv")
+        write_text_atomic(to_markdown(frame), out / "tables" / f"{name}.md")
+        files["tables"] += [f"tables/{name}.csv", f"tables/{name}.md"]
+
+    long = long_table(runs)
+    write_text_atomic(long.to_csv(index=False), out / "all_metrics.csv")
+    per_category = long[long["image_type"] == "all"].copy()
+    per_category["run"] = per_category["model"] + "/" + per_category["setting"] + "/" + per_category["question_set"]
+    keep = ["run", "category", "accuracy_adv_pairs", "averaged_accuracy"]
+    write_text_atomic(per_category.reindex(columns=keep).to_csv(index=False), out / "per_category.csv")
+    files["data"] += ["all_metrics.csv", "per_category.csv"]
+
+    figures = plots.make_all(
+        runs, question_frames, out / "plots", transfer_models=list(transfer_models), transfer_category=transfer_category
+    )
+    files["plots"] = [f"plots/{p.name}" for p in figures]
+
+    page = render_html(title, runs, tables, files)
+    write_text_atomic(page, out / "index.html")
+    manifest = {"runs": [f"{r.question_set}/{r.model}/{r.setting}" for r in runs], "files": files}
+    missing = [f for group in files.values() for f in group if not (out / f).is_file()]
+    if missing:  # render_html only links what was written; this guards that promise
+        raise ReportError(f"report would reference missing file(s): {missing}")
+    write_json_atomic(manifest, out / "manifest.json")
+    return manifest
+
+
+def render_html(
+    title: str, runs: list[Run], tables: Mapping[str, tuple[str, pd.DataFrame]], files: Mapping[str, list[str]]
+) -> str:
+    """One static page: run list, every table, every figure, links to CSV/Markdown."""
+    esc = html.escape
+    parts = [
+        "<!doctype html>",
+        f"<html><head><meta charset='utf-8'><title>{esc(title)}</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ccc;padding:3px 6px}"
+        "img{max-width:100%;border:1px solid #eee;margin:1em 0}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+        "<p>Accuracies in percent. <b>Accuracy with adversarial pairs</b>: a pair counts only when both"
+        " answers are right (condition and position all-or-nothing per image). <b>Averaged accuracy</b>:"
+        " mean correctness over the questions of the pairs. A dash means not available, never zero.</p>",
+        "<h2>Runs</h2><ul>",
+        *[f"<li>{esc(r.question_set)} / {esc(r.model)} / {esc(r.setting)}</li>" for r in runs],
+        "</ul><h2>Figures</h2>",
+        *[f"<figure><img src='{esc(p)}' alt='{esc(p)}'><figcaption>{esc(p)}</figcaption></figure>" for p in files["plots"]],
+        "<h2>Tables</h2>",
+    ]
+    for name, (caption, frame) in tables.items():
+        parts.append(f"<h3>{esc(caption)}</h3>")
+        parts.append(frame.to_html(index=False, na_rep="—", float_format=lambda v: f"{v:.2f}", border=0))
+        parts.append(f"<p><a href='tables/{esc(name)}.csv'>CSV</a> · <a href='tables/{esc(name)}.md'>Markdown</a></p>")
+    parts.append("<h2>Data</h2><ul>")
+    parts += [f"<li><a href='{esc(p)}'>{esc(p)}</a></li>" for p in files["data"]]
+    parts.append("</ul></body></html>")
+    return "\n".join(parts) + "\n"
