@@ -1,0 +1,177 @@
+"""The Lightning module: a Hugging Face image-text-to-text model, trained in full or through LoRA.
+
+`full` trains every weight (the CPU default's brief general training of the
+tiny model, so that it already answers); `lora` freezes the base and trains a
+peft adapter on the configured modules only. The loss is the model's own causal
+LM loss over the answer tokens (the collator masks everything else). Target
+modules are checked against the model before any training starts.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import lightning as L
+import torch
+
+from probmed.config import ConfigError
+
+MODES: tuple[str, ...] = ("full", "lora")
+
+
+def linear_module_names(model: torch.nn.Module) -> list[str]:
+    """Fully qualified names of the Linear layers LoRA can wrap."""
+    return [name for name, mod in model.named_modules() if isinstance(mod, torch.nn.Linear)]
+
+
+def resolve_target_modules(model: torch.nn.Module, target: str | Sequence[str]) -> list[str]:
+    """The Linear layers `target` selects, with peft's semantics; a target that selects nothing is an error.
+
+    A string is a regular expression matched against the whole module name; a
+    list holds name suffixes (``q_proj`` matches ``...self_attn.q_proj``), each
+    of which must match at least one Linear layer.
+    """
+    names = linear_module_names(model)
+    suffixes = sorted({n.rsplit(".", 1)[-1] for n in names})
+    if isinstance(target, str):
+        try:
+            pattern = re.compile(target)
+        except re.error as exc:
+            raise ConfigError(f"finetune.lora.target_modules: invalid regular expression {target!r}: {exc}") from exc
+        chosen = [n for n in names if pattern.fullmatch(n)]
+        if not chosen:
+            raise ConfigError(
+                f"finetune.lora.target_modules: {target!r} matches no Linear module of the model "
+                f"(Linear layer names end in {suffixes})"
+            )
+        return chosen
+    target = [str(t) for t in target]
+    if not target:
+        raise ConfigError("finetune.lora.target_modules is empty")
+    missing = [t for t in target if not any(n == t or n.endswith("." + t) for n in names)]
+    if missing:
+        raise ConfigError(
+            f"finetune.lora.target_modules: {missing} not found in the model (Linear layer names end in {suffixes})"
+        )
+    return [n for n in names if any(n == t or n.endswith("." + t) for t in target)]
+
+
+def lora_config(lora: Mapping[str, Any]):
+    """A peft LoraConfig from the params.yaml `finetune.lora` block."""
+    from peft import LoraConfig
+
+    target = lora["target_modules"]
+    target = target if isinstance(target, str) else list(target)
+    return LoraConfig(
+        r=int(lora["r"]),
+        lora_alpha=int(lora["alpha"]),
+        lora_dropout=float(lora["dropout"]),
+        target_modules=target,
+        bias="none",
+    )
+
+
+def attach_lora(model: torch.nn.Module, lora: Mapping[str, Any]) -> torch.nn.Module:
+    """Validate the targets, then wrap the model in a peft adapter (base weights frozen)."""
+    from peft import get_peft_model
+
+    resolve_target_modules(model, lora["target_modules"])
+    if int(lora["r"]) < 1:
+        raise ConfigError(f"finetune.lora.r must be >= 1, got {lora['r']}")
+    return get_peft_model(model, lora_config(lora))
+
+
+def count_parameters(model: torch.nn.Module) -> tuple[int, int]:
+    """(trainable, total) parameter counts."""
+    trainable = sum(p.numel() for p in model.parameters() if p.requires_grad)
+    total = sum(p.numel() for p in model.parameters())
+    return trainable, total
+
+
+def load_base_model(model_dir: str | Path, dtype: str | None = None) -> torch.nn.Module:
+    from transformers import AutoModelForImageTextToText
+
+    kwargs: dict[str, Any] = {}
+    if dtype:
+        kwargs["dtype"] = getattr(torch, dtype)
+    return AutoModelForImageTextToText.from_pretrained(str(model_dir), **kwargs)
+
+
+def load_adapted_model(model_dir: str | Path, adapter_dir: str | Path, dtype: str | None = None) -> torch.nn.Module:
+    """The base model with a saved LoRA adapter applied (eval mode)."""
+    from peft import PeftModel
+
+    model = PeftModel.from_pretrained(load_base_model(model_dir, dtype), str(adapter_dir))
+    model.eval()
+    return model
+
+
+class VisionLanguageFineTuner(L.LightningModule):
+    """Wraps the model; logs train/val loss and the answer accuracy at the first answer token."""
+
+    def __init__(
+        self,
+        model: torch.nn.Module,
+        mode: str,
+        lr: float,
+        weight_decay: float = 0.0,
+        lora: Mapping[str, Any] | None = None,
+        answer_ids: Mapping[str, Sequence[int]] | None = None,
+    ):
+        super().__init__()
+        if mode not in MODES:
+            raise ConfigError(f"fine-tuning mode {mode!r} not in {MODES}")
+        if mode == "lora":
+            if lora is None:
+                raise ConfigError("fine-tuning mode 'lora' needs finetune.lora")
+            model = attach_lora(model, lora)
+        else:
+            for p in model.parameters():
+                p.requires_grad_(True)
+        self.model = model
+        self.mode = mode
+        self.lr, self.weight_decay = float(lr), float(weight_decay)
+        self.answer_first = None
+        if answer_ids is not None:
+            self.answer_first = (int(answer_ids["yes"][0]), int(answer_ids["no"][0]))
+        self.save_hyperparameters({"mode": mode, "lr": self.lr, "weight_decay": self.weight_decay})
+
+    def forward(self, **batch: torch.Tensor):
+        return self.model(**batch)
+
+    def _step(self, batch: dict[str, torch.Tensor], stage: str) -> torch.Tensor:
+        out = self.model(**batch)
+        n = batch["input_ids"].shape[0]
+        self.log(f"{stage}_loss", out.loss, prog_bar=True, batch_size=n, on_step=stage == "train", on_epoch=True)
+        if self.answer_first is not None:
+            self.log(f"{stage}_answer_acc", answer_accuracy(out.logits, batch["labels"], self.answer_first),
+                     batch_size=n, on_epoch=True)
+        return out.loss
+
+    def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
+        return self._step(batch, "train")
+
+    def validation_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> None:
+        self._step(batch, "val")
+
+    def configure_optimizers(self):
+        params = [p for p in self.model.parameters() if p.requires_grad]
+        return torch.optim.AdamW(params, lr=self.lr, weight_decay=self.weight_decay)
+
+    def save(self, out_dir: str | Path) -> Path:
+        """Save the adapter only (lora) or the whole model (full)."""
+        out = Path(out_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        self.model.save_pretrained(str(out))
+        return out
+
+
+def answer_accuracy(logits: torch.Tensor, labels: torch.Tensor, yes_no: tuple[int, int]) -> torch.Tensor:
+    """Share of rows whose first answer token prefers the right one of (yes, no)."""
+    first = (labels != -100).float().argmax(dim=-1)  # position of the first answer token
+    rows = torch.arange(labels.shape[0], device=labels.device)
+    pred_logits = logits[rows, first - 1][:, list(yes_no)]
+    truth = (labels[rows, first] == yes_no[1]).long()  # 0 = yes, 1 = no
+    return (pred_logits.argmax(-1) == truth).float().mean()

@@ -1,0 +1,129 @@
+"""Patient-level splits, domain selection, balancing and batch encoding over real images."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from probmed.config import ConfigError
+from probmed.finetune import data
+from probmed.records import RecordError
+
+
+def test_no_patient_crosses_the_split(image_records: pd.DataFrame, questions: pd.DataFrame):
+    images = data.image_table(image_records)
+    splits = data.assign_splits(images, eval_fraction=0.5, seed=0)
+    frame = data.attach_images(questions, images, splits)
+    per_patient = frame.groupby("patient_key")["split"].nunique()
+    assert (per_patient == 1).all()
+    # multi-image patients exist in the fixture, so the check above is not vacuous
+    cxr = frame[frame["source"] == "chestxray14"]
+    assert cxr.groupby("patient_key")["image_id"].nunique().max() >= 2
+    assert set(cxr["split"]) == {"train", "eval"}
+    # every group with >= 2 patients has a held-out part
+    for _, group in frame.groupby(["source", "modality", "organ"]):
+        assert "eval" in set(group["split"])
+    train_patients = set(frame.loc[frame["split"] == "train", "patient_key"])
+    eval_patients = set(frame.loc[frame["split"] == "eval", "patient_key"])
+    assert train_patients and eval_patients and not (train_patients & eval_patients)
+
+
+def test_split_is_seeded_and_stable(image_records: pd.DataFrame):
+    images = data.image_table(image_records)
+    a = data.assign_splits(images, 0.5, seed=0)
+    b = data.assign_splits(images, 0.5, seed=0)
+    c = data.assign_splits(images, 0.5, seed=1)
+    assert a.equals(b)
+    assert not a.equals(c)
+    # adding unrelated images does not move existing patients
+    more = pd.concat([images, images.assign(image_id=images["image_id"] + "-x", patient_key=images["patient_key"] + "-x")])
+    d = data.assign_splits(more, 0.5, seed=0)
+    cxr = images.loc[images["source"] == "chestxray14", "image_id"]
+    assert (d.loc[cxr] == a.loc[cxr]).mean() > 0.7
+
+
+def test_images_without_patient_id_are_their_own_patient(image_records: pd.DataFrame):
+    images = data.image_table(image_records)
+    vqarad = images[images["source"] == "vqa-rad"]
+    assert vqarad["patient_key"].is_unique
+    assert vqarad["patient_key"].str.startswith("vqa-rad:image:").all()
+
+
+def test_bad_eval_fraction_is_a_config_error(image_records: pd.DataFrame):
+    with pytest.raises(ConfigError, match="eval_fraction"):
+        data.assign_splits(data.image_table(image_records), 1.0, seed=0)
+
+
+def test_question_without_image_record_is_named(image_records, questions):
+    images = data.image_table(image_records)
+    splits = data.assign_splits(images, 0.5, 0)
+    bad = questions.copy()
+    bad.loc[3, "image_id"] = "nowhere:1"
+    with pytest.raises(RecordError, match=r"record 3 \(image nowhere:1\).*image_id"):
+        data.attach_images(bad, images, splits)
+
+
+def test_domain_mask_and_balance(image_records, questions):
+    images = data.image_table(image_records)
+    frame = data.attach_images(questions, images, data.assign_splits(images, 0.5, 0))
+    mask = data.domain_mask(frame, {"source": "chestxray14", "modality": "x-ray", "organ": "chest"})
+    assert mask.sum() == (frame["source"] == "chestxray14").sum() > 0
+    assert data.domain_mask(frame, {"organ": "chest"}).sum() > mask.sum()  # VQA-RAD chest radiographs too
+    skewed = pd.concat([frame, frame[frame["answer"] == "yes"]], ignore_index=True)
+    balanced = data.balance_answers(skewed, seed=0)
+    counts = balanced["answer"].value_counts()
+    assert counts["yes"] == counts["no"] == (skewed["answer"] == "no").sum()
+
+
+def test_collate_masks_all_but_answer(shared_data: Path, questions, tiny_model_dir):
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tiny_model_dir)
+    examples = data.examples_from_questions(questions.head(4))
+    encoded = data.encode_examples(examples, processor, shared_data)
+    answer_ids = data.answer_token_ids(processor, {"yes": "yes", "no": "no"})
+    batch = data.collate(encoded, processor.tokenizer.pad_token_id, answer_ids, processor.tokenizer.eos_token_id)
+    labels = batch["labels"]
+    # exactly the answer token and eos are supervised in every row
+    assert ((labels != -100).sum(dim=1) == 2).all()
+    first = (labels != -100).float().argmax(dim=1)
+    expected = [answer_ids[e.answer][0] for e in examples]
+    assert labels[range(4), first].tolist() == expected
+    # left padding: every row ends with eos, and pads are masked out
+    assert (batch["input_ids"][:, -1] == processor.tokenizer.eos_token_id).all()
+    assert (batch["attention_mask"].sum(1) == torch_len(encoded) + 2).all()
+    assert batch["pixel_values"].shape[0] == 4
+
+
+def torch_len(encoded):
+    import torch
+
+    return torch.tensor([len(e.input_ids) for e in encoded])
+
+
+def test_unreadable_image_names_question(shared_data: Path, questions, tiny_model_dir):
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tiny_model_dir)
+    bad = questions.head(1).copy()
+    bad["image_path"] = "chestxray14/does-not-exist.png"
+    with pytest.raises(RecordError, match=f"question {bad['qid'].iat[0]}"):
+        data.encode_examples(data.examples_from_questions(bad), processor, shared_data)
+
+
+def test_empty_training_split_fails_at_construction(tiny_model_dir, shared_data):
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tiny_model_dir)
+    with pytest.raises(ConfigError, match="training split is empty"):
+        data.ProbingDataModule([], [], processor, shared_data, {"yes": "yes", "no": "no"})
+
+
+def test_answer_text_outside_vocabulary_is_a_config_error(tiny_model_dir):
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tiny_model_dir)
+    with pytest.raises(ConfigError, match="answer_texts.yes"):
+        data.answer_token_ids(processor, {"yes": "zzzqqq", "no": "no"})
