@@ -22,7 +22,6 @@ is recorded. POPE-style strategies pick among the candidates:
 
 from __future__ import annotations
 
-import hashlib
 import random
 from collections import Counter
 from dataclasses import dataclass, field
@@ -32,6 +31,7 @@ import pandas as pd
 from tqdm import tqdm
 
 from probmed.curation.vocabularies import POSITIONS_BY_ORGAN, GENERIC_POSITIONS, conditions_for, flip_side
+from probmed.formats import question_id
 from probmed.records import QUESTION_COLUMNS, ImageRecord, RecordError, validate_question_frame
 from probmed.vocab import (
     ASKABLE_MODALITIES,
@@ -72,8 +72,7 @@ def position_question(condition: str, position: str) -> str:
 ABNORMALITY_QUESTION = "Is there any abnormality in this image?"
 
 
-def _qid(image_id: str, qa_type: str, question: str) -> str:
-    return hashlib.sha1(f"{image_id}|{qa_type}|{question}".encode()).hexdigest()[:16]
+_qid = question_id  # one qid rule for generated and imported questions
 
 
 @dataclass
@@ -183,7 +182,7 @@ def generate_questions(
         if rec.organ in ASKABLE_ORGANS:
             cands = [o for o in ASKABLE_ORGANS if o != rec.organ]
             adv, strat = _pick(cands, strategy, rng, pop.organ, ORGAN_CONFUSION.get(rec.organ))
-            pid = f"{iid}:organ"
+            pid = f"{iid}:body_part"
             add(rec, itype, "organ", "gt", pid, organ_question(rec.organ), "yes", rec.organ, "body_part_gt", "gt", "")
             add(rec, itype, "organ", "adversarial", pid, organ_question(adv), "no", adv, "body_part_hallu", strat, f"image organ is {rec.organ}")
         else:
@@ -215,7 +214,7 @@ def generate_questions(
             got = hallucinated_condition()
             if got:
                 adv, strat, ev = got
-                add(rec, itype, "condition", "single", f"{iid}:entity", condition_question(adv), "no", adv, "entity_hallu", strat, ev)
+                add(rec, itype, "condition", "single", f"{iid}:entity_hallu", condition_question(adv), "no", adv, "entity_hallu", strat, ev)
         for k, cond in enumerate(present):
             got = hallucinated_condition()
             if got is None:
