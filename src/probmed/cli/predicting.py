@@ -1,0 +1,192 @@
+"""`probmed predict`, `describe`, `merge`, `export-responses`, `build-tiny-model`.
+
+Thin: read params.yaml (+ dotted overrides such as `model=tiny setting=cot`),
+call probmed.predict, print a one-line JSON summary. Backend failures that the
+user must fix (unreachable endpoint, bad credentials, unknown model) exit 2
+with one line; every answer received before is already in the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from probmed.cli import UserError
+from probmed.config import ConfigError, load_params, to_plain
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("overrides", nargs="*", help="dotted params overrides, e.g. model=tiny setting=cot")
+    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
+    p.add_argument("--questions", help="question table (Parquet); default predict.questions")
+    p.add_argument("--image-root", help="directory image_path is relative to; default predict.image_root")
+    p.add_argument("--shard", help="i/N: answer only the images of shard i of N")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("predict", help="answer a question table with a model (resumable, cached)")
+    _common(p)
+    p.add_argument("--out", help="prediction table to write; default predict.out_dir/<model>-<setting>.parquet")
+    p.set_defaults(func=cmd_predict)
+
+    d = sub.add_parser("describe", help="generate (cached) image descriptions with the describer model")
+    _common(d)
+    d.add_argument("--describer", help="model name; default settings.describer")
+    d.add_argument("--out", help="description table (Parquet); default predict.describe_dir/<describer>.parquet")
+    d.set_defaults(func=cmd_describe)
+
+    m = sub.add_parser("merge", help="merge shard prediction tables into one, checking coverage")
+    m.add_argument("questions", help="question table (Parquet)")
+    m.add_argument("shards", nargs="+", help="shard prediction tables (Parquet)")
+    m.add_argument("--out", required=True, help="merged prediction table (Parquet)")
+    m.set_defaults(func=cmd_merge)
+
+    e = sub.add_parser("export-responses", help="write predictions in the original ProbMed response format")
+    e.add_argument("questions", help="question table (Parquet or original JSON)")
+    e.add_argument("predictions", help="prediction table (Parquet)")
+    e.add_argument("--out", required=True, help="response file (JSON)")
+    e.set_defaults(func=cmd_export)
+
+    t = sub.add_parser("build-tiny-model", help="build the tiny offline LLaVA (untrained) into a directory")
+    t.add_argument("--out", required=True, help="model directory")
+    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--questions", help="question table whose words join the vocabulary")
+    t.set_defaults(func=cmd_build_tiny)
+
+
+def _read_questions(path: str):
+    from probmed.formats import read_question_file
+    from probmed.records import read_questions
+
+    if not Path(path).is_file():
+        raise UserError(f"question file {path} not found")
+    return read_question_file(path) if str(path).endswith(".json") else read_questions(path)
+
+
+def _setup(args: argparse.Namespace):
+    from probmed.prompting import PromptSet, check_setting
+
+    cfg = load_params(args.params, args.overrides)
+    predict_cfg = to_plain(cfg.get("predict")) or {}
+    models = to_plain(cfg.get("models")) or {}
+    if not models:
+        raise ConfigError("params: section 'models' is missing")
+    prompts = PromptSet.from_params(to_plain(cfg.get("settings")))
+    setting = check_setting(str(cfg.get("setting", "vanilla")))
+    questions_path = args.questions or predict_cfg.get("questions")
+    if not questions_path:
+        raise ConfigError("no question table: pass --questions or set predict.questions")
+    image_root = args.image_root or predict_cfg.get("image_root", ".")
+    context = {"seed": int(cfg.get("seed", 0)), "pricing": to_plain(cfg.get("pricing")) or {},
+               "system_prompt": prompts.system_prompt}
+    return cfg, predict_cfg, models, prompts, setting, questions_path, image_root, context
+
+
+def _backend(models: dict, name: str, context: dict):
+    from probmed.models.base import build_backend
+
+    return build_backend(models, name, **context)
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    from probmed.models.base import BackendError
+    from probmed.predict import parse_shard, run_predictions, write_predictions_table
+
+    cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
+    name = str(cfg.get("model", ""))
+    if not name:
+        raise ConfigError("params: key 'model' is missing (e.g. model=tiny)")
+    shard = parse_shard(args.shard)
+    questions = _read_questions(qpath)
+    backend = _backend(models, name, context)
+    describer = None
+    try:
+        if setting == "described":
+            describer = _backend(models, prompts.describer, context)
+        result = run_predictions(
+            questions, backend, setting, prompts, image_root,
+            store_dir=pc.get("store_dir", "build/answers"),
+            describer=describer,
+            describe_dir=pc.get("describe_dir", "build/descriptions"),
+            shard=shard,
+            batch_size=int(pc.get("batch_size", 64)),
+            progress=not args.no_progress,
+            fsync=bool(pc.get("fsync", True)),
+        )
+    except BackendError as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        backend.close()
+        if describer is not None:
+            describer.close()
+    out = args.out
+    if not out:
+        suffix = "" if shard[1] == 1 else f".shard-{shard[0]:03d}-of-{shard[1]:03d}"
+        out = str(Path(pc.get("out_dir", "build/predictions")) / f"{name}-{setting}{suffix}.parquet")
+    write_predictions_table(result.predictions, out)
+    print(json.dumps({"model": name, "setting": setting, "out": out, **result.summary()}, default=str))
+    return 1 if result.n_failed else 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    from probmed.describe import describe_images, export_descriptions
+    from probmed.models.base import BackendError
+    from probmed.predict import parse_shard, resolve_images, shard_questions, store_file_name
+    from probmed.store import AnswerStore
+    from tqdm import tqdm
+
+    cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
+    name = args.describer or prompts.describer
+    shard = parse_shard(args.shard)
+    questions = shard_questions(_read_questions(qpath), *shard)
+    images = resolve_images(questions, Path(image_root))
+    backend = _backend(models, name, context)
+    store = AnswerStore(Path(pc.get("describe_dir", "build/descriptions")) / name, store_file_name(shard))
+    try:
+        with tqdm(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
+            got = describe_images(backend, list(images.items()), prompts, store, on_progress=bar.update)
+    except BackendError as exc:
+        raise UserError(str(exc)) from None
+    finally:
+        backend.close()
+        store.close()
+    out = args.out or str(Path(pc.get("describe_dir", "build/descriptions")) / f"{name}.parquet")
+    export_descriptions(store, out)
+    failed = sum(v is None for v in got.values())
+    print(json.dumps({"describer": name, "images": len(got), "failed": failed, "out": out}))
+    return 1 if failed else 0
+
+
+def cmd_merge(args: argparse.Namespace) -> int:
+    from probmed.predict import merge_shards, write_predictions_table
+    from probmed.records import read_predictions
+
+    questions = _read_questions(args.questions)
+    frame = merge_shards(questions, [read_predictions(p) for p in args.shards])
+    write_predictions_table(frame, args.out)
+    print(json.dumps({"questions": len(questions), "predictions": len(frame), "out": args.out}))
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    from probmed.formats import write_response_file
+    from probmed.records import read_predictions
+
+    questions = _read_questions(args.questions)
+    missing = write_response_file(questions, read_predictions(args.predictions), args.out)
+    print(json.dumps({"records": len(questions), "missing": missing, "out": args.out}))
+    return 0
+
+
+def cmd_build_tiny(args: argparse.Namespace) -> int:
+    from probmed.models.tiny import build_tiny_llava
+
+    corpus: list[Any] = []
+    if args.questions:
+        corpus = _read_questions(args.questions)["question"].astype(str).tolist()
+    out = build_tiny_llava(args.out, seed=args.seed, corpus=corpus)
+    print(json.dumps({"out": str(out), "seed": args.seed}))
+    return 0
