@@ -34,7 +34,6 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
-import math
 import re
 from pathlib import Path
 from typing import Any, Iterable
@@ -309,10 +308,6 @@ def write_response_file(questions: pd.DataFrame, predictions: pd.DataFrame, path
     return missing
 
 
-def _nan_to_none(value: Any) -> Any:
-    return None if isinstance(value, float) and math.isnan(value) else value
-
-
 __all__ = [
     "QUESTION_FILE_FIELDS",
     "RESPONSE_FILE_FIELDS",
@@ -326,4 +321,64 @@ __all__ = [
     "read_response_file",
     "responses_to_official",
     "write_response_file",
+    "validate_question_table",
+    "read_questions_any",
 ]
+
+
+def validate_question_table(frame: pd.DataFrame, where: str = "questions") -> pd.DataFrame:
+    """The strict checks of :func:`read_question_file` on a project question table (Parquet).
+
+    Besides records.validate_question_frame: an image's rows are contiguous and
+    carry one image_type, an adversarial row's gt twin (same pair_id) comes
+    before it, a pair has at most one adversarial row, a (image, qa_type) is unique.
+    """
+    validate_question_frame(frame, where)
+    finished: set[str] = set()
+    current: str | None = None
+    current_type: str | None = None
+    gt_pairs: set[str] = set()
+    adv_pairs: set[str] = set()
+    qa_seen: set[str] = set()
+    cols = ("image_id", "image_type", "polarity", "pair_id", "qa_type")
+    for idx, (image, itype, polarity, pair, qa_type) in enumerate(zip(*(frame[c].to_numpy() for c in cols))):
+        image = str(image)
+        if image != current:
+            if image in finished:
+                raise RecordError(f"{where}: record {idx} (image {image}): field 'image_id': records of this image are not contiguous")
+            if current is not None:
+                finished.add(current)
+            current, current_type = image, itype
+            gt_pairs, adv_pairs, qa_seen = set(), set(), set()
+        elif itype != current_type:
+            raise RecordError(
+                f"{where}: record {idx} (image {image}): field 'image_type': {itype!r} differs from the image's earlier {current_type!r}"
+            )
+        if qa_type in qa_seen:
+            raise RecordError(f"{where}: record {idx} (image {image}): field 'qa_type': duplicate record {qa_type!r}")
+        qa_seen.add(qa_type)
+        if polarity == "gt":
+            gt_pairs.add(pair)
+        elif polarity == "adversarial":
+            if pair not in gt_pairs:
+                raise RecordError(
+                    f"{where}: record {idx} (image {image}): field 'pair_id': adversarial record of pair {pair!r} has no ground-truth twin before it"
+                )
+            if pair in adv_pairs:
+                raise RecordError(f"{where}: record {idx} (image {image}): field 'pair_id': pair {pair!r} has two adversarial records")
+            adv_pairs.add(pair)
+    return frame
+
+
+def read_questions_any(path: str | Path) -> pd.DataFrame:
+    """A question set from Parquet (project table) or JSON (original question file), strictly validated."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.suffix.lower() == ".json":
+        return read_question_file(path)
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for a non-Parquet file
+        raise RecordError(f"{path}: not a readable Parquet question table ({exc.__class__.__name__}: {exc})") from None
+    return validate_question_table(frame, str(path))

@@ -1,0 +1,121 @@
+"""`probmed score`, `probmed score-official`, `probmed baseline`: thin wrappers over probmed.scoring."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from probmed.cli import UserError
+from probmed.config import DEFAULT_PARAMS, load_params
+
+
+def _score_settings(params: str | None, overrides: list[str]):
+    from omegaconf import OmegaConf
+
+    from probmed.scoring.run import ScoreSettings
+
+    path = Path(params) if params else DEFAULT_PARAMS
+    if params is None and not path.exists():
+        if overrides:
+            raise UserError(f"overrides {overrides} given but no {path} to apply them to (use --params)")
+        return ScoreSettings()
+    cfg = load_params(path, overrides)
+    section = OmegaConf.select(cfg, "score", default=None)
+    return ScoreSettings.from_mapping(OmegaConf.to_container(section, resolve=True) if section is not None else None)
+
+
+def cmd_score(args: argparse.Namespace) -> int:
+    from probmed.formats import read_questions_any
+    from probmed.records import read_predictions
+    from probmed.scoring.run import evaluate, write_run
+
+    settings = _score_settings(args.params, args.overrides)
+    questions = read_questions_any(args.questions)
+    predictions = read_predictions(args.predictions)
+    metrics = evaluate(questions, predictions, settings, name=args.name)
+    write_run(metrics, args.out_dir, label=args.name)
+    o = metrics["overall"]
+    print(
+        f"{metrics['meta']['model']}: accuracy with adversarial pairs {o['accuracy_adv_pairs_original_weighting']:.2f}% "
+        f"(original weighting), {o['accuracy_adv_pairs_question_weighting']:.2f}% (question weighting); "
+        f"averaged accuracy {o['averaged_accuracy']:.2f}%; missing {o['missing']} of {o['n_questions']}; "
+        f"written to {args.out_dir}"
+        if o["accuracy_adv_pairs_original_weighting"] is not None and o["averaged_accuracy"] is not None
+        else f"scored {o['n_questions']} questions; written to {args.out_dir}"
+    )
+    if o["missing"]:
+        print(f"warning: {o['missing']} questions have no prediction (scored wrong)", file=sys.stderr)
+    return 0
+
+
+def cmd_score_official(args: argparse.Namespace) -> int:
+    from probmed.formats import read_response_file
+    from probmed.records import write_json_atomic
+    from probmed.scoring.official import score_official
+
+    records = read_response_file(args.responses)
+    result = score_official(records)
+    write_json_atomic(result, args.out)
+    acc = result["overall"]["acc"]
+    print(f"overall acc {acc:.2f}% over num {result['overall']['num']}" if acc is not None else "no category scored")
+    for w in result["warnings"]:
+        print(f"warning: {w}", file=sys.stderr)
+    return 0
+
+
+def cmd_baseline(args: argparse.Namespace) -> int:
+    from probmed.formats import read_questions_any
+    from probmed.records import write_predictions
+    from probmed.scoring.baselines import always_no, always_yes, random_predictions
+
+    questions = read_questions_any(args.questions)
+    if args.kind == "random":
+        frame = random_predictions(questions, seed=args.seed)
+    elif args.kind == "yes":
+        frame = always_yes(questions)
+    else:
+        frame = always_no(questions)
+    write_predictions(frame, args.out)
+    print(f"{len(frame)} {args.kind} predictions written to {args.out}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "score",
+        help="score a prediction table against a question set (metrics.json + paper tables)",
+        description="Score PREDICTIONS against QUESTIONS with the project's scorer; writes "
+        "OUT_DIR/metrics.json and the paper's tables as CSV and Markdown.",
+    )
+    p.add_argument("questions", help="question set: project Parquet table or original-format JSON question file")
+    p.add_argument("predictions", help="prediction table (Parquet, records.PREDICTION_COLUMNS)")
+    p.add_argument("--out-dir", required=True, help="directory for metrics.json and the tables")
+    p.add_argument("--name", default=None, help="row label in the tables (default: the predictions' model)")
+    p.add_argument("--params", default=None, help="parameter file (default: params.yaml if present)")
+    p.add_argument(
+        "-S",
+        "--set",
+        dest="overrides",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="dotted params override (repeatable), e.g. -S score.bootstrap_resamples=200",
+    )
+    p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser(
+        "score-official",
+        help="score an original-format response file exactly as the original release does",
+        description="Official-compatible scorer: reproduces the original calculate_score.py, quirks included.",
+    )
+    p.add_argument("responses", help="response file in the original format (JSON list)")
+    p.add_argument("--out", required=True, help="output JSON")
+    p.set_defaults(func=cmd_score_official)
+
+    p = sub.add_parser("baseline", help="write baseline predictions (random / always-yes / always-no)")
+    p.add_argument("kind", choices=("random", "yes", "no"))
+    p.add_argument("questions", help="question set (Parquet or original-format JSON)")
+    p.add_argument("--out", required=True, help="prediction table to write (Parquet)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+    p.set_defaults(func=cmd_baseline)

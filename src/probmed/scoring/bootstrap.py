@@ -1,0 +1,40 @@
+"""Bootstrap over images: the unit a benchmark samples is the image, not the question.
+
+Questions of one image are correlated (same picture, same findings), so the
+95% interval resamples whole images with replacement. Every metric we bootstrap
+is a ratio of per-image sums, so one weight matrix (resample x image: how often
+each image was drawn) turns the whole bootstrap into matrix products.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def resample_weights(n_images: int, resamples: int, seed: int) -> np.ndarray:
+    """``(resamples, n_images)`` counts: row b says how often each image is in resample b."""
+    if resamples <= 0 or n_images == 0:
+        return np.zeros((0, n_images))
+    rng = np.random.default_rng(seed)
+    idx = rng.integers(0, n_images, size=(resamples, n_images))
+    offsets = (np.arange(resamples) * n_images)[:, None]
+    counts = np.bincount((idx + offsets).ravel(), minlength=resamples * n_images)
+    return counts.reshape(resamples, n_images).astype(np.float64)
+
+
+def ratio_samples(weights: np.ndarray, numer: np.ndarray, denom: np.ndarray) -> np.ndarray:
+    """Per-resample ``100 * sum(w * numer) / sum(w * denom)`` (NaN where the denominator is 0)."""
+    num = weights @ numer
+    den = weights @ denom
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, 100.0 * num / np.where(den > 0, den, 1.0), np.nan)
+
+
+def interval(samples: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:
+    """Percentile interval of bootstrap samples; (None, None) when there are none."""
+    samples = samples[~np.isnan(samples)] if samples.size else samples
+    if samples.size == 0:
+        return None, None
+    tail = (1.0 - level) / 2.0 * 100.0
+    lo, hi = np.percentile(samples, [tail, 100.0 - tail])
+    return float(lo), float(hi)

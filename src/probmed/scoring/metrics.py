@@ -1,0 +1,399 @@
+"""The project's scorer: strict pair accuracy and everything reported beside it.
+
+Input: a question table (records.QUESTION_COLUMNS) and a prediction table
+(records.PREDICTION_COLUMNS; only ``qid`` and the parsed ``label`` are read).
+A question without a prediction is *missing*: counted, reported, and scored
+wrong; predictions for unknown qids are counted as ``extra_predictions``.
+
+Scoring units (DESIGN.md "Scoring"):
+
+* modality / organ: the pair (gt + adversarial) is right only if both are;
+* condition / position: all-or-nothing per image over all its pairs of that
+  category; VQA-RAD pairs (``qa_type`` ``vqarad_*``) are scored pair by pair;
+* single questions (polarity ``single``: abnormality, a normal image's
+  hallucinated condition) count on their own. They are *not* mixed into a paired
+  category's strict or averaged accuracy (so strict <= averaged and always-yes
+  = 0 hold for pairs); they are reported beside them as ``single_accuracy``.
+  A category with singles only (abnormality) reports its single-question
+  accuracy as ``accuracy_adv_pairs`` (the paper's Table 3 column).
+
+metrics.json (every accuracy / rate in percent, null where undefined)::
+
+    {
+      "meta": {"model", "setting", "n_questions", "n_predictions", "extra_predictions",
+               "bootstrap_resamples", "seed", "ci_level"},
+      "overall": {
+        "accuracy_adv_pairs_original_weighting",  # categories weighted by num (the paper's Overall)
+        "accuracy_adv_pairs_question_weighting",  # categories weighted by their number of questions
+        "accuracy_adv_pairs",                     # pooled over all paired units (VQA-RAD Table 2)
+        "averaged_accuracy",                      # pooled over all questions of the pairs
+        "gt_only_accuracy",                       # pooled over units: every gt question right
+        "num_original_weighting": {CATEGORY: int},
+        + the per-category keys below over all questions (ci95_* are for the original weighting)
+      },
+      "by_category": {CATEGORY: {
+        "accuracy_adv_pairs", "averaged_accuracy", "gt_only_accuracy",
+        "single_accuracy", "n_single",
+        "precision", "recall", "f1", "yes_ratio",    # over every question; positive = "yes"
+        "refusal_rate", "unparsed_rate", "missing",  # rates in % of questions, missing a count
+        "n_images", "n_questions", "n_units", "num",
+        "ci95_low", "ci95_high"}},                   # bootstrap over images, accuracy_adv_pairs
+      "by_image_type": {IMAGE_TYPE: {CATEGORY: {...same keys...}}},
+      "random_baseline": {"overall": {...}, "by_category": {...}, "by_image_type": {...}},
+      "procedural": {...},           # probmed.scoring.procedural
+      "subset_robustness": [...]     # probmed.scoring.robustness
+    }
+
+``num`` is the original's weight: images with a pair for modality/organ, questions for
+abnormality, every image of the set for condition/position. precision / recall /
+F1 / yes-ratio treat a refusal, unparsed or missing answer as "not yes".
+The random baseline is the *exact* expectation under independent uniform yes/no
+answers: a unit of m questions is right with probability 2**-m.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from probmed.records import RecordError
+from probmed.scoring.bootstrap import interval, ratio_samples, resample_weights
+from probmed.vocab import CATEGORIES
+
+METRIC_KEYS: tuple[str, ...] = (
+    "accuracy_adv_pairs",
+    "averaged_accuracy",
+    "gt_only_accuracy",
+    "single_accuracy",
+    "n_single",
+    "precision",
+    "recall",
+    "f1",
+    "yes_ratio",
+    "refusal_rate",
+    "unparsed_rate",
+    "missing",
+    "n_images",
+    "n_questions",
+    "n_units",
+    "num",
+    "ci95_low",
+    "ci95_high",
+)
+RANDOM_KEYS: tuple[str, ...] = ("accuracy_adv_pairs", "averaged_accuracy", "gt_only_accuracy", "single_accuracy")
+
+
+@dataclass
+class Prepared:
+    """Questions joined with labels, as flat arrays (one concern: the join)."""
+
+    frame: pd.DataFrame  # questions + label, correct
+    cat: np.ndarray  # category index into CATEGORIES
+    img: np.ndarray  # image code
+    unit: np.ndarray  # paired unit code, -1 for singles
+    unit_img: np.ndarray  # unit code -> image code
+    correct: np.ndarray  # bool
+    is_gt: np.ndarray  # bool (paired gt question)
+    label: np.ndarray  # object: yes/no/refusal/unparsed/missing
+    answer: np.ndarray
+    n_images: int
+    n_units: int
+    n_predictions: int
+    extra_predictions: int
+
+
+def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
+    """Join predictions onto questions by qid (left join: every question stays)."""
+    for col in ("qid", "label"):
+        if col not in predictions.columns:
+            raise RecordError(f"predictions: missing column {col!r}")
+    dup = predictions["qid"].duplicated()
+    if dup.any():
+        i = int(dup.to_numpy().nonzero()[0][0])
+        raise RecordError(f"predictions: record {i}: duplicate qid {predictions['qid'].iat[i]!r}")
+    labels = pd.Series(predictions["label"].to_numpy(), index=predictions["qid"].astype(str).to_numpy())
+    qids = questions["qid"].astype(str)
+    joined = qids.map(labels)
+    label = joined.fillna("missing").to_numpy(dtype=object)
+    extra = int((~labels.index.isin(qids.to_numpy())).sum())
+    answer = questions["answer"].to_numpy(dtype=object)
+    correct = label == answer
+    polarity = questions["polarity"].to_numpy(dtype=object)
+    category = questions["category"].to_numpy(dtype=object)
+    cat_index = {c: i for i, c in enumerate(CATEGORIES)}
+    cat = np.fromiter((cat_index[c] for c in category), dtype=np.int64, count=len(category))
+    img, _ = pd.factorize(questions["image_id"].astype(str))
+    paired = polarity != "single"
+    per_image = np.isin(category, ("condition", "position")) & ~questions["qa_type"].astype(str).str.startswith(
+        "vqarad"
+    ).to_numpy()
+    key = np.where(
+        per_image,
+        questions["image_id"].astype(str).to_numpy(dtype=object) + "\x1f" + category,
+        questions["pair_id"].astype(str).to_numpy(dtype=object),
+    )
+    key = np.where(paired, category + "\x1f" + key, None)
+    unit = np.full(len(questions), -1, dtype=np.int64)
+    codes, uniques = pd.factorize(pd.Series(key[paired], dtype=object))
+    unit[paired] = codes
+    unit_img = np.zeros(len(uniques), dtype=np.int64)
+    unit_img[codes] = img[paired]
+    frame = questions.reset_index(drop=True).copy()
+    frame["label"] = label
+    frame["correct"] = correct
+    return Prepared(
+        frame=frame,
+        cat=cat,
+        img=img.astype(np.int64),
+        unit=unit,
+        unit_img=unit_img,
+        correct=correct,
+        is_gt=(polarity == "gt"),
+        label=label,
+        answer=answer,
+        n_images=int(img.max()) + 1 if len(img) else 0,
+        n_units=len(uniques),
+        n_predictions=len(predictions),
+        extra_predictions=extra,
+    )
+
+
+def _pct(num: float, den: float) -> float | None:
+    return None if den == 0 else float(100.0 * num / den)
+
+
+class _Group:
+    """Per-image sums for one category (or all categories) of one set of rows."""
+
+    def __init__(self, p: Prepared, rows: np.ndarray) -> None:
+        n_img = p.n_images
+        unit = p.unit[rows]
+        paired = unit >= 0
+        u = unit[paired]
+        corr = p.correct[rows]
+        gt = p.is_gt[rows]
+        nq = np.bincount(u, minlength=p.n_units)
+        nc = np.bincount(u, weights=corr[paired], minlength=p.n_units)
+        ng = np.bincount(u, weights=gt[paired], minlength=p.n_units)
+        ngc = np.bincount(u, weights=(gt & corr)[paired], minlength=p.n_units)
+        present = nq > 0
+        self.units = np.flatnonzero(present)
+        ui = p.unit_img[self.units]
+        ok = nc[self.units] == nq[self.units]
+        gt_ok = ngc[self.units] == ng[self.units]
+        self.n_units = len(self.units)
+        self.unit_ok = int(ok.sum())
+        self.unit_gt_ok = int(gt_ok.sum())
+        self.unit_exact = float(np.power(0.5, nq[self.units]).sum())
+        self.unit_gt_exact = float(np.power(0.5, ng[self.units]).sum())
+        self.n_paired_q = int(paired.sum())
+        self.paired_correct = int(corr[paired].sum())
+        singles = ~paired
+        self.n_single = int(singles.sum())
+        self.single_correct = int(corr[singles].sum())
+        img = p.img[rows]
+        # per-image sums, for the bootstrap
+        self.img_units = np.bincount(ui, minlength=n_img).astype(np.float64)
+        self.img_ok = np.bincount(ui, weights=ok, minlength=n_img)
+        self.img_single = np.bincount(img[singles], minlength=n_img).astype(np.float64)
+        self.img_single_ok = np.bincount(img[singles], weights=corr[singles], minlength=n_img)
+        self.img_questions = np.bincount(img, minlength=n_img).astype(np.float64)
+        self.images = np.unique(img)
+
+    @property
+    def paired_category(self) -> bool:
+        return self.n_units > 0
+
+    def strict(self) -> float | None:
+        if self.paired_category:
+            return _pct(self.unit_ok, self.n_units)
+        return _pct(self.single_correct, self.n_single)
+
+    def strict_parts(self) -> tuple[np.ndarray, np.ndarray]:
+        if self.paired_category:
+            return self.img_ok, self.img_units
+        return self.img_single_ok, self.img_single
+
+    def random_strict(self) -> float | None:
+        if self.paired_category:
+            return _pct(self.unit_exact, self.n_units)
+        return _pct(self.n_single / 2.0, self.n_single)
+
+
+def _label_metrics(p: Prepared, rows: np.ndarray) -> dict[str, Any]:
+    label = p.label[rows]
+    answer = p.answer[rows]
+    n = len(rows)
+    said_yes = label == "yes"
+    is_yes = answer == "yes"
+    tp = int((said_yes & is_yes).sum())
+    fp = int((said_yes & ~is_yes).sum())
+    fn = int((~said_yes & is_yes).sum())
+    precision = _pct(tp, tp + fp)
+    recall = _pct(tp, tp + fn)
+    f1 = None
+    if precision is not None and recall is not None and precision + recall > 0:
+        f1 = 2 * precision * recall / (precision + recall)
+    elif precision is not None and recall is not None:
+        f1 = 0.0
+    return {
+        "precision": precision,
+        "recall": recall,
+        "f1": f1,
+        "yes_ratio": _pct(int(said_yes.sum()), n),
+        "refusal_rate": _pct(int((label == "refusal").sum()), n),
+        "unparsed_rate": _pct(int((label == "unparsed").sum()), n),
+        "missing": int((label == "missing").sum()),
+    }
+
+
+def _num(cat: str, g: _Group, n_images_in_set: int) -> int:
+    """The original's weight of a category: images (pairs), questions (abnormality), all images."""
+    if cat in ("condition", "position"):
+        return n_images_in_set if g.n_units + g.n_single > 0 else 0
+    if g.paired_category:
+        return g.n_units
+    return g.n_single
+
+
+def _score_rows(
+    p: Prepared, rows: np.ndarray, resamples: int, seed: int, level: float
+) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, Any]]:
+    """(by_category, overall, random_baseline{by_category, overall}) for a subset of rows."""
+    cats = p.cat[rows]
+    n_images_in_set = int(len(np.unique(p.img[rows])))
+    images = np.unique(p.img[rows])
+    weights = resample_weights(len(images), resamples, seed)
+    by_cat: dict[str, dict[str, Any]] = {}
+    rnd_cat: dict[str, dict[str, Any]] = {}
+    groups: dict[str, _Group] = {}
+    boot_num = np.zeros(weights.shape[0])
+    boot_den = np.zeros(weights.shape[0])
+    for ci, cat in enumerate(CATEGORIES):
+        sub = rows[cats == ci]
+        if len(sub) == 0:
+            continue
+        g = groups[cat] = _Group(p, sub)
+        num = _num(cat, g, n_images_in_set)
+        ok, den = (a[images] for a in g.strict_parts())
+        samples = ratio_samples(weights, ok, den) if weights.shape[0] else np.zeros(0)
+        lo, hi = interval(samples, level)
+        # bootstrap of the original weighting: acc_c * num_c, with num_c resampled too
+        if weights.shape[0]:
+            if cat in ("condition", "position"):
+                num_b = weights.sum(axis=1)
+            elif g.paired_category:
+                num_b = weights @ g.img_units[images]
+            else:
+                num_b = weights @ g.img_single[images]
+            acc_b = np.nan_to_num(samples, nan=0.0)
+            has = ~np.isnan(samples)
+            boot_num += acc_b * num_b * has
+            boot_den += num_b * has
+        entry = {
+            "accuracy_adv_pairs": g.strict(),
+            "averaged_accuracy": _pct(g.paired_correct, g.n_paired_q),
+            "gt_only_accuracy": _pct(g.unit_gt_ok, g.n_units),
+            "single_accuracy": _pct(g.single_correct, g.n_single),
+            "n_single": g.n_single,
+            **_label_metrics(p, sub),
+            "n_images": int(len(g.images)),
+            "n_questions": int(len(sub)),
+            "n_units": g.n_units,
+            "num": num,
+            "ci95_low": lo,
+            "ci95_high": hi,
+        }
+        by_cat[cat] = {k: entry[k] for k in METRIC_KEYS}
+        rnd_cat[cat] = {
+            "accuracy_adv_pairs": g.random_strict(),
+            "averaged_accuracy": 50.0 if g.n_paired_q else None,
+            "gt_only_accuracy": _pct(g.unit_gt_exact, g.n_units),
+            "single_accuracy": 50.0 if g.n_single else None,
+        }
+
+    def weighted(per_cat: dict[str, dict[str, Any]], weight_key: str) -> float | None:
+        tot = den = 0.0
+        for cat, m in per_cat.items():
+            acc = m["accuracy_adv_pairs"]
+            w = by_cat[cat][weight_key]
+            if acc is None or not w:
+                continue
+            tot += acc * w
+            den += w
+        return None if den == 0 else tot / den
+
+    all_groups = _Group(p, rows)
+    lo, hi = (None, None)
+    if weights.shape[0]:
+        with np.errstate(invalid="ignore", divide="ignore"):
+            overall_samples = np.where(boot_den > 0, boot_num / np.where(boot_den > 0, boot_den, 1), np.nan)
+        lo, hi = interval(overall_samples, level)
+    overall = {
+        "accuracy_adv_pairs_original_weighting": weighted(by_cat, "num"),
+        "accuracy_adv_pairs_question_weighting": weighted(by_cat, "n_questions"),
+        "accuracy_adv_pairs": _pct(all_groups.unit_ok, all_groups.n_units),
+        "averaged_accuracy": _pct(all_groups.paired_correct, all_groups.n_paired_q),
+        "gt_only_accuracy": _pct(all_groups.unit_gt_ok, all_groups.n_units),
+        "single_accuracy": _pct(all_groups.single_correct, all_groups.n_single),
+        "n_single": all_groups.n_single,
+        **_label_metrics(p, rows),
+        "n_images": n_images_in_set,
+        "n_questions": int(len(rows)),
+        "n_units": all_groups.n_units,
+        "num_original_weighting": {c: m["num"] for c, m in by_cat.items()},
+        "ci95_low": lo,
+        "ci95_high": hi,
+    }
+    rnd_overall = {
+        "accuracy_adv_pairs_original_weighting": weighted(rnd_cat, "num"),
+        "accuracy_adv_pairs_question_weighting": weighted(rnd_cat, "n_questions"),
+        "accuracy_adv_pairs": _pct(all_groups.unit_exact, all_groups.n_units),
+        "averaged_accuracy": 50.0 if all_groups.n_paired_q else None,
+        "gt_only_accuracy": _pct(all_groups.unit_gt_exact, all_groups.n_units),
+        "single_accuracy": 50.0 if all_groups.n_single else None,
+    }
+    return by_cat, overall, {"by_category": rnd_cat, "overall": rnd_overall}
+
+
+def score_prepared(
+    p: Prepared, resamples: int = 1000, seed: int = 0, level: float = 0.95, by_image_type: bool = True
+) -> dict[str, Any]:
+    """overall / by_category / by_image_type / random_baseline for prepared questions."""
+    rows = np.arange(len(p.frame))
+    by_cat, overall, rnd = _score_rows(p, rows, resamples, seed, level)
+    result: dict[str, Any] = {"overall": overall, "by_category": by_cat}
+    if by_image_type:
+        types = p.frame["image_type"].astype(str).to_numpy()
+        by_type: dict[str, Any] = {}
+        rnd_type: dict[str, Any] = {}
+        for name in sorted(set(types)):
+            t_rows = rows[types == name]
+            t_cat, _t_overall, t_rnd = _score_rows(p, t_rows, resamples, seed, level)
+            by_type[name] = t_cat
+            rnd_type[name] = t_rnd["by_category"]
+        result["by_image_type"] = by_type
+        rnd["by_image_type"] = rnd_type
+    result["random_baseline"] = rnd
+    return result
+
+
+def score(
+    questions: pd.DataFrame,
+    predictions: pd.DataFrame,
+    resamples: int = 1000,
+    seed: int = 0,
+    level: float = 0.95,
+    by_image_type: bool = True,
+) -> dict[str, Any]:
+    """Score predictions against questions (no procedural / robustness parts; see scoring.run)."""
+    return score_prepared(prepare(questions, predictions), resamples, seed, level, by_image_type)
+
+
+def exact_random_baseline(questions: pd.DataFrame) -> dict[str, Any]:
+    """The exact expected scores of uniform random yes/no answers on these questions."""
+    empty = pd.DataFrame({"qid": pd.Series([], dtype=object), "label": pd.Series([], dtype=object)})
+    return score(questions, empty, resamples=0)["random_baseline"]

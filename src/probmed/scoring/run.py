@@ -1,0 +1,95 @@
+"""One scoring run end to end: metrics, procedural diagnosis, subset robustness, tables.
+
+Everything is computed before anything is written, and every file is written
+atomically, so a failure never leaves a half-scored run behind.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+
+from probmed.records import write_json_atomic, write_text_atomic
+from probmed.scoring.metrics import prepare, score_prepared
+from probmed.scoring.procedural import procedural
+from probmed.scoring.robustness import DEFAULT_FRACTIONS, subset_robustness
+from probmed.scoring.tables import render_all
+
+
+@dataclass
+class ScoreSettings:
+    """The ``score:`` section of params.yaml (defaults mirror it)."""
+
+    bootstrap_resamples: int = 1000
+    ci_level: float = 0.95
+    seed: int = 0
+    subset_fractions: tuple[float, ...] = DEFAULT_FRACTIONS
+    subset_seed: int = 0
+
+    @classmethod
+    def from_mapping(cls, section: Mapping[str, Any] | None) -> "ScoreSettings":
+        section = dict(section or {})
+        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
+        if unknown:
+            from probmed.config import ConfigError
+
+            raise ConfigError(f"params: unknown key(s) under 'score': {unknown}")
+        if "subset_fractions" in section:
+            section["subset_fractions"] = tuple(float(f) for f in section["subset_fractions"])
+        return cls(**section)
+
+
+def question_set_kind(questions: pd.DataFrame) -> str:
+    """"vqarad" for a VQA-RAD adversarial set (pairs scored one by one), else "probmed"."""
+    qa = questions["qa_type"].astype(str)
+    return "vqarad" if len(qa) and qa.str.startswith("vqarad").all() else "probmed"
+
+
+def evaluate(
+    questions: pd.DataFrame,
+    predictions: pd.DataFrame,
+    settings: ScoreSettings | None = None,
+    name: str | None = None,
+) -> dict[str, Any]:
+    """The full metrics dict of one run (shape documented in probmed.scoring.metrics)."""
+    settings = settings or ScoreSettings()
+    prepared = prepare(questions, predictions)
+    result = score_prepared(prepared, settings.bootstrap_resamples, settings.seed, settings.ci_level)
+    models = sorted(predictions["model"].astype(str).unique()) if "model" in predictions and len(predictions) else []
+    setting = sorted(predictions["setting"].astype(str).unique()) if "setting" in predictions and len(predictions) else []
+    meta = {
+        "model": name or (models[0] if len(models) == 1 else ",".join(models)),
+        "setting": setting[0] if len(setting) == 1 else ",".join(setting),
+        "question_set": question_set_kind(questions),
+        "n_questions": int(len(questions)),
+        "n_predictions": prepared.n_predictions,
+        "extra_predictions": prepared.extra_predictions,
+        "bootstrap_resamples": settings.bootstrap_resamples,
+        "ci_level": settings.ci_level,
+        "seed": settings.seed,
+    }
+    return {
+        "meta": meta,
+        **result,
+        "procedural": procedural(prepared),
+        "subset_robustness": subset_robustness(
+            questions, predictions, settings.subset_fractions, settings.subset_seed
+        ),
+    }
+
+
+def write_run(metrics: Mapping[str, Any], out_dir: str | Path, label: str | None = None) -> list[Path]:
+    """Write metrics.json and every table (CSV + Markdown) into ``out_dir``."""
+    out_dir = Path(out_dir)
+    label = label or str(metrics.get("meta", {}).get("model") or "model")
+    texts = render_all({label: metrics})
+    written = []
+    for fname, text in texts.items():
+        write_text_atomic(text, out_dir / fname)
+        written.append(out_dir / fname)
+    write_json_atomic(metrics, out_dir / "metrics.json")  # last: its presence marks a complete run
+    written.append(out_dir / "metrics.json")
+    return written

@@ -1,0 +1,259 @@
+"""The paper's tables, as CSV and Markdown, from one or more runs' metrics.
+
+Every table takes ``runs``: an ordered mapping of a row label (model / setting)
+to that run's metrics dict (probmed.scoring.metrics), so a report can put many
+runs side by side with the same code that writes one run's tables.
+
+* Table 2: averaged accuracy vs accuracy with adversarial pairs, and the drop.
+  "With adversarial pairs" is the original weighting on a ProbMed-style set and
+  the pooled pair accuracy on a VQA-RAD set (pairs scored one by one).
+* Table 3: accuracy with adversarial pairs per category and overall (both
+  weightings), first row the exact random-choice baseline of the question set.
+* Appendix A: per image type, "Acc. with adv. pairs" and "Avg. acc." rows per
+  run under the random-choice row, then the ``num`` row.
+* Table 4: procedural diagnosis accuracy and error shares, one column per run.
+* Appendix C (Table 18): subset robustness.
+
+Numbers are percent with two decimals; undefined values are empty in CSV and
+"/" in Markdown (as in the paper).
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+import pandas as pd
+
+from probmed.vocab import CATEGORIES
+
+CATEGORY_TITLES: dict[str, str] = {
+    "modality": "Modality",
+    "organ": "Organ",
+    "abnormality": "Abnormality",
+    "condition": "Condition/Finding",
+    "position": "Position",
+}
+RANDOM_ROW = "Random Choice"
+
+Runs = Mapping[str, Mapping[str, Any]]
+
+
+def _r(value: Any) -> Any:
+    return None if value is None else round(float(value), 2)
+
+
+def table2_strict(metrics: Mapping[str, Any]) -> float | None:
+    """The "with adversarial pairs" number of Table 2 for one run (see module doc)."""
+    overall = metrics["overall"]
+    if metrics.get("meta", {}).get("question_set") == "vqarad":
+        return overall["accuracy_adv_pairs"]
+    return overall["accuracy_adv_pairs_original_weighting"]
+
+
+def table2(runs: Runs) -> pd.DataFrame:
+    rows = []
+    for name, m in runs.items():
+        avg = m["overall"]["averaged_accuracy"]
+        strict = table2_strict(m)
+        drop = None if avg is None or strict is None else strict - avg
+        rows.append(
+            {
+                "model": name,
+                "averaged_accuracy": _r(avg),
+                "accuracy_adv_pairs": _r(strict),
+                "drop": _r(drop),
+            }
+        )
+    return pd.DataFrame(rows, dtype=object, columns=["model", "averaged_accuracy", "accuracy_adv_pairs", "drop"])
+
+
+def table3(runs: Runs) -> pd.DataFrame:
+    columns = ["model", *CATEGORIES, "overall", "overall_question_weighting"]
+    rows = []
+    if runs:
+        first = next(iter(runs.values()))
+        rnd = first["random_baseline"]
+        rows.append(
+            {
+                "model": RANDOM_ROW,
+                **{c: _r(rnd["by_category"].get(c, {}).get("accuracy_adv_pairs")) for c in CATEGORIES},
+                "overall": _r(rnd["overall"]["accuracy_adv_pairs_original_weighting"]),
+                "overall_question_weighting": _r(rnd["overall"]["accuracy_adv_pairs_question_weighting"]),
+            }
+        )
+    for name, m in runs.items():
+        rows.append(
+            {
+                "model": name,
+                **{c: _r(m["by_category"].get(c, {}).get("accuracy_adv_pairs")) for c in CATEGORIES},
+                "overall": _r(m["overall"]["accuracy_adv_pairs_original_weighting"]),
+                "overall_question_weighting": _r(m["overall"]["accuracy_adv_pairs_question_weighting"]),
+            }
+        )
+    return pd.DataFrame(rows, dtype=object, columns=columns)
+
+
+def table_image_types(runs: Runs) -> pd.DataFrame:
+    """Appendix A: one block of rows per image type."""
+    columns = ["image_type", "model", "metric", *CATEGORIES]
+    rows = []
+    if not runs:
+        return pd.DataFrame(rows, dtype=object, columns=columns)
+    first = next(iter(runs.values()))
+    types = sorted({t for m in runs.values() for t in m.get("by_image_type", {})})
+    for itype in types:
+        rnd = first["random_baseline"].get("by_image_type", {}).get(itype, {})
+        rows.append(
+            {
+                "image_type": itype,
+                "model": RANDOM_ROW,
+                "metric": "Acc. with adv. pairs",
+                **{c: _r(rnd.get(c, {}).get("accuracy_adv_pairs")) for c in CATEGORIES},
+            }
+        )
+        num: dict[str, Any] = {}
+        for name, m in runs.items():
+            cats = m.get("by_image_type", {}).get(itype, {})
+            rows.append(
+                {
+                    "image_type": itype,
+                    "model": name,
+                    "metric": "Acc. with adv. pairs",
+                    **{c: _r(cats.get(c, {}).get("accuracy_adv_pairs")) for c in CATEGORIES},
+                }
+            )
+            rows.append(
+                {
+                    "image_type": itype,
+                    "model": name,
+                    "metric": "Avg. acc.",
+                    **{c: _r(cats.get(c, {}).get("averaged_accuracy")) for c in CATEGORIES},
+                }
+            )
+            for c in CATEGORIES:
+                if c in cats and c not in num:
+                    num[c] = cats[c]["num"]
+        rows.append({"image_type": itype, "model": "", "metric": "num", **{c: num.get(c) for c in CATEGORIES}})
+    return pd.DataFrame(rows, dtype=object, columns=columns)
+
+
+TABLE4_ROWS: tuple[tuple[str, str, str], ...] = (
+    ("abnormality", "Abnormality", "accuracy"),
+    ("abnormality", "Abnormality", "e_wrong_answer"),
+    ("abnormality", "Abnormality", "e_reject_to_answer"),
+    ("abnormality", "Abnormality", "e_unparsed_or_missing"),
+    ("condition", "Condition/Finding", "accuracy"),
+    ("condition", "Condition/Finding", "e_deny_ground_truth"),
+    ("condition", "Condition/Finding", "e_accept_hallucination"),
+    ("condition", "Condition/Finding", "e_reject_to_answer"),
+    ("condition", "Condition/Finding", "e_unparsed_or_missing"),
+    ("position", "Position", "accuracy"),
+    ("position", "Position", "e_deny_ground_truth"),
+    ("position", "Position", "e_accept_hallucination"),
+    ("position", "Position", "e_reject_to_answer"),
+    ("position", "Position", "e_unparsed_or_missing"),
+    ("abnormality", "Abnormality", "n_images"),
+    ("condition", "Condition/Finding", "n_images"),
+    ("position", "Position", "n_images"),
+)
+
+
+def table4(runs: Runs) -> pd.DataFrame:
+    rows = []
+    for stage, title, key in TABLE4_ROWS:
+        row: dict[str, Any] = {"question_type": title, "metric": key}
+        for name, m in runs.items():
+            value = m.get("procedural", {}).get(stage, {}).get(key)
+            row[name] = value if key == "n_images" else _r(value)
+        rows.append(row)
+    return pd.DataFrame(rows, dtype=object, columns=["question_type", "metric", *runs.keys()])
+
+
+def table_subsets(runs: Runs) -> pd.DataFrame:
+    rows = []
+    for name, m in runs.items():
+        for r in m.get("subset_robustness", []):
+            rows.append(
+                {
+                    "model": name,
+                    "fraction": r["fraction"],
+                    "n_images": r["n_images"],
+                    "n_questions": r["n_questions"],
+                    "accuracy_adv_pairs_original_weighting": _r(r["accuracy_adv_pairs_original_weighting"]),
+                    "averaged_accuracy": _r(r["averaged_accuracy"]),
+                }
+            )
+    return pd.DataFrame(
+        rows,
+        dtype=object,
+        columns=[
+            "model",
+            "fraction",
+            "n_images",
+            "n_questions",
+            "accuracy_adv_pairs_original_weighting",
+            "averaged_accuracy",
+        ],
+    )
+
+
+# --- rendering -------------------------------------------------------------------
+
+_HEADERS: dict[str, str] = {
+    "model": "Model",
+    "averaged_accuracy": "Averaged Accuracy (%)",
+    "accuracy_adv_pairs": "Accuracy (%) with Adversarial Pairs",
+    "drop": "Change",
+    "overall": "Overall",
+    "overall_question_weighting": "Overall (question-weighted)",
+    "image_type": "Image type",
+    "metric": "",
+    "question_type": "Question Type",
+    "fraction": "Fraction",
+    "n_images": "N_i",
+    "n_questions": "N",
+    "accuracy_adv_pairs_original_weighting": "Acc. with adv. pairs (%)",
+    **CATEGORY_TITLES,
+}
+
+
+def _cell(value: Any) -> str:
+    if value is None or (isinstance(value, float) and pd.isna(value)):
+        return "/"
+    if isinstance(value, float):
+        return f"{value:.2f}"
+    return str(value)
+
+
+def to_markdown(frame: pd.DataFrame, title: str = "") -> str:
+    """A GitHub-flavoured Markdown table (no extra dependency)."""
+    headers = [_HEADERS.get(c, c) for c in frame.columns]
+    lines = [f"**{title}**", ""] if title else []
+    lines.append("| " + " | ".join(headers) + " |")
+    lines.append("|" + "|".join("---" for _ in headers) + "|")
+    for row in frame.itertuples(index=False):
+        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def to_csv(frame: pd.DataFrame) -> str:
+    return frame.to_csv(index=False)
+
+
+TABLES: dict[str, tuple[str, Any]] = {
+    "table2": ("Table 2: averaged accuracy vs accuracy with adversarial pairs", table2),
+    "table3": ("Table 3: accuracy (%) with adversarial pairs per category and overall", table3),
+    "table_image_types": ("Appendix A: results per image type", table_image_types),
+    "table4": ("Table 4: procedural diagnosis, accuracy and error shares (%)", table4),
+    "table_subsets": ("Appendix C: accuracy on seeded random image subsets", table_subsets),
+}
+
+
+def render_all(runs: Runs) -> dict[str, str]:
+    """File name -> text for every table, as CSV and Markdown."""
+    out: dict[str, str] = {}
+    for name, (title, build) in TABLES.items():
+        frame = build(runs)
+        out[f"{name}.csv"] = to_csv(frame)
+        out[f"{name}.md"] = to_markdown(frame, title)
+    return out
