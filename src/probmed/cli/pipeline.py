@@ -1,0 +1,171 @@
+"""`probmed fetch-data`, `plan`, `track`, `report`: the pipeline's own stages.
+
+Thin: read params.yaml (+ dotted overrides), call probmed.pipeline,
+probmed.tracking or probmed.report, print a one-line JSON summary.
+File layout the DVC stages share (dvc.yaml writes it, these commands read it):
+
+    build/questions/<question_set>.parquet
+    build/predictions/<question_set>/<model>-<setting>.parquet
+    build/scores/<question_set>/<model>/<setting>/metrics.json (+ tables)
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+from typing import Any
+
+from probmed.cli import UserError
+from probmed.config import ConfigError, load_params, to_plain
+
+
+def _params(p: argparse.ArgumentParser) -> None:
+    p.add_argument("overrides", nargs="*", help="dotted params overrides, e.g. tracking.experiment=demo")
+    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    f = sub.add_parser("fetch-data", help="get the pinned raw data (data.dvc) into data/ and the DVC cache")
+    f.add_argument("--source", help="a copy of the data to import from (default: the source data.dvc records)")
+    f.add_argument("--remote", help="DVC remote to pull from (default: the configured default remote, if any)")
+    f.add_argument("--dvc-file", default="data.dvc")
+    f.set_defaults(func=cmd_fetch)
+
+    p = sub.add_parser("plan", help="check params (models, settings, datasets) before any work; write the plan")
+    _params(p)
+    p.add_argument("--out-dir", default="build/plan")
+    p.set_defaults(func=cmd_plan)
+
+    t = sub.add_parser("track", help="log every planned evaluation as an MLflow run (ablations as child runs)")
+    _params(t)
+    t.add_argument("--scores-root", default="build/scores")
+    t.add_argument("--predictions-root", default="build/predictions")
+    t.add_argument("--questions-root", default="build/questions")
+    t.add_argument("--out", default="build/tracking/runs.json", help="run ids written here")
+    t.set_defaults(func=cmd_track)
+
+    r = sub.add_parser("report", help="paper tables, figures and an HTML page across all scored runs")
+    _params(r)
+    r.add_argument("--scores-root", default="build/scores")
+    r.add_argument("--questions-root", default="build/questions", help="question tables for Table 1")
+    r.add_argument("--out-dir", default="build/report")
+    r.add_argument("--runs", help="run ids from `probmed track`: the report is logged into each of them")
+    r.set_defaults(func=cmd_report)
+
+
+def _cfg(args: argparse.Namespace) -> dict[str, Any]:
+    return to_plain(load_params(args.params, args.overrides))
+
+
+def cmd_fetch(args: argparse.Namespace) -> int:
+    from probmed.pipeline import FetchError, fetch_data
+
+    try:
+        result = fetch_data(".", args.dvc_file, source=args.source, remote=args.remote)
+    except FetchError as exc:
+        raise UserError(str(exc)) from None
+    print(json.dumps(result))
+    return 0
+
+
+def cmd_plan(args: argparse.Namespace) -> int:
+    from probmed.pipeline import write_plan
+
+    plan = write_plan(_cfg(args), args.out_dir)
+    print(json.dumps({"evaluations": len(plan["evaluations"]), "out": args.out_dir}))
+    return 0
+
+
+def _tracker(cfg: dict[str, Any]):
+    from probmed.tracking import Tracker
+
+    tracking = cfg.get("tracking") or {}
+    for key in ("uri", "experiment"):
+        if not tracking.get(key):
+            raise ConfigError(f"params: tracking.{key} is missing")
+    return Tracker(str(tracking["uri"]), str(tracking["experiment"]), tracking.get("artifact_root", "mlruns"))
+
+
+def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, Any]:
+    """What an MLflow run records as params: model entry, prompt version, seed, sampling strategy."""
+    settings = cfg.get("settings") or {}
+    qset = ((cfg.get("datasets") or {}).get("question_sets") or {}).get(question_set) or {}
+    return {
+        "model": (cfg.get("models") or {}).get(model) or {},
+        "prompt_version": settings.get("prompt_version"),
+        "describer": settings.get("describer"),
+        "seed": cfg.get("seed"),
+        "dataset": qset,
+    }
+
+
+def cmd_track(args: argparse.Namespace) -> int:
+    from probmed.pipeline import evaluations
+    from probmed.records import write_json_atomic
+    from probmed.tracking import RunSpec, TrackingError, log_model_runs
+
+    cfg = _cfg(args)
+    if not (cfg.get("tracking") or {}).get("enabled", True):
+        write_json_atomic({}, args.out)
+        print(json.dumps({"runs": 0, "tracking": "disabled"}))
+        return 0
+    by_model: dict[tuple[str, str], list[RunSpec]] = {}
+    for ev in evaluations(cfg):
+        score_dir = Path(args.scores_root) / ev.question_set / ev.model / ev.setting
+        spec = RunSpec(
+            model=ev.model,
+            setting=ev.setting,
+            question_set=ev.question_set,
+            metrics_path=score_dir / "metrics.json",
+            questions_path=Path(args.questions_root) / f"{ev.question_set}.parquet",
+            predictions_path=Path(args.predictions_root) / ev.question_set / f"{ev.model}-{ev.setting}.parquet",
+            params=run_params(cfg, ev.model, ev.question_set),
+            artifact_paths=sorted(p for p in score_dir.iterdir() if p.name != "metrics.json")
+            if score_dir.is_dir()
+            else [],
+        )
+        by_model.setdefault((ev.question_set, ev.model), []).append(spec)
+    tracker = _tracker(cfg)
+    ids: dict[str, str] = {}
+    try:
+        for (qset, model), specs in by_model.items():
+            for setting, run_id in log_model_runs(tracker, specs).items():
+                ids[f"{qset}-{model}-{setting}"] = run_id
+    except TrackingError as exc:
+        raise UserError(str(exc)) from None
+    write_json_atomic(ids, args.out)
+    print(json.dumps({"runs": len(ids), "experiment": cfg["tracking"]["experiment"], "out": args.out}))
+    return 0
+
+
+def cmd_report(args: argparse.Namespace) -> int:
+    from probmed.report import ReportError, build_report
+
+    cfg = _cfg(args)
+    rcfg = cfg.get("report") or {}
+    qroot = Path(args.questions_root)
+    question_sets = (cfg.get("datasets") or {}).get("question_sets") or {}
+    questions = {name: qroot / f"{name}.parquet" for name in question_sets if (qroot / f"{name}.parquet").is_file()}
+    try:
+        manifest = build_report(
+            args.scores_root,
+            args.out_dir,
+            questions=questions,
+            transfer_models=rcfg.get("transfer_models") or [],
+            transfer_category=rcfg.get("transfer_category", "condition"),
+            title=rcfg.get("title", "ProbMed probing evaluation"),
+        )
+    except ReportError as exc:
+        raise UserError(str(exc)) from None
+    logged = 0
+    if (cfg.get("tracking") or {}).get("enabled", True) and rcfg.get("log_to_mlflow", True):
+        tracker = _tracker(cfg)
+        tracker.log_report(args.out_dir)
+        if args.runs and Path(args.runs).is_file():
+            run_ids = list(json.loads(Path(args.runs).read_text()).values())
+            tracker.attach(run_ids, args.out_dir, "report")
+            logged = len(run_ids)
+    print(json.dumps({"runs": len(manifest["runs"]), "plots": len(manifest["files"]["plots"]),
+                      "out": args.out_dir, "logged_to_runs": logged}))
+    return 0
