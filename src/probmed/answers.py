@@ -40,7 +40,10 @@ _EXPLICIT = re.compile(
     re.IGNORECASE,
 )
 _LEADING = re.compile(
-    r"^\s*(?:(?:a|answer|response|assistant)\s*:\s*)?[\"'(\[]?\s*" + _WORD + r"(?![-\w/])", re.IGNORECASE
+    r"^\s*(?:(?:a|answer|response|assistant)\s*:\s*)?[\"'(\[]?\s*"
+    + _WORD
+    + r"(?![-\w/])(?!\s*(?:or|and|/)\s*(?:yes|no)\b)",
+    re.IGNORECASE
 )
 _REFUSAL = re.compile(
     r"\b(?:"
