@@ -21,7 +21,7 @@ from dataclasses import dataclass, field
 from probmed.curation.vocabularies import CONDITION_SYNONYMS
 
 MODALITY_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("mri", r"\bmri?\b|magnetic resonance|\bmra\b|\bt[12][- ]?weighted|\bt[12]w?i?\b|\bflair\b|diffusion[- ]weighted|\bdwi\b|\bswi\b"),
+    ("mri", r"\bmri?\b|\bmr\b|magnetic resonance|\bmra\b|\bt[12][- ]?weighted|\bt[12]w?i?\b|\bflair\b|diffusion[- ]weighted|\bdwi\b|\bswi\b"),
     ("ct", r"\bct\b|\bcta\b|\bhrct\b|\bcect\b|\bmdct\b|computed tomograph|computerized tomograph|tomodensitometr"),
     ("x-ray", r"x-?rays?\b|radiograph|\bcxr\b|plain film|roentgen|\bkub\b|mammogra|barium|fluoroscop|urethrogram|myelogram"),
     ("other", r"ultrasound|ultrasonograph|sonograph|\bus\b|doppler|echocardiogra|\bpet\b|spect\b|scintigra|bone scan|angiogra|\bdsa\b|endoscop|ercp|nuclear medicine"),

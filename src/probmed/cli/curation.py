@@ -1,0 +1,286 @@
+"""Benchmark construction commands: curate, generate, vqarad-adversarial, extract,
+stats, review, import-release. Thin: parse, call the library, print."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import time
+from pathlib import Path
+from typing import Any
+
+from probmed.cli import UserError
+from probmed.config import load_params
+from probmed.records import read_image_records, read_questions, write_image_records, write_json_atomic, write_questions, write_text_atomic
+
+SOURCES = ("chestxray14", "vqarad", "medicat", "roco", "dicom")
+
+
+def _params(args: argparse.Namespace) -> Any:
+    return load_params(args.params, args.overrides)
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
+    p.add_argument("overrides", nargs="*", help="dotted key=value overrides of params.yaml")
+
+
+def _extractor(cfg: Any, method: str):
+    if method == "rules":
+        from probmed.curation.extract_rules import extract
+
+        return extract
+    if method == "llm":
+        from probmed.curation.extract_llm import LLMExtractor, LLMSettings
+
+        return LLMExtractor(LLMSettings.from_params(cfg.extract.llm)).extract
+    raise UserError(f"--method {method!r}: expected rules or llm")
+
+
+def curate_one(cfg: Any, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
+    from probmed.sources.base import SourceError
+
+    root = Path(image_root or cfg.curate.image_root)
+    scfg = cfg.curate[source]
+    data_dir = Path(data or scfg.data)
+    t0 = time.perf_counter()
+    try:
+        if source == "chestxray14":
+            from probmed.sources.chestxray14 import load_chestxray14
+
+            res = load_chestxray14(data_dir, Path(scfg.images_dir), root, scfg.image_size, scfg.resample, scfg.workers)
+        elif source == "vqarad":
+            from probmed.sources.vqarad import load_vqarad
+
+            res = load_vqarad(data_dir, root)
+        elif source in ("medicat", "roco"):
+            from probmed.sources.captions import load_medicat, load_roco
+
+            ex = _extractor(cfg, cfg.extract.method)
+            res = load_medicat(data_dir, root, ex) if source == "medicat" else load_roco(data_dir, ex)
+        elif source == "dicom":
+            from probmed.sources.dicom import load_dicom_dir
+
+            res = load_dicom_dir(data_dir, root)
+        else:
+            raise UserError(f"unknown source {source!r}; expected one of {SOURCES} or all")
+    except SourceError as exc:
+        raise UserError(str(exc)) from None
+    out_path = Path(out or Path(cfg.curate.records_dir) / f"{source}.parquet")
+    write_image_records(res.records, out_path)
+    summary = res.summary()
+    summary["seconds"] = round(time.perf_counter() - t0, 2)
+    write_json_atomic(summary, out_path.with_suffix(".report.json"))
+    excl = ", ".join(f"{k}: {v['count']}" for k, v in summary["excluded"].items()) or "none"
+    print(f"{source}: {summary['records']} records -> {out_path} ({summary['seconds']} s); excluded: {excl}")
+    return summary
+
+
+def cmd_curate(args: argparse.Namespace) -> int:
+    cfg = _params(args)
+    sources = list(cfg.curate.all) if args.source == "all" else [args.source]
+    if len(sources) > 1 and (args.out or args.data):
+        raise UserError("--out/--data apply to a single source, not 'all'")
+    for s in sources:
+        curate_one(cfg, s, args.data, args.out, args.image_root)
+    return 0
+
+
+def cmd_generate(args: argparse.Namespace) -> int:
+    from probmed.formats import write_question_file
+    from probmed.questions import generate_questions
+
+    cfg = _params(args)
+    paths = args.records or list(cfg.questions.records)
+    records = []
+    for p in paths:
+        if not Path(p).exists():
+            raise UserError(f"record table {p} not found (run `probmed curate` first)")
+        records += read_image_records(p)
+    seed = args.seed if args.seed is not None else (cfg.questions.seed if cfg.questions.seed is not None else cfg.seed)
+    t0 = time.perf_counter()
+    frame, report = generate_questions(records, seed=int(seed), strategy=args.strategy or cfg.questions.strategy, progress=True)
+    out = Path(args.out or cfg.questions.out)
+    write_questions(frame, out)
+    official = args.official or cfg.questions.official
+    if official:
+        write_question_file(frame, official)
+    rep = {**report.to_json(), "seed": int(seed), "strategy": args.strategy or cfg.questions.strategy, "seconds": round(time.perf_counter() - t0, 2), "records": paths}
+    write_json_atomic(rep, args.report or cfg.questions.report)
+    print(f"{rep['questions']} questions on {rep['images']} images -> {out}" + (f" and {official}" if official else ""))
+    for k, v in rep["excluded"].items():
+        print(f"  excluded ({k}): {v['count']}")
+    return 0
+
+
+def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
+    from probmed.formats import write_question_file
+    from probmed.vqarad_adversarial import Twin, build_vqarad_adversarial, official_records, report_markdown
+
+    cfg = _params(args)
+    vcfg = cfg.questions.vqarad_adversarial
+    llm = None
+    if vcfg.use_llm and cfg.extract.llm.base_url:
+        from probmed.curation.extract_llm import LLMAnswerError, LLMClient, LLMSettings
+
+        client = LLMClient(LLMSettings.from_params(cfg.extract.llm))
+        schema = {"type": "object", "required": ["question", "entity"], "properties": {"question": {"type": "string", "minLength": 5}, "entity": {"type": "string"}}}
+        system = ("Write an adversarial twin of a closed medical VQA question answered 'yes': the same question about a "
+                  "hallucinated entity (another condition, organ, modality, plane, side or size attribute) that is not "
+                  "present, so its answer is 'no'. Answer JSON only: {\"question\": ..., \"entity\": ...}.")
+
+        def llm(ctx: dict) -> Twin | None:
+            try:
+                obj = client.ask("vqarad-twin", system, json.dumps(ctx, sort_keys=True), schema)
+            except LLMAnswerError:
+                return None
+            return Twin(obj["question"], "llm", obj["entity"], "written by the LLM twin prompt")
+
+    data = Path(args.data or cfg.curate.vqarad.data)
+    try:
+        frame, report = build_vqarad_adversarial(data, Path(args.image_root or cfg.curate.image_root), int(cfg.seed), llm)
+    except ValueError as exc:
+        raise UserError(str(exc)) from None
+    write_questions(frame, args.out or vcfg.out)
+    write_question_file(official_records(frame), args.official or vcfg.official, with_category=True)
+    rep_path = Path(args.report or vcfg.report)
+    write_text_atomic(report_markdown(report), rep_path)
+    write_json_atomic(report, rep_path.with_suffix(".json"))
+    print(f"VQA-RAD adversarial: {report['selected']} yes-questions; twins by rules {report['twins_by_rules']}, "
+          f"by LLM {report['twins_by_llm']}, excluded {report['excluded']} (see {rep_path})")
+    return 0
+
+
+def cmd_extract(args: argparse.Namespace) -> int:
+    from probmed.sources.base import SourceError, SourceResult
+    from probmed.sources.captions import read_caption_tsv, run_extractor
+
+    cfg = _params(args)
+    ex = _extractor(cfg, args.method)
+    res = SourceResult("captions")
+    try:
+        items = read_caption_tsv(Path(args.captions), res)
+    except SourceError as exc:
+        raise UserError(str(exc)) from None
+    outs = run_extractor(items, ex, res)
+    write_text_atomic("".join(json.dumps(o.to_json()) + "\n" for o in outs), args.out)
+    write_json_atomic({"captions": len(items), "extracted": len(outs), "excluded": {k: {"count": len(v), "ids": v} for k, v in res.excluded.items()}},
+                      Path(args.out).with_suffix(".report.json"))
+    print(f"{len(outs)} of {len(items)} captions extracted -> {args.out}")
+    for k, v in res.excluded.items():
+        print(f"  excluded ({k}): {len(v)}: {', '.join(v[:10])}{' ...' if len(v) > 10 else ''}")
+    return 0
+
+
+def cmd_stats(args: argparse.Namespace) -> int:
+    from probmed.stats import balance, record_counts, table1, to_markdown
+
+    cfg = _params(args)
+    q = read_questions(args.questions or cfg.questions.out)
+    out = Path(args.out or cfg.questions.stats_dir)
+    t1, bal = table1(q), balance(q)
+    write_text_atomic(t1.to_csv(index=False), out / "table1.csv")
+    write_text_atomic(bal.to_csv(index=False), out / "balance.csv")
+    md = "# Dataset statistics (paper Table 1 layout)\n\n" + to_markdown(t1) + "\n## Yes/no balance per category\n\n" + to_markdown(bal)
+    if args.records:
+        recs = [r for p in args.records for r in read_image_records(p)]
+        rc = record_counts(recs)
+        write_text_atomic(rc.to_csv(index=False), out / "records.csv")
+        md += "\n## Records per source, modality and organ\n\n" + to_markdown(rc)
+    write_text_atomic(md, out / "stats.md")
+    print(md)
+    return 0
+
+
+def cmd_review(args: argparse.Namespace) -> int:
+    from probmed.records import read_predictions
+    from probmed.review import export_review, read_verdicts, review_report
+
+    cfg = _params(args)
+    rcfg = cfg.questions.review
+    if args.action == "export":
+        q = read_questions(args.questions or cfg.questions.out)
+        sheet = export_review(q, Path(args.out or rcfg.out_dir), args.n or rcfg.n_images, rcfg.seed if args.seed is None else args.seed, Path(cfg.curate.image_root))
+        print(f"review sheet: {sheet['image_id'].nunique()} images, {len(sheet)} questions -> {args.out or rcfg.out_dir}")
+        return 0
+    sheet = read_verdicts(Path(args.sheet))
+    preds = read_predictions(args.predictions) if args.predictions else None
+    rep = review_report(sheet, preds)
+    out = Path(args.out or Path(rcfg.out_dir) / "review_report.json")
+    write_json_atomic(rep, out)
+    print(json.dumps({k: v for k, v in rep.items() if k != "invalid_qids"}, indent=2))
+    return 0
+
+
+def cmd_import_release(args: argparse.Namespace) -> int:
+    from probmed.sources.probmed_release import import_release
+
+    frame = import_release(Path(args.question_file), args.image_prefix)
+    write_questions(frame, args.out)
+    print(f"{len(frame)} questions on {frame['image_id'].nunique()} images -> {args.out}")
+    return 0
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("curate", help="raw source -> image records (Parquet) + exclusion report")
+    p.add_argument("source", choices=(*SOURCES, "all"))
+    p.add_argument("--data", help="source directory (default curate.<source>.data)")
+    p.add_argument("--out", help="record table (default curate.records_dir/<source>.parquet)")
+    p.add_argument("--image-root", help="image paths are written relative to this (default curate.image_root)")
+    _common(p)
+    p.set_defaults(func=cmd_curate)
+
+    p = sub.add_parser("generate", help="image records -> probing questions (Parquet + original test.json)")
+    p.add_argument("--records", nargs="+", help="record tables (default questions.records)")
+    p.add_argument("--out", help="question table (default questions.out)")
+    p.add_argument("--official", help="original-format question file (default questions.official)")
+    p.add_argument("--report", help="generation report JSON (default questions.report)")
+    p.add_argument("--strategy", choices=("random", "popular", "adversarial"))
+    p.add_argument("--seed", type=int)
+    _common(p)
+    p.set_defaults(func=cmd_generate)
+
+    p = sub.add_parser("vqarad-adversarial", help="the VQA-RAD adversarial ablation set (paper Table 2, left)")
+    p.add_argument("--data", help="VQA-RAD directory (default curate.vqarad.data)")
+    p.add_argument("--image-root")
+    p.add_argument("--out")
+    p.add_argument("--official")
+    p.add_argument("--report")
+    _common(p)
+    p.set_defaults(func=cmd_vqarad_adversarial)
+
+    p = sub.add_parser("extract", help="captions (id<TAB>caption) -> modality/organ/findings JSONL")
+    p.add_argument("captions")
+    p.add_argument("--method", choices=("rules", "llm"), default="rules")
+    p.add_argument("--out", required=True)
+    _common(p)
+    p.set_defaults(func=cmd_extract)
+
+    p = sub.add_parser("stats", help="dataset statistics (paper Table 1 layout) and yes/no balance")
+    p.add_argument("--questions")
+    p.add_argument("--records", nargs="+")
+    p.add_argument("--out")
+    _common(p)
+    p.set_defaults(func=cmd_stats)
+
+    p = sub.add_parser("review", help="expert review round-trip: export a sheet, import verdicts")
+    rs = p.add_subparsers(dest="action", required=True)
+    e = rs.add_parser("export")
+    e.add_argument("--questions")
+    e.add_argument("--n", type=int, help="images to sample")
+    e.add_argument("--seed", type=int)
+    e.add_argument("--out")
+    _common(e)
+    i = rs.add_parser("import")
+    i.add_argument("sheet", help="the filled review.csv")
+    i.add_argument("--predictions", help="prediction table for accuracy on valid-only questions")
+    i.add_argument("--out")
+    _common(i)
+    for q in (e, i):
+        q.set_defaults(func=cmd_review)
+
+    p = sub.add_parser("import-release", help="the original ProbMed test.json -> question table")
+    p.add_argument("question_file")
+    p.add_argument("--out", required=True)
+    p.add_argument("--image-prefix", default="", help="directory of the release's images, relative to the image root")
+    p.set_defaults(func=cmd_import_release)
