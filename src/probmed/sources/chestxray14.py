@@ -97,8 +97,12 @@ def load_chestxray14(
     size: int = 256,
     resample: str = "lanczos",
     workers: int = 2,
+    write_images: bool = True,
 ) -> SourceResult:
-    """Read the ChestX-ray14 copy under data_dir and write curated images to out_dir."""
+    """Read the ChestX-ray14 copy under data_dir and write curated images to out_dir.
+
+    ``write_images=False`` builds the records only (paths still point at out_dir),
+    for callers that need metadata but not pixels."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise SourceError(f"ChestX-ray14 directory not found: {data_dir}")
@@ -189,7 +193,7 @@ def load_chestxray14(
         pairs.append((src, dst))
         pending.append((rec, src))
 
-    errors = normalise_many(pairs, Path(out_dir), size=size, resample=resample, workers=workers)
+    errors = normalise_many(pairs, Path(out_dir), size=size, resample=resample, workers=workers) if write_images else {}
     for rec, src in pending:
         if str(src) in errors:
             result.exclude("unreadable image file", f"{src.name}: {errors[str(src)]}")
