@@ -60,7 +60,7 @@ import numpy as np
 import pandas as pd
 
 from probmed.records import RecordError
-from probmed.scoring.bootstrap import interval, ratio_samples, resample_weights
+from probmed.scoring.bootstrap import interval, resample_weights
 from probmed.vocab import CATEGORIES
 
 METRIC_KEYS: tuple[str, ...] = (
@@ -118,7 +118,7 @@ def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
     qids = questions["qid"].astype(str)
     joined = qids.map(labels)
     label = joined.fillna("missing").to_numpy(dtype=object)
-    extra = int((~labels.index.isin(qids.to_numpy())).sum())
+    extra = len(set(labels.index.tolist()) - set(qids.tolist()))
     answer = questions["answer"].to_numpy(dtype=object)
     correct = label == answer
     polarity = questions["polarity"].to_numpy(dtype=object)
@@ -270,29 +270,37 @@ def _score_rows(
     by_cat: dict[str, dict[str, Any]] = {}
     rnd_cat: dict[str, dict[str, Any]] = {}
     groups: dict[str, _Group] = {}
-    boot_num = np.zeros(weights.shape[0])
-    boot_den = np.zeros(weights.shape[0])
+    subs: dict[str, np.ndarray] = {}
     for ci, cat in enumerate(CATEGORIES):
         sub = rows[cats == ci]
-        if len(sub) == 0:
-            continue
-        g = groups[cat] = _Group(p, sub)
-        num = _num(cat, g, n_images_in_set)
-        ok, den = (a[images] for a in g.strict_parts())
-        samples = ratio_samples(weights, ok, den) if weights.shape[0] else np.zeros(0)
-        lo, hi = interval(samples, level)
-        # bootstrap of the original weighting: acc_c * num_c, with num_c resampled too
-        if weights.shape[0]:
-            if cat in ("condition", "position"):
-                num_b = weights.sum(axis=1)
-            elif g.paired_category:
-                num_b = weights @ g.img_units[images]
-            else:
-                num_b = weights @ g.img_single[images]
-            acc_b = np.nan_to_num(samples, nan=0.0)
+        if len(sub):
+            groups[cat] = _Group(p, sub)
+            subs[cat] = sub
+    present = list(subs)
+    # One matrix product for the whole bootstrap: columns are (right, units) per category
+    # plus a column of ones (images, the original weight of condition/position).
+    boot: dict[str, np.ndarray] = {}
+    boot_num = np.zeros(weights.shape[0])
+    boot_den = np.zeros(weights.shape[0])
+    if weights.shape[0] and present:
+        cols = [a[images] for cat in present for a in groups[cat].strict_parts()]
+        cols.append(np.ones(len(images)))
+        sums = (weights @ np.column_stack(cols).astype(weights.dtype)).astype(np.float64)
+        n_img_b = sums[:, -1]
+        for j, cat in enumerate(present):
+            num_s, den_s = sums[:, 2 * j], sums[:, 2 * j + 1]
+            with np.errstate(invalid="ignore", divide="ignore"):
+                samples = np.where(den_s > 0, 100.0 * num_s / np.where(den_s > 0, den_s, 1), np.nan)
+            boot[cat] = samples
+            # bootstrap of the original weighting: acc_c * num_c, with num_c resampled too
+            num_b = n_img_b if cat in ("condition", "position") else den_s
             has = ~np.isnan(samples)
-            boot_num += acc_b * num_b * has
+            boot_num += np.nan_to_num(samples, nan=0.0) * num_b * has
             boot_den += num_b * has
+    for cat in present:
+        g, sub = groups[cat], subs[cat]
+        num = _num(cat, g, n_images_in_set)
+        lo, hi = interval(boot[cat], level) if cat in boot else (None, None)
         entry = {
             "accuracy_adv_pairs": g.strict(),
             "averaged_accuracy": _pct(g.paired_correct, g.n_paired_q),

@@ -58,8 +58,8 @@ def evaluate(
     settings = settings or ScoreSettings()
     prepared = prepare(questions, predictions)
     result = score_prepared(prepared, settings.bootstrap_resamples, settings.seed, settings.ci_level)
-    models = sorted(predictions["model"].astype(str).unique()) if "model" in predictions and len(predictions) else []
-    setting = sorted(predictions["setting"].astype(str).unique()) if "setting" in predictions and len(predictions) else []
+    models = sorted(predictions["model"].dropna().astype(str).unique()) if "model" in predictions and len(predictions) else []
+    setting = sorted(predictions["setting"].dropna().astype(str).unique()) if "setting" in predictions and len(predictions) else []
     meta = {
         "model": name or (models[0] if len(models) == 1 else ",".join(models)),
         "setting": setting[0] if len(setting) == 1 else ",".join(setting),
