@@ -8,7 +8,7 @@ contains a marker consumes the next action of that marker's script:
 
     ok | 429 (Retry-After) | 500 | timeout | malformed | empty | refusal |
     content_filter | 401 (echoes the Authorization header, as a careless
-    gateway might) | echo500 (500 echoing the Authorization header)
+    gateway might) | echo500 / echo400 (500 / 400 echoing the Authorization header)
 
 `die_after=N` closes the listening socket after N requests (an endpoint that
 goes away mid-run). Not a model: never used to produce reported numbers.
@@ -158,6 +158,8 @@ class MockChatServer:
             h._send(500, {"error": {"message": "internal error"}})
         elif action == "echo500":
             h._send(500, {"error": {"message": f"upstream failed for {auth}"}})
+        elif action == "echo400":
+            h._send(400, {"error": {"message": f"bad request from {auth}", "type": "invalid_request_error"}})
         elif action == "401":
             h._send(401, {"error": {"message": f"invalid key: {auth}", "type": "invalid_request_error"}})
         elif action == "timeout":
