@@ -12,8 +12,10 @@ Scoring units (DESIGN.md "Scoring"):
   category; VQA-RAD pairs (``qa_type`` ``vqarad_*``) are scored pair by pair;
 * single questions (polarity ``single``: abnormality, a normal image's
   hallucinated condition) count on their own. They are *not* mixed into a paired
-  category's strict or averaged accuracy (so strict <= averaged and always-yes
-  = 0 hold for pairs); they are reported beside them as ``single_accuracy``.
+  category's strict or averaged accuracy (so always-yes = 0 holds, and strict <=
+  averaged holds for pair units; for per-image units it holds when images carry
+  equally many pairs, since a small all-right image can outweigh a large
+  all-wrong one); they are reported beside them as ``single_accuracy``.
   A category with singles only (abnormality) reports its single-question
   accuracy as ``accuracy_adv_pairs`` (the paper's Table 3 column).
 
@@ -125,7 +127,7 @@ def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
     category = questions["category"].to_numpy(dtype=object)
     cat_index = {c: i for i, c in enumerate(CATEGORIES)}
     cat = np.fromiter((cat_index[c] for c in category), dtype=np.int64, count=len(category))
-    img, _ = pd.factorize(questions["image_id"].astype(str))
+    img, _ = pd.factorize(questions["image_id"].astype(str), sort=True)  # order-free bootstrap
     paired = polarity != "single"
     per_image = np.isin(category, ("condition", "position")) & ~questions["qa_type"].astype(str).str.startswith(
         "vqarad"

@@ -1,0 +1,177 @@
+"""The official-compatible scorer: the original's quirks on purpose-built cases."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from probmed.scoring.official import official_correct, score_official, score_official_naive
+
+T1, T2 = "X-ray - Chest", "MRI - Brain"
+
+
+def rec(image: str, itype: str, qa_type: str, gt: str, response: str) -> dict[str, Any]:
+    return {"id": image, "image_type": itype, "qa_type": qa_type, "question": f"{qa_type}?", "gt_ans": gt,
+            "response": response}
+
+
+@pytest.mark.parametrize(
+    ("gt", "response", "expected"),
+    [
+        ("no", "Normal", 1),  # contains "No"
+        ("no", "Not sure", 1),
+        ("no", "None of the above", 1),
+        ("yes", "Yes/No", 1),
+        ("no", "Yes/No", 1),  # "Yes/No" is right for both questions of a pair
+        ("yes", "The answer is yes.", 0),  # no capital "Yes", not exactly "yes"
+        ("yes", "  yes.  ", 1),
+        ("yes", "YES", 1),
+        ("yes", "yes!", 0),
+        ("no", "no.", 1),
+        ("no", "The answer is no.", 0),
+        ("no", "There is no nodule.", 0),
+        ("yes", "Yesterday", 1),
+        ("Yes", "Yes", 0),  # gt_ans not exactly "yes" selects the no-rule
+        ("Yes", "No", 1),
+        ("yes", "", 0),
+    ],
+)
+def test_parse_rule(gt: str, response: str, expected: int) -> None:
+    assert official_correct(gt, response) == expected
+
+
+HAND = [
+    # T1, image a
+    rec("a", T1, "modality_gt", "yes", "Yes"),
+    rec("a", T1, "modality_hallu", "no", "No"),
+    rec("a", T1, "body_part_gt", "yes", "yes"),
+    rec("a", T1, "body_part_hallu", "no", "Yes"),
+    rec("a", T1, "abnormality", "yes", "The answer is yes."),
+    rec("a", T1, "entity_gt_1", "yes", "Yes/No"),
+    rec("a", T1, "entity_hallu_1", "no", "Yes/No"),
+    rec("a", T1, "grounding_gt_1", "yes", "yes."),
+    rec("a", T1, "grounding_hallu_1", "no", "Normal"),
+    # T2, image d (interleaved with T1: grouping is by image type)
+    rec("d", T2, "modality_gt", "yes", "Yes"),
+    rec("d", T2, "modality_hallu", "no", "No, it is not."),
+    rec("d", T2, "body_part_gt", "yes", "Yes"),
+    rec("d", T2, "body_part_hallu", "no", "No"),
+    rec("d", T2, "entity_gt_1", "yes", "Yes"),
+    rec("d", T2, "entity_hallu_2", "no", "No"),  # k differs from the open pair: skipped
+    rec("d", T2, "grounding_hallu_1", "no", "No"),  # no open pair on the first image: skipped + warning
+    # T1, image b: short modality list on a non-last image is dropped
+    rec("b", T1, "modality_gt", "yes", "Yes"),
+    rec("b", T1, "body_part_gt", "yes", "Yes"),
+    rec("b", T1, "body_part_hallu", "no", "no"),
+    rec("b", T1, "abnormality", "no", "Not sure"),
+    rec("b", T1, "entity_hallu", "no", "Yes"),
+    # T1, image c (last of its type): its short modality list is kept
+    rec("c", T1, "modality_gt", "yes", "no"),
+    rec("c", T1, "body_part_gt", "yes", "YES"),
+    rec("c", T1, "body_part_hallu", "no", "NO"),
+    rec("c", T1, "abnormality", "yes", "Yes"),
+]
+
+
+@pytest.fixture(scope="module")
+def hand() -> dict:
+    return score_official(HAND)
+
+
+def test_per_image_type(hand: dict) -> None:
+    t1 = hand["by_image_type"][T1]
+    assert t1["modality"] == {"acc": 50.0, "acc_wo_adv": 50.0, "num": 2}  # a [1,1], c [0] kept, b dropped
+    assert t1["organ"] == pytest.approx({"acc": 200 / 3, "acc_wo_adv": 100.0, "num": 3})
+    assert t1["abnormality"] == pytest.approx({"acc": 200 / 3, "acc_wo_adv": None, "num": 3})
+    assert t1["condition"] == {"acc": 50.0, "acc_wo_adv": 50.0, "num": 3}  # c has none: skipped, still counted
+    assert t1["position"] == {"acc": 100.0, "acc_wo_adv": 100.0, "num": 3}
+    t2 = hand["by_image_type"][T2]
+    assert t2["abnormality"] == {"acc": None, "acc_wo_adv": None, "num": 0}
+    assert t2["condition"] == {"acc": 100.0, "acc_wo_adv": 100.0, "num": 1}
+    assert t2["position"] == {"acc": None, "acc_wo_adv": None, "num": 1}
+
+
+def test_across_types_and_overall(hand: dict) -> None:
+    cats = hand["by_category"]
+    assert cats["modality"] == pytest.approx({"acc": 200 / 3, "acc_wo_adv": 200 / 3, "num": 3})
+    assert cats["organ"] == pytest.approx({"acc": 75.0, "acc_wo_adv": 100.0, "num": 4})
+    assert cats["abnormality"] == pytest.approx({"acc": 200 / 3, "acc_wo_adv": None, "num": 3})
+    assert cats["condition"] == pytest.approx({"acc": 62.5, "acc_wo_adv": 62.5, "num": 4})
+    assert cats["position"] == pytest.approx({"acc": 100.0, "acc_wo_adv": 100.0, "num": 3})
+    assert hand["overall"] == pytest.approx({"acc": 1250 / 17, "num": 17, "acc_wo_adv": 1150 / 14, "num_wo_adv": 14})
+
+
+def test_crash_cases_are_warned(hand: dict) -> None:
+    text = "\n".join(hand["warnings"])
+    assert "grounding_hallu_1): adversarial record without an open pair on the first image" in text
+    assert "'MRI - Brain': no abnormality questions" in text
+    assert "'MRI - Brain': no position questions" in text
+    assert len(hand["warnings"]) == 3  # the silently skipped entity_hallu_2 is the original's normal path
+
+
+def test_naive_reference_agrees(hand: dict) -> None:
+    naive = score_official_naive(HAND)
+    for cat, m in hand["by_category"].items():
+        assert naive[cat]["acc"] == pytest.approx(m["acc"])
+        assert naive[cat]["acc_wo_adv"] == pytest.approx(m["acc_wo_adv"])
+
+
+def test_second_adversarial_for_closed_pair_is_skipped() -> None:
+    recs = [
+        rec("a", T1, "entity_gt_1", "yes", "Yes"),
+        rec("a", T1, "entity_hallu_1", "no", "No"),
+        rec("a", T1, "entity_hallu_1", "no", "Yes"),  # would make the pair wrong if counted
+    ]
+    out = score_official(recs)
+    assert out["by_image_type"][T1]["condition"]["acc"] == 100.0
+    assert any("second adversarial record for closed pair 1" in w for w in out["warnings"])
+
+
+def test_category_null_everywhere_is_left_out_of_overall() -> None:
+    recs = [rec("a", T1, "modality_gt", "yes", "Yes"), rec("a", T1, "modality_hallu", "no", "No")]
+    out = score_official(recs)
+    assert out["by_category"]["abnormality"]["acc"] is None
+    assert out["by_category"]["condition"] == {"acc": None, "acc_wo_adv": None, "num": 0}
+    assert out["overall"] == {"acc": 100.0, "num": 1, "acc_wo_adv": 100.0, "num_wo_adv": 1}
+
+
+def test_same_id_under_two_types_is_two_images() -> None:
+    recs = [rec("x", T1, "abnormality", "yes", "Yes"), rec("x", T2, "abnormality", "yes", "No")]
+    out = score_official(recs)
+    assert out["by_image_type"][T1]["abnormality"]["acc"] == 100.0
+    assert out["by_image_type"][T2]["abnormality"]["acc"] == 0.0
+    assert out["by_category"]["abnormality"] == {"acc": 50.0, "acc_wo_adv": None, "num": 2}
+
+
+QA_TYPES = [
+    "modality_gt", "modality_hallu", "body_part_gt", "body_part_hallu", "abnormality", "entity_hallu",
+    "entity_gt_1", "entity_hallu_1", "entity_gt_2", "entity_hallu_2", "grounding_gt_1", "grounding_hallu_1",
+    "grounding_gt_2", "grounding_hallu_2", "grounding_hallu", "something_else", "vqarad_gt_0",
+]
+RESPONSES = ["Yes", "No", "yes", "no.", "Normal", "The answer is yes.", "", "Yes/No", "maybe", "NO"]
+record_strategy = st.builds(
+    rec,
+    st.sampled_from(["a", "b", "c", "d"]),
+    st.sampled_from([T1, T2, "CT Scan - Spine"]),
+    st.sampled_from(QA_TYPES),
+    st.sampled_from(["yes", "no", "Yes", "maybe"]),
+    st.sampled_from(RESPONSES),
+)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(record_strategy, max_size=40))
+def test_never_refuses_and_matches_naive_transcription(records: list[dict[str, Any]]) -> None:
+    """Any structurally valid response file is scored (never an exception), and the one-pass
+    scorer equals the straightforward transcription of the original on every category."""
+    out = score_official(records)
+    naive = score_official_naive(records)
+    for cat in ("modality", "organ", "abnormality", "condition", "position"):
+        assert out["by_category"][cat]["acc"] == pytest.approx(naive[cat]["acc"])
+        assert out["by_category"][cat]["acc_wo_adv"] == pytest.approx(naive[cat]["acc_wo_adv"])
+    for t in out["by_image_type"].values():
+        for m in t.values():
+            assert m["acc"] is None or 0.0 <= m["acc"] <= 100.0
