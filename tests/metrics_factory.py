@@ -24,9 +24,9 @@ def category_block(rng: random.Random, n_images: int = 20) -> dict[str, Any]:
         "precision": round(rng.uniform(0.3, 0.9), 4),
         "recall": round(rng.uniform(0.3, 0.9), 4),
         "f1": round(rng.uniform(0.3, 0.9), 4),
-        "yes_ratio": round(rng.uniform(0.2, 0.9), 4),
-        "refusal_rate": round(rng.uniform(0, 0.1), 4),
-        "unparsed_rate": round(rng.uniform(0, 0.1), 4),
+        "yes_ratio": round(rng.uniform(20, 90), 2),  # rates in percent, as the scorer writes them
+        "refusal_rate": round(rng.uniform(0, 10), 2),
+        "unparsed_rate": round(rng.uniform(0, 10), 2),
         "missing": 0,
         "n_images": n_images,
         "n_questions": 2 * n_images,
@@ -41,26 +41,28 @@ def make_metrics(seed: int = 0, image_types: tuple[str, ...] = IMAGE_TYPES) -> d
     by_image_type = {it: {c: category_block(rng, 5) for c in CATEGORIES} for it in image_types}
     return {
         "overall": {
-            "accuracy_original_weighting": round(rng.uniform(20, 60), 2),
-            "accuracy_question_weighting": round(rng.uniform(20, 60), 2),
+            "accuracy_adv_pairs_original_weighting": round(rng.uniform(20, 60), 2),
+            "accuracy_adv_pairs_question_weighting": round(rng.uniform(20, 60), 2),
+            "accuracy_adv_pairs": round(rng.uniform(20, 40), 2),
+            "averaged_accuracy": round(rng.uniform(40, 70), 2),
+            "num_original_weighting": {c: 10 for c in CATEGORIES},
             "n_images": 60,
             "n_questions": 400,
         },
         "by_category": by_category,
         "by_image_type": by_image_type,
-        "random_baseline": {c: {"accuracy_adv_pairs": 25.0} for c in CATEGORIES},
+        "random_baseline": {
+            "overall": {"accuracy_adv_pairs": 20.0, "averaged_accuracy": 50.0},
+            "by_category": {c: {"accuracy_adv_pairs": 25.0, "averaged_accuracy": 50.0} for c in CATEGORIES},
+            "by_image_type": {it: {c: {"accuracy_adv_pairs": 25.0} for c in CATEGORIES} for it in image_types},
+        },
         "procedural": {
-            "abnormality": {"accuracy": 60.0, "n": 10, "errors": {"wrong_answer": 0.7, "refusal": 0.3}},
-            "condition": {
-                "accuracy": 30.0,
-                "n": 8,
-                "errors": {"deny_gt": 0.4, "accept_hallucination": 0.5, "refusal": 0.1},
-            },
-            "position": {
-                "accuracy": None,
-                "n": 0,
-                "errors": {"deny_gt": 0.0, "accept_hallucination": 0.0, "refusal": 0.0},
-            },
+            "abnormality": {"n_images": 10, "accuracy": 60.0, "n_errors": 4, "e_wrong_answer": 75.0,
+                            "e_reject_to_answer": 25.0, "e_unparsed_or_missing": 0.0},
+            "condition": {"n_images": 8, "accuracy": 30.0, "n_errors": 5, "e_deny_ground_truth": 40.0,
+                          "e_accept_hallucination": 60.0, "e_reject_to_answer": 0.0, "e_unparsed_or_missing": 0.0},
+            "position": {"n_images": 0, "accuracy": None, "n_errors": 0, "e_deny_ground_truth": None,
+                         "e_accept_hallucination": None, "e_reject_to_answer": None, "e_unparsed_or_missing": None},
         },
         "subset_robustness": [],
     }

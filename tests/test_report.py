@@ -60,7 +60,9 @@ def test_tables_have_one_row_per_model_and_setting(report):
     out, manifest = report
     assert len(manifest["runs"]) == len(RUNS)
     table3 = pd.read_csv(out / "tables" / "table3_categories.csv")
-    assert len(table3) == len(RUNS)
+    assert len(table3) == len(RUNS) + 2  # + one exact random-baseline row per question set
+    assert (table3.model == "random (exact)").sum() == 2
+    assert table3[table3.model == "random (exact)"]["modality"].tolist() == [25.0, 25.0]
     assert list(table3.columns[:8]) == ["question_set", "model", "setting", *
                                         ["modality", "organ", "abnormality", "condition", "position"]]
     first = table3[(table3.model == "always-yes")].iloc[0]
@@ -74,11 +76,19 @@ def test_tables_have_one_row_per_model_and_setting(report):
     appendix = sorted(p.name for p in (out / "tables").glob("appendix_*.csv"))
     assert appendix == ["appendix_ct_scan_brain.csv", "appendix_mri_abdomen.csv", "appendix_x_ray_chest.csv"]
     table4 = pd.read_csv(out / "tables" / "table4_procedural.csv")
-    assert "condition.errors.accept_hallucination" in table4.columns
+    assert "condition.e_accept_hallucination" in table4.columns
     assert math.isnan(table4["position.accuracy"].iloc[0])  # null stays missing
 
 
-def test_table2_is_question_weighted_over_paired_categories(tmp_path):
+def test_table2_uses_pooled_overall_when_the_scorer_gives_it(report):
+    out, _ = report
+    table2 = pd.read_csv(out / "tables" / "table2_adversarial_drop.csv").set_index(["model", "setting"])
+    overall = make_metrics(0)["overall"]  # RUNS[0] = probmed/tiny/vanilla, seed 0
+    assert table2.loc[("tiny", "vanilla"), "probmed adv. pairs"] == pytest.approx(overall["accuracy_adv_pairs"])
+    assert table2.loc[("tiny", "vanilla"), "probmed averaged"] == pytest.approx(overall["averaged_accuracy"])
+
+
+def test_table2_falls_back_to_question_weighting_over_paired_categories(tmp_path):
     metrics = {"by_category": {
         "modality": {"averaged_accuracy": 80, "accuracy_adv_pairs": 60, "n_questions": 10},
         "organ": {"averaged_accuracy": 40, "accuracy_adv_pairs": 20, "n_questions": 30},

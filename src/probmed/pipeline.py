@@ -22,11 +22,14 @@ import subprocess
 import sys
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping
 
 from omegaconf import OmegaConf
 
 from probmed.config import ConfigError
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 SETTINGS: tuple[str, ...] = ("vanilla", "cot", "described")
 GATE_TEXT = "params checked\n"
@@ -200,3 +203,37 @@ def fetch_data(repo: str | Path = ".", dvc_file: str = "data.dvc", source: str |
     if restored:  # the output is the pinned one; only the recorded source path differed
         _dvc("checkout", dvc_file, cwd=repo)
     return {"action": "import", "md5": md5, "source": src}
+
+
+# --- seeded subsets of a question set ------------------------------------------------
+
+
+def subset_questions(frame: "pd.DataFrame", max_images: int | None, seed: int) -> "pd.DataFrame":
+    """A seeded image-level subset, spread across image types; rows keep their order.
+
+    Why: the default `dvc repro` must fit a small CPU budget, yet every image
+    type should still appear. Images are shuffled within each image type with a
+    seeded RNG and taken round-robin across types (sorted by name) until
+    ``max_images``; ``None`` or a value >= the number of images keeps the set
+    whole. Whole images only, so pairs and per-image scoring stay intact.
+    """
+    import random
+
+    images = list(dict.fromkeys(frame["image_id"]))
+    if max_images is None or max_images >= len(images):
+        return frame.reset_index(drop=True)
+    if max_images <= 0:
+        raise ConfigError(f"max_images must be positive or null, got {max_images}")
+    first_type = frame.drop_duplicates("image_id").set_index("image_id")["image_type"]
+    rng = random.Random(seed)
+    queues = {}
+    for image_type in sorted(set(first_type)):
+        ids = sorted(first_type.index[first_type == image_type])
+        rng.shuffle(ids)
+        queues[image_type] = ids
+    chosen: set[str] = set()
+    while len(chosen) < max_images:
+        for image_type in sorted(queues):
+            if queues[image_type] and len(chosen) < max_images:
+                chosen.add(queues[image_type].pop())
+    return frame[frame["image_id"].isin(chosen)].reset_index(drop=True)

@@ -139,7 +139,7 @@ def figure_response_distribution(
             yes = _val(run, category, "yes_ratio")
             refusal = _val(run, category, "refusal_rate")
             unparsed = _val(run, category, "unparsed_rate")
-            parts = [0.0 if math.isnan(v) else v for v in (yes, refusal, unparsed)]
+            parts = [0.0 if math.isnan(v) else v / 100.0 for v in (yes, refusal, unparsed)]  # scorer: percent
             labels.append(run.label)
             shares["yes"].append(parts[0])
             shares["refusal"].append(parts[1])

@@ -138,7 +138,16 @@ def table_dataset(questions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def _paired_summary(metrics: Mapping[str, Any]) -> tuple[float, float]:
-    """(averaged, strict) accuracy, question-weighted over the paired categories present."""
+    """(averaged, strict) accuracy over the paired questions of a run.
+
+    The scorer's pooled ``overall.averaged_accuracy`` / ``overall.accuracy_adv_pairs``
+    (the paper's Table 2 definitions) when present; otherwise the per-category
+    values weighted by their number of questions.
+    """
+    overall = metrics.get("overall") or {}
+    avg, strict = _num(overall.get("averaged_accuracy")), _num(overall.get("accuracy_adv_pairs"))
+    if not (math.isnan(avg) or math.isnan(strict)):
+        return avg, strict
     num_avg = num_strict = weight = 0.0
     for category in PAIRED_CATEGORIES:
         values = (metrics.get("by_category") or {}).get(category) or {}
@@ -166,18 +175,32 @@ def table_adversarial_drop(runs: Iterable[Run]) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()))
 
 
+def _category_row(head: dict[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
+    row = dict(head)
+    for category in CATEGORIES:
+        values = (metrics.get("by_category") or {}).get(category) or {}
+        row[category] = _num(values.get("accuracy_adv_pairs"))
+    for key, value in _flat(metrics.get("overall") or {}).items():
+        if key.startswith("accuracy") or key.endswith("_accuracy"):
+            row[f"overall {key}"] = _num(value)
+    return row
+
+
 def table_categories(runs: Iterable[Run]) -> pd.DataFrame:
-    """Table 3: accuracy with adversarial pairs per category and the overall accuracies."""
-    rows = []
+    """Table 3: accuracy with adversarial pairs per category and the overall accuracies.
+
+    Each question set also gets a ``random (exact)`` row: the scorer's exact
+    expectation under uniform yes/no answers on the same questions.
+    """
+    rows, seen = [], set()
     for run in runs:
-        row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
-        for category in CATEGORIES:
-            values = (run.metrics.get("by_category") or {}).get(category) or {}
-            row[category] = _num(values.get("accuracy_adv_pairs"))
-        for key, value in _flat(run.metrics.get("overall") or {}).items():
-            if "acc" in key.lower() and not isinstance(value, (list, dict)):
-                row[f"overall {key}"] = _num(value)
-        rows.append(row)
+        rows.append(_category_row({"question_set": run.question_set, "model": run.model, "setting": run.setting},
+                                  run.metrics))
+        baseline = run.metrics.get("random_baseline") or {}
+        if run.question_set not in seen and baseline.get("by_category"):
+            seen.add(run.question_set)
+            rows.append(_category_row({"question_set": run.question_set, "model": "random (exact)", "setting": "-"},
+                                      baseline))
     return pd.DataFrame(rows)
 
 

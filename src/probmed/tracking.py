@@ -136,13 +136,21 @@ def _number(value: Any) -> float | None:
 def metrics_from_scores(scores: Mapping[str, Any]) -> dict[str, float]:
     """The metrics logged for one run, from a ``probmed score`` metrics.json dict.
 
-    Every numeric leaf of ``overall``, ``by_category``, ``random_baseline`` and
-    ``procedural``; for ``by_image_type`` only the headline keys (the complete
-    table is an artifact). Nulls and NaNs are left out, never logged as 0.
+    Every numeric leaf of ``overall``, ``by_category``, ``procedural`` and the
+    random baseline's ``overall`` / ``by_category``; for ``by_image_type`` only
+    the headline keys (the complete tables are artifacts). Nulls and NaNs are left out, never logged as 0.
     """
     out: dict[str, float] = {}
-    for section in ("overall", "by_category", "random_baseline", "procedural"):
-        for key, value in flatten(scores.get(section) or {}, section).items():
+    baseline = scores.get("random_baseline") or {}
+    sections = {
+        "overall": scores.get("overall"),
+        "by_category": scores.get("by_category"),
+        "procedural": scores.get("procedural"),
+        "random_baseline.overall": baseline.get("overall"),
+        "random_baseline.by_category": baseline.get("by_category"),
+    }
+    for section, block in sections.items():
+        for key, value in flatten(block or {}, section).items():
             number = _number(value)
             if number is not None:
                 out[metric_name(key)] = number

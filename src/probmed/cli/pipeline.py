@@ -37,6 +37,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-dir", default="build/plan")
     p.set_defaults(func=cmd_plan)
 
+    s = sub.add_parser("subset", help="seeded image-level subset of a question set (datasets.question_sets.<name>)")
+    _params(s)
+    s.add_argument("questions", help="full question table (Parquet)")
+    s.add_argument("--question-set", required=True, help="name under datasets.question_sets")
+    s.add_argument("--out", required=True, help="subset question table (Parquet)")
+    s.add_argument("--official", help="also write the subset in the original question-file format (JSON)")
+    s.set_defaults(func=cmd_subset)
+
     t = sub.add_parser("track", help="log every planned evaluation as an MLflow run (ablations as child runs)")
     _params(t)
     t.add_argument("--scores-root", default="build/scores")
@@ -74,6 +82,33 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
     plan = write_plan(_cfg(args), args.out_dir)
     print(json.dumps({"evaluations": len(plan["evaluations"]), "out": args.out_dir}))
+    return 0
+
+
+def cmd_subset(args: argparse.Namespace) -> int:
+    from probmed.pipeline import subset_questions
+    from probmed.records import read_questions, write_questions
+
+    cfg = _cfg(args)
+    key = f"datasets.question_sets.{args.question_set}"
+    qset = ((cfg.get("datasets") or {}).get("question_sets") or {}).get(args.question_set)
+    if qset is None:
+        raise ConfigError(f"params: {key} is missing")
+    max_images = qset.get("max_images")
+    if max_images is not None and (not isinstance(max_images, int) or max_images <= 0):
+        raise ConfigError(f"params: {key}.max_images = {max_images!r}, expected a positive integer or null")
+    seed = qset.get("seed", cfg.get("seed", 0))
+    if not Path(args.questions).is_file():
+        raise UserError(f"question file {args.questions} not found")
+    full = read_questions(args.questions)
+    frame = subset_questions(full, max_images, int(seed or 0))
+    write_questions(frame, args.out)
+    if args.official:
+        from probmed.formats import write_question_file
+
+        write_question_file(frame, args.official)
+    print(json.dumps({"question_set": args.question_set, "images": int(frame["image_id"].nunique()),
+                      "questions": len(frame), "of_images": int(full["image_id"].nunique()), "out": args.out}))
     return 0
 
 
