@@ -180,11 +180,11 @@ def test_gpt4o_vqarad_averaged_accuracy_example() -> None:
 
 
 def test_exact_random_baseline_agrees_with_simulation() -> None:
-    """Mean over 300 seeded random runs within 4 standard errors of the exact expectation."""
-    questions = synthetic_questions(n_images=120, n_questions=1200, seed=3)
+    """Mean over 200 seeded random runs within 4 standard errors of the exact expectation."""
+    questions = synthetic_questions(n_images=80, n_questions=800, seed=3)
     exact = exact_random_baseline(questions)
     runs = [score(questions, random_predictions(questions, seed=s), resamples=0, by_image_type=False)
-            for s in range(300)]
+            for s in range(200)]
     for cat in ("modality", "organ", "abnormality", "condition", "position"):
         values = np.array([r["by_category"][cat]["accuracy_adv_pairs"] for r in runs])
         se = values.std(ddof=1) / np.sqrt(len(values))

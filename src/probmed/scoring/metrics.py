@@ -116,30 +116,35 @@ def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
     if dup.any():
         i = int(dup.to_numpy().nonzero()[0][0])
         raise RecordError(f"predictions: record {i}: duplicate qid {predictions['qid'].iat[i]!r}")
-    labels = pd.Series(predictions["label"].to_numpy(), index=predictions["qid"].astype(str).to_numpy())
-    qids = questions["qid"].astype(str)
-    joined = qids.map(labels)
-    label = joined.fillna("missing").to_numpy(dtype=object)
-    extra = len(set(labels.index.tolist()) - set(qids.tolist()))
+    pred_qids = pd.Index(predictions["qid"].astype(str).to_numpy(dtype=object))
+    qids = pd.Index(questions["qid"].astype(str).to_numpy(dtype=object))
+    where = pred_qids.get_indexer(qids)  # -1: no prediction for this question
+    pred_labels = predictions["label"].to_numpy(dtype=object)
+    label = np.where(where >= 0, pred_labels[np.maximum(where, 0)] if len(pred_labels) else "missing", "missing")
+    label = label.astype(object)
+    extra = int((qids.get_indexer(pred_qids) < 0).sum())
     answer = questions["answer"].to_numpy(dtype=object)
     correct = label == answer
     polarity = questions["polarity"].to_numpy(dtype=object)
-    category = questions["category"].to_numpy(dtype=object)
-    cat_index = {c: i for i, c in enumerate(CATEGORIES)}
-    cat = np.fromiter((cat_index[c] for c in category), dtype=np.int64, count=len(category))
+    cat = pd.Categorical(questions["category"].to_numpy(dtype=object), categories=list(CATEGORIES)).codes
+    cat = cat.astype(np.int64)
+    if (cat < 0).any():
+        i = int(np.flatnonzero(cat < 0)[0])
+        raise RecordError(f"questions: record {i}: field 'category' = {questions['category'].iat[i]!r}")
     img, _ = pd.factorize(questions["image_id"].astype(str), sort=True)  # order-free bootstrap
+    img = img.astype(np.int64)
+    n_img = int(img.max()) + 1 if len(img) else 0
+    pair, _ = pd.factorize(questions["pair_id"].astype(str))
     paired = polarity != "single"
-    per_image = np.isin(category, ("condition", "position")) & ~questions["qa_type"].astype(str).str.startswith(
-        "vqarad"
-    ).to_numpy()
-    key = np.where(
-        per_image,
-        questions["image_id"].astype(str).to_numpy(dtype=object) + "\x1f" + category,
-        questions["pair_id"].astype(str).to_numpy(dtype=object),
+    per_image_cats = [CATEGORIES.index("condition"), CATEGORIES.index("position")]
+    per_image = np.isin(cat, per_image_cats) & ~questions["qa_type"].astype(str).str.startswith("vqarad").to_numpy(
+        dtype=bool
     )
-    key = np.where(paired, category + "\x1f" + key, None)
+    n_cat = len(CATEGORIES)
+    # integer unit keys: (category, image) for per-image units, (pair, category) after them
+    key = np.where(per_image, cat * n_img + img, n_cat * n_img + pair.astype(np.int64) * n_cat + cat)
     unit = np.full(len(questions), -1, dtype=np.int64)
-    codes, uniques = pd.factorize(pd.Series(key[paired], dtype=object))
+    codes, uniques = pd.factorize(key[paired])
     unit[paired] = codes
     unit_img = np.zeros(len(uniques), dtype=np.int64)
     unit_img[codes] = img[paired]
@@ -149,14 +154,14 @@ def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
     return Prepared(
         frame=frame,
         cat=cat,
-        img=img.astype(np.int64),
+        img=img,
         unit=unit,
         unit_img=unit_img,
         correct=correct,
         is_gt=(polarity == "gt"),
         label=label,
         answer=answer,
-        n_images=int(img.max()) + 1 if len(img) else 0,
+        n_images=n_img,
         n_units=len(uniques),
         n_predictions=len(predictions),
         extra_predictions=extra,
@@ -203,7 +208,7 @@ class _Group:
         self.img_single = np.bincount(img[singles], minlength=n_img).astype(np.float64)
         self.img_single_ok = np.bincount(img[singles], weights=corr[singles], minlength=n_img)
         self.img_questions = np.bincount(img, minlength=n_img).astype(np.float64)
-        self.images = np.unique(img)
+        self.n_images = int(np.count_nonzero(self.img_questions))
 
     @property
     def paired_category(self) -> bool:
@@ -261,13 +266,13 @@ def _num(cat: str, g: _Group, n_images_in_set: int) -> int:
     return g.n_single
 
 
-def _score_rows(
+def score_rows(
     p: Prepared, rows: np.ndarray, resamples: int, seed: int, level: float
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, Any]]:
     """(by_category, overall, random_baseline{by_category, overall}) for a subset of rows."""
     cats = p.cat[rows]
-    n_images_in_set = int(len(np.unique(p.img[rows])))
-    images = np.unique(p.img[rows])
+    images = np.flatnonzero(np.bincount(p.img[rows], minlength=p.n_images))
+    n_images_in_set = int(len(images))
     weights = resample_weights(len(images), resamples, seed)
     by_cat: dict[str, dict[str, Any]] = {}
     rnd_cat: dict[str, dict[str, Any]] = {}
@@ -310,7 +315,7 @@ def _score_rows(
             "single_accuracy": _pct(g.single_correct, g.n_single),
             "n_single": g.n_single,
             **_label_metrics(p, sub),
-            "n_images": int(len(g.images)),
+            "n_images": g.n_images,
             "n_questions": int(len(sub)),
             "n_units": g.n_units,
             "num": num,
@@ -374,7 +379,7 @@ def score_prepared(
 ) -> dict[str, Any]:
     """overall / by_category / by_image_type / random_baseline for prepared questions."""
     rows = np.arange(len(p.frame))
-    by_cat, overall, rnd = _score_rows(p, rows, resamples, seed, level)
+    by_cat, overall, rnd = score_rows(p, rows, resamples, seed, level)
     result: dict[str, Any] = {"overall": overall, "by_category": by_cat}
     if by_image_type:
         types = p.frame["image_type"].astype(str).to_numpy()
@@ -382,7 +387,7 @@ def score_prepared(
         rnd_type: dict[str, Any] = {}
         for name in sorted(set(types)):
             t_rows = rows[types == name]
-            t_cat, _t_overall, t_rnd = _score_rows(p, t_rows, resamples, seed, level)
+            t_cat, _t_overall, t_rnd = score_rows(p, t_rows, resamples, seed, level)
             by_type[name] = t_cat
             rnd_type[name] = t_rnd["by_category"]
         result["by_image_type"] = by_type

@@ -16,7 +16,7 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from probmed.scoring.metrics import prepare, score_prepared
+from probmed.scoring.metrics import Prepared, prepare, score_rows
 
 DEFAULT_FRACTIONS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
 
@@ -28,24 +28,34 @@ def subset_robustness(
     seed: int = 0,
 ) -> list[dict[str, Any]]:
     """Scores on nested seeded random subsets of the images."""
-    images = pd.unique(questions["image_id"].astype(str))
-    order = np.random.default_rng(seed).permutation(len(images))
-    rows = []
+    return subset_robustness_prepared(prepare(questions, predictions), fractions, seed)
+
+
+def subset_robustness_prepared(
+    p: Prepared, fractions: Sequence[float] = DEFAULT_FRACTIONS, seed: int = 0
+) -> list[dict[str, Any]]:
+    """:func:`subset_robustness` on already joined questions (image codes are sorted ids,
+    so the subsets do not depend on the table's row order)."""
     for frac in fractions:
         if not 0 < frac <= 1:
             raise ValueError(f"subset fraction {frac} is not in (0, 1]")
-        k = max(1, int(round(frac * len(images)))) if len(images) else 0
-        keep = set(images[order[:k]])
-        sub = questions[questions["image_id"].astype(str).isin(keep)]
-        overall = score_prepared(prepare(sub, predictions), resamples=0, by_image_type=False)["overall"]
-        rows.append(
+    order = np.random.default_rng(seed).permutation(p.n_images)
+    rank = np.empty(p.n_images, dtype=np.int64)
+    rank[order] = np.arange(p.n_images)
+    rows_all = np.arange(len(p.frame))
+    out = []
+    for frac in fractions:
+        k = max(1, int(round(frac * p.n_images))) if p.n_images else 0
+        rows = rows_all[rank[p.img] < k]
+        _cats, overall, _rnd = score_rows(p, rows, resamples=0, seed=0, level=0.95)
+        out.append(
             {
                 "fraction": float(frac),
                 "n_images": k,
-                "n_questions": int(len(sub)),
+                "n_questions": int(len(rows)),
                 "accuracy_adv_pairs_original_weighting": overall["accuracy_adv_pairs_original_weighting"],
                 "accuracy_adv_pairs_question_weighting": overall["accuracy_adv_pairs_question_weighting"],
                 "averaged_accuracy": overall["averaged_accuracy"],
             }
         )
-    return rows
+    return out

@@ -15,7 +15,7 @@ import pandas as pd
 from probmed.records import write_json_atomic, write_text_atomic
 from probmed.scoring.metrics import prepare, score_prepared
 from probmed.scoring.procedural import procedural
-from probmed.scoring.robustness import DEFAULT_FRACTIONS, subset_robustness
+from probmed.scoring.robustness import DEFAULT_FRACTIONS, subset_robustness_prepared
 from probmed.scoring.tables import render_all
 
 
@@ -75,9 +75,7 @@ def evaluate(
         "meta": meta,
         **result,
         "procedural": procedural(prepared),
-        "subset_robustness": subset_robustness(
-            questions, predictions, settings.subset_fractions, settings.subset_seed
-        ),
+        "subset_robustness": subset_robustness_prepared(prepared, settings.subset_fractions, settings.subset_seed),
     }
 
 
