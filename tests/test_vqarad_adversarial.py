@@ -64,6 +64,7 @@ def test_cli_outputs_official_format(shared_data: Path, tmp_path: Path, repo_roo
     assert json.loads((out / "r.json").read_text())["excluded"] == md.count("\n| ") - 1
 
 
+@pytest.mark.slow
 def test_llm_path_for_uncovered_questions(shared_data: Path, tmp_path: Path, repo_root: Path) -> None:
     seen = []
 
