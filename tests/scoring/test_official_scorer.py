@@ -175,3 +175,31 @@ def test_never_refuses_and_matches_naive_transcription(records: list[dict[str, A
     for t in out["by_image_type"].values():
         for m in t.values():
             assert m["acc"] is None or 0.0 <= m["acc"] <= 100.0
+
+
+def test_agrees_with_project_scorer_on_clean_answers() -> None:
+    """With answers exactly "Yes"/"No" and no single condition questions, both scorers mean the
+    same thing: equal per category (modality, organ, abnormality) and per image type (all)."""
+    import numpy as np
+    import pandas as pd
+
+    from probmed.formats import responses_to_official
+    from probmed.scoring.metrics import score
+    from probmed.scoring.synthetic import synthetic_labels, synthetic_questions
+
+    questions = synthetic_questions(300, 2900, seed=8)
+    questions = questions[questions["qa_type"] != "entity_hallu"].reset_index(drop=True)
+    labels = synthetic_labels(questions, seed=2, refusal=0.0, unparsed=0.0)
+    preds = pd.DataFrame({"qid": questions["qid"], "label": labels,
+                          "response": np.where(labels == "yes", "Yes", "No")})
+    records, missing = responses_to_official(questions, preds)
+    assert missing == 0
+    official = score_official(records)
+    ours = score(questions, preds, resamples=0)
+    for cat in ("modality", "organ", "abnormality"):
+        assert official["by_category"][cat]["acc"] == pytest.approx(ours["by_category"][cat]["accuracy_adv_pairs"])
+    for itype, cats in ours["by_image_type"].items():
+        for cat, m in cats.items():
+            assert official["by_image_type"][itype][cat]["acc"] == pytest.approx(m["accuracy_adv_pairs"])
+            if cat != "abnormality":
+                assert official["by_image_type"][itype][cat]["acc_wo_adv"] == pytest.approx(m["gt_only_accuracy"])
