@@ -203,3 +203,19 @@ def test_agrees_with_project_scorer_on_clean_answers() -> None:
             assert official["by_image_type"][itype][cat]["acc"] == pytest.approx(m["accuracy_adv_pairs"])
             if cat != "abnormality":
                 assert official["by_image_type"][itype][cat]["acc_wo_adv"] == pytest.approx(m["gt_only_accuracy"])
+
+
+def test_vqarad_ablation_scorer_pairs_by_position() -> None:
+    from probmed.scoring.official import score_official_vqarad
+
+    recs = [
+        rec("s1", T1, "vqarad_gt_0", "yes", "Yes"), rec("s1", T1, "vqarad_hallu_0", "no", "No"),
+        rec("s1", T1, "vqarad_gt_1", "yes", "Yes"), rec("s1", T1, "vqarad_hallu_1", "no", "Yes"),
+        rec("s2", T1, "vqarad_gt_2", "yes", "The answer is yes."), rec("s2", T1, "vqarad_hallu_2", "no", "Normal"),
+        rec("s3", T1, "vqarad_gt_3", "yes", "Yes"),
+    ]
+    out = score_official_vqarad(recs)
+    assert out["averaged_accuracy"] == pytest.approx(500 / 7)
+    assert out["accuracy_adv_pairs"] == pytest.approx(100 / 3)
+    assert (out["num_questions"], out["num_pairs"]) == (7, 3)
+    assert out["warnings"] == ["record 6: odd number of records; the last one has no twin"]

@@ -164,3 +164,12 @@ def test_real_vqarad_set_scores_always_yes_at_zero(shared_data: Path, tmp_path: 
     assert metrics["overall"]["n_units"] == len(frame) // 2
     table2 = pd.read_csv(out / "table2.csv")
     assert table2.loc[0, "accuracy_adv_pairs"] == 0.0
+    # the same answers through the original VQA-RAD ablation scorer (pairs by position)
+    from probmed.formats import read_question_file, write_response_file
+
+    rfile = tmp_path / "responses.json"
+    write_response_file(read_question_file(qfile), read_predictions(pfile), rfile)
+    assert main(["score-official", str(rfile), "--out", str(tmp_path / "o.json"), "--vqarad"]) == 0
+    official = json.loads((tmp_path / "o.json").read_text())
+    assert (official["averaged_accuracy"], official["accuracy_adv_pairs"]) == (50.0, 0.0)
+    assert official["num_pairs"] == len(frame) // 2 and official["warnings"] == []

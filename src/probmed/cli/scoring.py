@@ -52,13 +52,22 @@ def cmd_score(args: argparse.Namespace) -> int:
 def cmd_score_official(args: argparse.Namespace) -> int:
     from probmed.formats import read_response_file
     from probmed.records import write_json_atomic
-    from probmed.scoring.official import score_official
+    from probmed.scoring.official import score_official, score_official_vqarad
 
     records = read_response_file(args.responses)
-    result = score_official(records)
-    write_json_atomic(result, args.out)
-    acc = result["overall"]["acc"]
-    print(f"overall acc {acc:.2f}% over num {result['overall']['num']}" if acc is not None else "no category scored")
+    if args.vqarad:
+        result = score_official_vqarad(records)
+        write_json_atomic(result, args.out)
+        if result["num_pairs"]:
+            print(
+                f"averaged accuracy {result['averaged_accuracy']:.2f}%, accuracy with adversarial pairs "
+                f"{result['accuracy_adv_pairs']:.2f}% over {result['num_pairs']} pairs"
+            )
+    else:
+        result = score_official(records)
+        write_json_atomic(result, args.out)
+        acc = result["overall"]["acc"]
+        print(f"overall acc {acc:.2f}% over num {result['overall']['num']}" if acc is not None else "no category scored")
     for w in result["warnings"]:
         print(f"warning: {w}", file=sys.stderr)
     return 0
@@ -111,6 +120,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("responses", help="response file in the original format (JSON list)")
     p.add_argument("--out", required=True, help="output JSON")
+    p.add_argument(
+        "--vqarad",
+        action="store_true",
+        help="the original VQA-RAD ablation scorer instead: records paired by position (gt first)",
+    )
     p.set_defaults(func=cmd_score_official)
 
     p = sub.add_parser("baseline", help="write baseline predictions (random / always-yes / always-no)")

@@ -355,3 +355,33 @@ def score_official_naive(records: list[dict[str, Any]]) -> dict[str, dict[str, f
         wo, _ = _weighted((r[cat][1], r[cat][2]) for r in per_type if r[cat][0] is not None)
         out[cat] = {"acc": acc, "acc_wo_adv": wo}
     return out
+
+
+def score_official_vqarad(records: list[dict[str, Any]]) -> dict[str, Any]:
+    """The original VQA-RAD ablation scorer (paper Table 2, left): records are paired by
+    position (``i % 2``: ground truth first), parsed with the same substring rule.
+
+    Returns ``{"averaged_accuracy", "accuracy_adv_pairs", "num_questions", "num_pairs",
+    "warnings"}`` in percent. A trailing unpaired record (odd count) is reported and left
+    out of the pair accuracy (the original would index past the end).
+    """
+    warnings: list[str] = []
+    scores = [official_correct(r["gt_ans"], r["response"]) for r in records]
+    n_pairs = len(scores) // 2
+    if len(scores) % 2:
+        warnings.append(f"record {len(scores) - 1}: odd number of records; the last one has no twin")
+    for k in range(n_pairs):
+        gt, adv = records[2 * k], records[2 * k + 1]
+        if "_gt" not in str(gt["qa_type"]) or "_gt" in str(adv["qa_type"]):
+            warnings.append(
+                f"records {2 * k}/{2 * k + 1}: expected a ground-truth record then its adversary, got "
+                f"{gt['qa_type']!r} then {adv['qa_type']!r} (paired by position anyway, as the original)"
+            )
+    right_pairs = sum(scores[2 * k] == 1 and scores[2 * k + 1] == 1 for k in range(n_pairs))
+    return {
+        "averaged_accuracy": _pct(sum(scores), len(scores)),
+        "accuracy_adv_pairs": _pct(right_pairs, n_pairs),
+        "num_questions": len(scores),
+        "num_pairs": n_pairs,
+        "warnings": warnings,
+    }
