@@ -48,10 +48,14 @@ from probmed.sources.base import relative_path
 from probmed.sources.vqarad import IMAGE_DIR, ORGANS, SOURCE, load_vqarad, read_qa
 from probmed.vocab import image_type
 
+# Category of a pair in the question table (the rule itself is in ``strategy``):
+# plane/patient position is acquisition (modality); a whole-image abnormality
+# twin is a *pair*, so it is filed under condition, keeping the abnormality
+# category for single questions as the scorer expects.
 KIND_CATEGORY = {
     "side": "position",
-    "plane": "position",
-    "abnormality": "abnormality",
+    "plane": "modality",
+    "abnormality": "condition",
     "condition": "condition",
     "attribute": "condition",
     "modality": "modality",

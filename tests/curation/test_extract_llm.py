@@ -108,3 +108,20 @@ def test_invalid_answers_are_reported_not_crashed_on(server: Server, tmp_path: P
 def test_schema() -> None:
     with pytest.raises(LLMAnswerError, match="findings/0"):
         parse_json_answer('{"modality": "ct", "organ": "chest", "findings": [{"condition": ""}]}', SCHEMA)
+
+
+def test_unreachable_endpoint_fails_clearly(tmp_path: Path, repo_root: Path, capsys, monkeypatch) -> None:
+    import socket
+
+    monkeypatch.setenv("OPENAI_API_KEY", SECRET)
+    with socket.socket() as s:  # a port nobody listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    tsv = tmp_path / "c.tsv"
+    tsv.write_text("a\tGOOD one\n")
+    rc = main(["extract", str(tsv), f"extract.llm.base_url=http://127.0.0.1:{port}/v1", f"extract.llm.cache={tmp_path / 'c.jsonl'}",
+               "extract.llm.max_retries=0", "extract.llm.timeout_s=2", "--method", "llm", "--out", str(tmp_path / "o.jsonl"),
+               "--params", str(repo_root / "params.yaml")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "unusable" in err and SECRET not in err
+    assert not (tmp_path / "o.jsonl").exists()

@@ -141,12 +141,20 @@ class LLMClient:
             return hit["result"]
         if hit is not None and "raw" in hit:
             return parse_json_answer(hit["raw"], schema)  # paid-for invalid answer: re-judge, don't re-buy
+        import openai
+
         self.requests += 1
-        resp = self.client.chat.completions.create(
-            model=self.settings.model,
-            messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
-            temperature=0,
-        )
+        try:
+            resp = self.client.chat.completions.create(
+                model=self.settings.model,
+                messages=[{"role": "system", "content": system}, {"role": "user", "content": user}],
+                temperature=0,
+            )
+        except (openai.APIConnectionError, openai.AuthenticationError) as exc:
+            # the endpoint as a whole is unusable: stop with a clear error (answers so far are cached)
+            raise ConfigError(f"LLM endpoint {self.settings.base_url} unusable: {type(exc).__name__}") from None
+        except openai.APIStatusError as exc:
+            raise LLMAnswerError(f"endpoint answered HTTP {exc.status_code}") from None
         raw = resp.choices[0].message.content or ""
         try:
             result = parse_json_answer(raw, schema)

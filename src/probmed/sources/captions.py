@@ -16,6 +16,7 @@ from typing import Callable, Iterable
 from tqdm import tqdm
 
 from probmed.curation.extract_rules import Extraction, extract as extract_rules, is_empty
+from probmed.config import ConfigError
 from probmed.records import Finding, ImageRecord
 from probmed.sources.base import SourceError, SourceResult, relative_path, require_file
 
@@ -55,6 +56,8 @@ def run_extractor(
     for cid, caption in tqdm(items, desc="extract", leave=False, disable=len(items) < 500):
         try:
             ex = extractor(cid, caption)
+        except ConfigError:
+            raise  # the endpoint as a whole is unusable: stop (answers so far are cached)
         except ValueError as exc:  # invalid LLM answer: reported, not crashed on
             result.exclude(f"extractor error", f"{cid}: {exc}")
             continue
