@@ -36,7 +36,7 @@ import json
 import logging
 import re
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
 import pandas as pd
 

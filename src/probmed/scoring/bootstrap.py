@@ -28,14 +28,6 @@ def resample_weights(n_images: int, resamples: int, seed: int) -> np.ndarray:
     return weights
 
 
-def ratio_samples(weights: np.ndarray, numer: np.ndarray, denom: np.ndarray) -> np.ndarray:
-    """Per-resample ``100 * sum(w * numer) / sum(w * denom)`` (NaN where the denominator is 0)."""
-    num = (weights @ numer.astype(weights.dtype)).astype(np.float64)
-    den = (weights @ denom.astype(weights.dtype)).astype(np.float64)
-    with np.errstate(invalid="ignore", divide="ignore"):
-        return np.where(den > 0, 100.0 * num / np.where(den > 0, den, 1.0), np.nan)
-
-
 def interval(samples: np.ndarray, level: float = 0.95) -> tuple[float | None, float | None]:
     """Percentile interval of bootstrap samples; (None, None) when there are none."""
     samples = samples[~np.isnan(samples)] if samples.size else samples

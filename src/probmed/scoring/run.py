@@ -6,10 +6,12 @@ atomically, so a failure never leaves a half-scored run behind.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+import math
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
 
+import numpy as np
 import pandas as pd
 
 from probmed.records import write_json_atomic, write_text_atomic
@@ -71,12 +73,25 @@ def evaluate(
         "ci_level": settings.ci_level,
         "seed": settings.seed,
     }
-    return {
+    return _json_safe({
         "meta": meta,
         **result,
         "procedural": procedural(prepared),
         "subset_robustness": subset_robustness_prepared(prepared, settings.subset_fractions, settings.subset_seed),
-    }
+    })
+
+
+def _json_safe(obj: Any) -> Any:
+    """NaN/inf -> None and numpy scalars -> Python, so metrics.json is strict JSON."""
+    if isinstance(obj, dict):
+        return {k: _json_safe(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [_json_safe(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
 
 
 def write_run(metrics: Mapping[str, Any], out_dir: str | Path, label: str | None = None) -> list[Path]:
