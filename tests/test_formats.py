@@ -193,6 +193,8 @@ def test_response_reader_checks_structure_only(tmp_path: Path) -> None:
     recs[0]["qa_type"] = "something_unknown"  # the original scores it (as position): so do we
     recs[1]["gt_ans"] = "No"
     recs.append(dict(recs[2]))  # duplicates are the original's business too
+    recs[5]["gt_ans"] = None  # the original applies its no-rule: so do we
+    recs[6]["id"] = 17
     assert len(read_response_file(write(tmp_path / "r.json", recs))) == 16
 
 
@@ -201,7 +203,9 @@ def test_response_reader_checks_structure_only(tmp_path: Path) -> None:
     [
         (lambda r: r[4].pop("response"), r"record 4 \(image img1\): field 'response': missing"),
         (lambda r: r[2].update(response=None), r"record 2 \(image img1\): field 'response': expected a string"),
-        (lambda r: r[9].update(gt_ans=1), r"record 9 \(image img2\): field 'gt_ans'"),
+        (lambda r: r[9].update(qa_type=1), r"record 9 \(image img2\): field 'qa_type'"),
+        (lambda r: r[9].update(image_type=["x"]), r"record 9 \(image img2\): field 'image_type'"),
+        (lambda r: r[1].update(id=None), r"record 1 \(image None\): field 'id'"),
         (lambda r: r.__setitem__(3, "x"), r"record 3: expected an object"),
     ],
 )

@@ -162,7 +162,7 @@ record_strategy = st.builds(
 )
 
 
-@settings(max_examples=200, deadline=None)
+@settings(max_examples=120, deadline=None)
 @given(st.lists(record_strategy, max_size=40))
 def test_never_refuses_and_matches_naive_transcription(records: list[dict[str, Any]]) -> None:
     """Any structurally valid response file is scored (never an exception), and the one-pass
@@ -219,3 +219,31 @@ def test_vqarad_ablation_scorer_pairs_by_position() -> None:
     assert out["accuracy_adv_pairs"] == pytest.approx(100 / 3)
     assert (out["num_questions"], out["num_pairs"]) == (7, 3)
     assert out["warnings"] == ["record 6: odd number of records; the last one has no twin"]
+
+
+wild_record = st.fixed_dictionaries(
+    {
+        "id": st.one_of(st.sampled_from(["a", "b"]), st.integers(0, 3)),
+        "image_type": st.one_of(st.sampled_from([T1, T2]), st.integers(0, 2), st.none()),
+        "qa_type": st.one_of(st.sampled_from(QA_TYPES), st.text(max_size=12)),
+        "question": st.text(max_size=5),
+        "gt_ans": st.one_of(st.sampled_from(["yes", "no"]), st.none(), st.integers(), st.text(max_size=4)),
+        "response": st.one_of(st.sampled_from(RESPONSES), st.text(max_size=12)),
+    }
+)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(wild_record, max_size=30))
+def test_any_file_the_original_scores_is_scored(records: list[dict[str, Any]]) -> None:
+    import json
+
+    from probmed.formats import validate_response_records
+
+    records = json.loads(json.dumps(records))  # what a JSON file can hold
+    validate_response_records(records)
+    out = score_official(records)
+    json.dumps(out)
+    naive = score_official_naive(records)
+    for cat in ("modality", "organ", "abnormality", "condition", "position"):
+        assert out["by_category"][cat]["acc"] == pytest.approx(naive[cat]["acc"])
