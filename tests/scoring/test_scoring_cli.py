@@ -173,3 +173,34 @@ def test_real_vqarad_set_scores_always_yes_at_zero(shared_data: Path, tmp_path: 
     official = json.loads((tmp_path / "o.json").read_text())
     assert (official["averaged_accuracy"], official["accuracy_adv_pairs"]) == (50.0, 0.0)
     assert official["num_pairs"] == len(frame) // 2 and official["warnings"] == []
+
+
+def test_score_responses_uses_robust_parsing(files, tmp_path: Path) -> None:
+    qfile, _ = files
+    recs = _responses(qfile)
+    for r in recs:
+        r["response"] = "The answer is yes." if r["gt_ans"] == "yes" else "**No**, it is not."
+    recs[4]["response"] = "I cannot determine this from the image."
+    rfile = tmp_path / "responses.json"
+    rfile.write_text(json.dumps(recs))
+    out = tmp_path / "scores"
+    assert main(["score-responses", str(rfile), "--out-dir", str(out), "--params",
+                 str(Path(__file__).resolve().parents[2] / "params.yaml"), "-S", "score.bootstrap_resamples=10"]) == 0
+    metrics = json.loads((out / "metrics.json").read_text())
+    assert metrics["meta"]["model"] == "responses"
+    assert metrics["by_category"]["modality"]["accuracy_adv_pairs"] == 100.0  # official rule: 0 for "The answer is yes."
+    assert metrics["by_category"]["abnormality"]["refusal_rate"] == 50.0
+    assert main(["score-official", str(rfile), "--out", str(tmp_path / "o.json")]) == 0
+    assert json.loads((tmp_path / "o.json").read_text())["by_category"]["modality"]["acc"] == 0.0
+
+
+def test_score_responses_refuses_what_the_strict_reader_refuses(files, tmp_path: Path, capsys) -> None:
+    qfile, _ = files
+    recs = _responses(qfile)
+    recs[1]["gt_ans"] = "maybe"
+    rfile = tmp_path / "responses.json"
+    rfile.write_text(json.dumps(recs))
+    out = tmp_path / "scores"
+    assert main(["score-responses", str(rfile), "--out-dir", str(out)]) == 2
+    assert "record 1 (image a): field 'gt_ans'" in capsys.readouterr().err
+    assert not out.exists()

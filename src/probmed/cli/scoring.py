@@ -49,6 +49,28 @@ def cmd_score(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_score_responses(args: argparse.Namespace) -> int:
+    from probmed.formats import read_response_file
+    from probmed.scoring.run import evaluate, from_response_records, write_run
+
+    settings = _score_settings(args.params, args.overrides)
+    questions, predictions = from_response_records(read_response_file(args.responses), str(args.responses))
+    metrics = evaluate(questions, predictions, settings, name=args.name or Path(args.responses).stem)
+    write_run(metrics, args.out_dir, label=args.name or Path(args.responses).stem)
+    o = metrics["overall"]
+    print(
+        f"{len(questions)} responses: accuracy with adversarial pairs "
+        f"{_fmt(o['accuracy_adv_pairs_original_weighting'])}% (original weighting), averaged accuracy "
+        f"{_fmt(o['averaged_accuracy'])}%, refusals {_fmt(o['refusal_rate'])}%, unparsed {_fmt(o['unparsed_rate'])}%; "
+        f"written to {args.out_dir}"
+    )
+    return 0
+
+
+def _fmt(value: float | None) -> str:
+    return "n/a" if value is None else f"{value:.2f}"
+
+
 def cmd_score_official(args: argparse.Namespace) -> int:
     from probmed.formats import read_response_file
     from probmed.records import write_json_atomic
@@ -112,6 +134,20 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="dotted params override (repeatable), e.g. -S score.bootstrap_resamples=200",
     )
     p.set_defaults(func=cmd_score)
+
+    p = sub.add_parser(
+        "score-responses",
+        help="score an original-format response file with the project's scorer (robust parsing, strict pairs)",
+        description="Rebuild the question set from RESPONSES (strictly validated), parse every response "
+        "(yes/no/refusal/unparsed) and write the same outputs as `probmed score`.",
+    )
+    p.add_argument("responses", help="response file in the original format (JSON list)")
+    p.add_argument("--out-dir", required=True, help="directory for metrics.json and the tables")
+    p.add_argument("--name", default=None, help="row label in the tables (default: the file name)")
+    p.add_argument("--params", default=None, help="parameter file (default: params.yaml if present)")
+    p.add_argument("-S", "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
+                   help="dotted params override (repeatable)")
+    p.set_defaults(func=cmd_score_responses)
 
     p = sub.add_parser(
         "score-official",

@@ -44,6 +44,46 @@ class ScoreSettings:
         return cls(**section)
 
 
+def from_response_records(records: list[dict[str, Any]], where: str = "responses") -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(questions, predictions) from original-format response records, for the project's scorer.
+
+    The question set is rebuilt from the records (``gt_ans`` is the answer) and checked by
+    the strict question reader; each response is parsed with probmed.answers.parse_answer.
+    """
+    from probmed.answers import parse_answer
+    from probmed.formats import questions_from_official
+    from probmed.records import RecordError
+
+    question_records = [
+        {
+            "id": r["id"],
+            "i": i,
+            "image": "",
+            "image_type": r["image_type"],
+            "qa_type": r["qa_type"],
+            "question": r["question"],
+            "answer": r["gt_ans"],
+            "src_dataset": str(r.get("src_dataset") or "response-file"),
+        }
+        for i, r in enumerate(records)
+    ]
+    try:
+        questions = questions_from_official(question_records, where)
+    except RecordError as exc:  # name the field as the response file spells it
+        raise RecordError(str(exc).replace("field 'answer'", "field 'gt_ans'")) from None
+    responses = [r["response"] for r in records]
+    predictions = pd.DataFrame(
+        {
+            "qid": questions["qid"].to_numpy(),
+            "model": "response-file",
+            "setting": "vanilla",
+            "response": responses,
+            "label": [parse_answer(t) for t in responses],
+        }
+    )
+    return questions, predictions
+
+
 def question_set_kind(questions: pd.DataFrame) -> str:
     """"vqarad" for a VQA-RAD adversarial set (pairs scored one by one), else "probmed"."""
     qa = questions["qa_type"].astype(str)
