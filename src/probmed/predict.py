@@ -178,7 +178,9 @@ def run_predictions(
         desc = descriptions.get(q.image_id) if setting != "vanilla" else None
         no_description = setting != "vanilla" and desc is None
         prompt = "" if no_description else prompts.question_prompt(setting, q.question, desc)
-        key = cache_key(fingerprint, setting, prompts.version, prompt, image_hashes.get(q.image_id), q.question)
+        # a backend that never sees the image answers per question (a seeded table, a cross-fitted fold)
+        image_part = image_hashes.get(q.image_id) if backend.supports_images else f"qid:{q.qid}"
+        key = cache_key(fingerprint, setting, prompts.version, prompt, image_part, q.question)
         keys.append(key)
         if no_description:  # recorded as failed, re-asked on the next run
             failure = Answer(error="no description (the describer failed)")

@@ -83,14 +83,18 @@ def embedder_path() -> Path:
 
 
 def embed_questions(texts: list[str], batch_size: int = 64) -> np.ndarray:
-    """Normalised sentence embeddings (n, 384), offline, on the CPU."""
+    """Normalised sentence embeddings (n, 384), offline, on the CPU; each distinct text embedded once
+    (a question set repeats a few templates thousands of times)."""
     from sentence_transformers import SentenceTransformer
 
+    unique = sorted(set(texts))
     model = SentenceTransformer(str(embedder_path()), device="cpu", local_files_only=True)
-    return np.asarray(
-        model.encode(texts, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False),
+    vectors = np.asarray(
+        model.encode(unique, batch_size=batch_size, normalize_embeddings=True, show_progress_bar=False),
         dtype=np.float32,
     )
+    index = {t: i for i, t in enumerate(unique)}
+    return vectors[[index[t] for t in texts]]
 
 
 def image_fold(image_id: str, folds: int) -> int:
@@ -110,12 +114,16 @@ class BlindBackend(_TableBackend):
         return fp
 
     def _fit_predict(self, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray) -> np.ndarray:
+        """Logistic regression on (distinct text, answer) rows weighted by their counts: the same
+        fit as on every row, at the cost of the few hundred distinct question texts."""
         from sklearn.linear_model import LogisticRegression
 
         if len(np.unique(y_train)) < 2:  # one class only: the prior is all there is
             return np.full(len(x_test), float(y_train.mean()) if len(y_train) else 0.5)
+        rows = np.concatenate([x_train, y_train[:, None].astype(np.float32)], axis=1)
+        uniq, counts = np.unique(rows, axis=0, return_counts=True)
         clf = LogisticRegression(C=float(self.cfg.get("C", 1.0)), max_iter=1000)
-        clf.fit(x_train, y_train)
+        clf.fit(uniq[:, :-1], uniq[:, -1].astype(int), sample_weight=counts)
         return clf.predict_proba(x_test)[:, 1]
 
     def prepare(self, questions: pd.DataFrame) -> None:
