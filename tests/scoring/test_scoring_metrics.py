@@ -148,6 +148,10 @@ def test_extra_and_duplicate_predictions() -> None:
     from probmed.scoring.run import evaluate
 
     assert evaluate(questions, extra)["meta"]["extra_predictions"] == 1
+    bad = predictions.copy()
+    bad.loc[2, "label"] = None
+    with pytest.raises(RecordError, match=r"record 2 \(qid .*\): field 'label'"):
+        score(questions, bad)
     dup = pd.concat([predictions, predictions.iloc[[0]]], ignore_index=True)
     with pytest.raises(RecordError, match="duplicate qid"):
         score(questions, dup)

@@ -63,7 +63,7 @@ import pandas as pd
 
 from probmed.records import RecordError
 from probmed.scoring.bootstrap import interval, resample_weights
-from probmed.vocab import CATEGORIES
+from probmed.vocab import CATEGORIES, LABELS
 
 METRIC_KEYS: tuple[str, ...] = (
     "accuracy_adv_pairs",
@@ -116,6 +116,13 @@ def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
     if dup.any():
         i = int(dup.to_numpy().nonzero()[0][0])
         raise RecordError(f"predictions: record {i}: duplicate qid {predictions['qid'].iat[i]!r}")
+    bad = ~predictions["label"].isin(LABELS).to_numpy(dtype=bool)
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise RecordError(
+            f"predictions: record {i} (qid {predictions['qid'].iat[i]}): field 'label' = "
+            f"{predictions['label'].iat[i]!r}, expected one of {list(LABELS)}"
+        )
     pred_qids = pd.Index(predictions["qid"].astype(str).to_numpy(dtype=object))
     qids = pd.Index(questions["qid"].astype(str).to_numpy(dtype=object))
     where = pred_qids.get_indexer(qids)  # -1: no prediction for this question
