@@ -125,3 +125,16 @@ def test_write_run(tmp_path, run_metrics: dict) -> None:
     assert set(back) == {"meta", "overall", "by_category", "by_image_type", "random_baseline", "procedural",
                          "subset_robustness"}
     assert not list((tmp_path / "out").glob(".*tmp"))
+
+
+def test_table2_side_by_side(run_metrics: dict) -> None:
+    vq = {"meta": {"question_set": "vqarad"},
+          "overall": {"averaged_accuracy": 69.915, "accuracy_adv_pairs": 55.08, "accuracy_adv_pairs_original_weighting": 1.0}}
+    t = table2({"m": run_metrics, "other": run_metrics}, vqarad_runs={"m": vq})
+    assert t["model"].tolist() == ["m", "other"]
+    assert t.loc[0, "vqarad_accuracy_adv_pairs"] == 55.08  # pooled pairs on a VQA-RAD set
+    assert t.loc[0, "vqarad_drop"] == pytest.approx(-14.84, abs=0.01)
+    assert t.loc[1, "vqarad_averaged_accuracy"] is None
+    from probmed.scoring.tables import to_markdown
+
+    assert "VQA-RAD Accuracy (%) with Adversarial Pairs" in to_markdown(t)

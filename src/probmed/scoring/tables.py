@@ -50,21 +50,26 @@ def table2_strict(metrics: Mapping[str, Any]) -> float | None:
     return overall["accuracy_adv_pairs_original_weighting"]
 
 
-def table2(runs: Runs) -> pd.DataFrame:
-    rows = []
-    for name, m in runs.items():
+def table2(runs: Runs, vqarad_runs: Runs | None = None) -> pd.DataFrame:
+    """One row per model; with ``vqarad_runs`` the paper's side-by-side layout (VQA-RAD
+    columns first, matched to ``runs`` by model name, "/" where a model lacks one set)."""
+
+    def block(m: Mapping[str, Any] | None, prefix: str) -> dict[str, Any]:
+        if m is None:
+            return {f"{prefix}averaged_accuracy": None, f"{prefix}accuracy_adv_pairs": None, f"{prefix}drop": None}
         avg = m["overall"]["averaged_accuracy"]
         strict = table2_strict(m)
         drop = None if avg is None or strict is None else strict - avg
-        rows.append(
-            {
-                "model": name,
-                "averaged_accuracy": _r(avg),
-                "accuracy_adv_pairs": _r(strict),
-                "drop": _r(drop),
-            }
-        )
-    return pd.DataFrame(rows, dtype=object, columns=["model", "averaged_accuracy", "accuracy_adv_pairs", "drop"])
+        return {f"{prefix}averaged_accuracy": _r(avg), f"{prefix}accuracy_adv_pairs": _r(strict), f"{prefix}drop": _r(drop)}
+
+    keys = ["averaged_accuracy", "accuracy_adv_pairs", "drop"]
+    if vqarad_runs is None:
+        rows = [{"model": name, **block(m, "")} for name, m in runs.items()]
+        return pd.DataFrame(rows, dtype=object, columns=["model", *keys])
+    names = list(vqarad_runs) + [n for n in runs if n not in vqarad_runs]
+    rows = [{"model": n, **block(vqarad_runs.get(n), "vqarad_"), **block(runs.get(n), "probmed_")} for n in names]
+    columns = ["model", *(f"vqarad_{k}" for k in keys), *(f"probmed_{k}" for k in keys)]
+    return pd.DataFrame(rows, dtype=object, columns=columns)
 
 
 def table3(runs: Runs) -> pd.DataFrame:
@@ -204,6 +209,12 @@ _HEADERS: dict[str, str] = {
     "averaged_accuracy": "Averaged Accuracy (%)",
     "accuracy_adv_pairs": "Accuracy (%) with Adversarial Pairs",
     "drop": "Change",
+    "vqarad_averaged_accuracy": "VQA-RAD Averaged Accuracy (%)",
+    "vqarad_accuracy_adv_pairs": "VQA-RAD Accuracy (%) with Adversarial Pairs",
+    "vqarad_drop": "VQA-RAD Change",
+    "probmed_averaged_accuracy": "ProbMed Averaged Accuracy (%)",
+    "probmed_accuracy_adv_pairs": "ProbMed Accuracy (%) with Adversarial Pairs",
+    "probmed_drop": "ProbMed Change",
     "overall": "Overall",
     "overall_question_weighting": "Overall (question-weighted)",
     "image_type": "Image type",
