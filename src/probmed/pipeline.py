@@ -55,14 +55,15 @@ class Evaluation:
 def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
     """The enabled evaluations of params ``pipeline.runs``, checked; ConfigError names the key."""
     pipeline = cfg.get("pipeline") or {}
-    runs = pipeline.get("runs")
+    runs = {("runs", k): v for k, v in (pipeline.get("runs") or {}).items()}
+    runs.update({("described_runs", k): v for k, v in (pipeline.get("described_runs") or {}).items()})
     if not runs:
         raise ConfigError("params: 'pipeline.runs' is missing or empty (nothing to evaluate)")
     question_sets = (cfg.get("datasets") or {}).get("question_sets") or {}
     models = cfg.get("models") or {}
     out = []
-    for name, run in runs.items():
-        key = f"pipeline.runs.{name}"
+    for (group, name), run in runs.items():
+        key = f"pipeline.{group}.{name}"
         if not isinstance(run, Mapping):
             raise ConfigError(f"params: {key} must be a mapping with question_set, model, setting")
         for field in ("question_set", "model", "setting"):
@@ -76,6 +77,11 @@ def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
             )
         if setting not in SETTINGS:
             raise ConfigError(f"params: {key}.setting = {setting!r}, expected one of {list(SETTINGS)}")
+        if (setting == "described") != (group == "described_runs"):
+            raise ConfigError(
+                f"params: {key}.setting = {setting!r}: runs with setting 'described' go under "
+                "pipeline.described_runs, the others under pipeline.runs"
+            )
         check_model(models, model, f"{key}.model")
         expected = f"{qset}-{model}-{setting}"
         if name != expected:
@@ -86,6 +92,16 @@ def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
         if not describer:
             raise ConfigError("params: settings.describer is missing (needed by the 'described' runs)")
         check_model(models, str(describer), "settings.describer")
+        described = set(pipeline.get("describe") or [])
+        for ev in out:
+            if ev.setting == "described" and ev.question_set not in described:
+                raise ConfigError(
+                    f"params: pipeline.described_runs.{ev.name} needs descriptions of {ev.question_set!r}: "
+                    f"add it to pipeline.describe"
+                )
+    for name in pipeline.get("describe") or []:
+        if name not in question_sets:
+            raise ConfigError(f"params: pipeline.describe lists {name!r}, not in datasets.question_sets")
     return out
 
 
