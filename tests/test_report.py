@@ -128,8 +128,12 @@ def test_html_references_only_existing_files(report):
         assert (out / ref).is_file(), ref
     assert all(f"src='{p}'" in page for p in manifest["files"]["plots"])
     per_category = pd.read_csv(out / "per_category.csv")
-    assert set(per_category.columns) == {"run", "category", "accuracy_adv_pairs", "averaged_accuracy"}
-    assert len(per_category) == len(RUNS) * 5
+    assert set(per_category.columns) == {"label", "run", "category", "accuracy_adv_pairs", "averaged_accuracy"}
+    assert len(per_category) == len(RUNS) * 5 and per_category["label"].is_unique
+    summary = json.loads((out / "metrics.json").read_text())
+    assert set(summary) == {f"{q}-{m}-{s}" for q, m, s in RUNS}
+    expected = make_metrics(0)["by_category"]["organ"]["accuracy_adv_pairs"]
+    assert summary["probmed-tiny-vanilla"]["organ"]["accuracy_adv_pairs"] == pytest.approx(expected)
 
 
 def test_markdown_shows_missing_as_dash():

@@ -14,7 +14,8 @@ Markdown and CSV with one row per (model, setting):
 - Appendix A: one table per image type;
 
 plus the PNG figures of :mod:`probmed.plots`, ``per_category.csv`` for
-``dvc plots`` and ``index.html`` that references only files written here.
+``dvc plots``, a compact ``metrics.json`` for ``dvc metrics show`` and
+``index.html`` that references only files written here.
 
 Accuracies are percentages as the scorer writes them. Table 2's per-set numbers
 are question-weighted over the paired categories (modality, organ, condition,
@@ -288,10 +289,14 @@ def build_report(
     long = long_table(runs)
     write_text_atomic(long.to_csv(index=False), out / "all_metrics.csv")
     per_category = long[long["image_type"] == "all"].copy()
-    per_category["run"] = per_category["model"] + "/" + per_category["setting"] + "/" + per_category["question_set"]
-    keep = ["run", "category", "accuracy_adv_pairs", "averaged_accuracy"]
+    per_category["run"] = per_category["question_set"] + "-" + per_category["model"] + "-" + per_category["setting"]
+    per_category["label"] = per_category["run"] + ": " + per_category["category"]
+    keep = ["label", "run", "category", "accuracy_adv_pairs", "averaged_accuracy"]
     write_text_atomic(per_category.reindex(columns=keep).to_csv(index=False), out / "per_category.csv")
     files["data"] += ["all_metrics.csv", "per_category.csv"]
+
+    write_json_atomic(summary_metrics(runs), out / "metrics.json")
+    files["data"].append("metrics.json")
 
     figures = plots.make_all(
         runs, question_frames, out / "plots", transfer_models=list(transfer_models), transfer_category=transfer_category
@@ -306,6 +311,27 @@ def build_report(
         raise ReportError(f"report would reference missing file(s): {missing}")
     write_json_atomic(manifest, out / "manifest.json")
     return manifest
+
+
+def summary_metrics(runs: Iterable[Run]) -> dict[str, Any]:
+    """The compact metrics `dvc metrics show` lists: per run, overall and per-category headline numbers."""
+
+    def clean(value: Any) -> float | None:
+        number = _num(value)
+        return None if math.isnan(number) else round(number, 4)
+
+    out: dict[str, Any] = {}
+    for run in runs:
+        overall = run.metrics.get("overall") or {}
+        entry: dict[str, Any] = {
+            "overall": {k: clean(overall.get(k)) for k in (
+                "accuracy_adv_pairs_original_weighting", "accuracy_adv_pairs", "averaged_accuracy")},
+        }
+        for category, values in (run.metrics.get("by_category") or {}).items():
+            if isinstance(values, Mapping):
+                entry[category] = {k: clean(values.get(k)) for k in ("accuracy_adv_pairs", "averaged_accuracy")}
+        out[f"{run.question_set}-{run.model}-{run.setting}"] = entry
+    return out
 
 
 def render_html(
