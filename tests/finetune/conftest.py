@@ -122,3 +122,38 @@ def tiny_model_dir(tmp_path_factory, questions: pd.DataFrame) -> Path:
     from probmed.models.tiny import build_tiny_llava
 
     return build_tiny_llava(tmp_path_factory.mktemp("tiny") / "model", seed=0, corpus=questions["question"].tolist())
+
+
+@pytest.fixture(scope="session")
+def workspace(tmp_path_factory, image_records: pd.DataFrame, questions: pd.DataFrame) -> dict[str, Path]:
+    """Record and question tables on disk, as the pipeline writes them."""
+    from probmed.records import ImageRecord, write_image_records, write_questions
+
+    root = tmp_path_factory.mktemp("finetune-inputs")
+    records = []
+    for row in image_records.to_dict("records"):
+        records.append(ImageRecord(**{**row, "source": row["source"]}))
+    write_image_records(records, root / "records.parquet")
+    write_questions(questions, root / "questions.parquet")
+    return {"records": root / "records.parquet", "questions": root / "questions.parquet"}
+
+
+def small_overrides(tmp: Path, **extra: str) -> list[str]:
+    """params.yaml with tiny CPU settings and an MLflow store inside `tmp`."""
+    base = {
+        "finetune.domain.source": "chestxray14",
+        "finetune.split.eval_fraction": "0.4",
+        "finetune.split.val_fraction": "0.2",
+        "finetune.pretrain.epochs": "2",
+        "finetune.pretrain.batch_size": "16",
+        "finetune.pretrain.lr": "0.01",
+        "finetune.adapt.epochs": "2",
+        "finetune.adapt.batch_size": "16",
+        "finetune.adapt.lr": "0.01",
+        "finetune.transfer.bootstrap_resamples": "20",
+        "finetune.trainer.log_every_n_steps": "1",
+        "finetune.mlflow.tracking_uri": f"sqlite:///{tmp / 'mlflow.db'}",
+        "finetune.mlflow.artifact_root": str(tmp / "mlruns"),
+    }
+    base.update(extra)
+    return [f"{k}={v}" for k, v in base.items()]

@@ -124,9 +124,11 @@ def balance_answers(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
 # --- Prompts and examples ------------------------------------------------------
 
 
-def render_prompt(question: str) -> str:
-    """The evaluation prompt for a closed question (vanilla setting)."""
-    return f"{question} Answer with a single word, yes or no."
+def render_prompt(question: str, prompts: Any = None) -> str:
+    """The evaluation prompt for a closed question (vanilla setting of probmed.prompting)."""
+    from probmed.prompting import PromptSet
+
+    return (prompts or PromptSet.from_params(None)).question_prompt("vanilla", question)
 
 
 @dataclass(frozen=True)
@@ -138,14 +140,14 @@ class Example:
     answer: str  # yes | no
 
 
-def examples_from_questions(frame: pd.DataFrame) -> list[Example]:
+def examples_from_questions(frame: pd.DataFrame, prompts: Any = None) -> list[Example]:
     """One Example per question row; a row without an image path is an error naming it."""
     examples = []
     for i, row in enumerate(frame.itertuples(index=False)):
         path = getattr(row, "image_path", None)
         if path is None or (isinstance(path, float) and math.isnan(path)) or str(path) == "":
             raise RecordError(f"questions: record {i} (image {row.image_id}): field 'image_path' is empty")
-        examples.append(Example(row.qid, row.image_id, str(path), render_prompt(row.question), row.answer))
+        examples.append(Example(row.qid, row.image_id, str(path), render_prompt(row.question, prompts), row.answer))
     return examples
 
 
@@ -213,9 +215,8 @@ def collate(
 ) -> dict[str, torch.Tensor]:
     """Left-pad prompt (+ answer + eos when training); labels mask everything but the answer.
 
-    Left padding puts every prompt's last token in the last column, where logit
-    mode reads P(yes) vs P(no); explicit position ids keep positions identical
-    whatever the padding, so training and probing see the same inputs.
+    Left padding, as the evaluation backend pads: every prompt's last token sits
+    in the last column, where logit mode reads P(yes) vs P(no).
     """
     seqs, labels = [], []
     for item in items:
@@ -235,11 +236,9 @@ def collate(
         input_ids[row, width - len(s):] = torch.tensor(s)
         label_t[row, width - len(s):] = torch.tensor(lab)
         mask[row, width - len(s):] = 1
-    position_ids = (mask.cumsum(-1) - 1).clamp(min=0)
     batch = {
         "input_ids": input_ids,
         "attention_mask": mask,
-        "position_ids": position_ids,
         "pixel_values": torch.stack([item.pixel_values for item in items]),
     }
     if answer_ids is not None:

@@ -130,6 +130,7 @@ class VisionLanguageFineTuner(L.LightningModule):
         else:
             for p in model.parameters():
                 p.requires_grad_(True)
+        model.train()  # from_pretrained returns eval mode; LoRA dropout must be active while training
         self.model = model
         self.mode = mode
         self.lr, self.weight_decay = float(lr), float(weight_decay)

@@ -1,0 +1,73 @@
+"""`probmed finetune --stage pretrain|adapt` and `probmed transfer`.
+
+Thin: read params.yaml (+ dotted overrides such as `finetune.profile=gpu`
+`finetune.adapt.epochs=1`), call probmed.finetune, print a one-line JSON
+summary. Paths default to the `finetune:` section; options override them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+from pathlib import Path
+
+from probmed.config import load_params
+
+
+def _common(p: argparse.ArgumentParser) -> None:
+    p.add_argument("overrides", nargs="*", help="dotted params overrides, e.g. finetune.adapt.epochs=1")
+    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
+    p.add_argument("--questions", help="question table (Parquet); default finetune.questions")
+    p.add_argument("--image-root", help="directory image_path is relative to; default finetune.image_root")
+    p.add_argument("--out-dir", help="fine-tuning directory; default finetune.out_dir")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    f = sub.add_parser("finetune", help="train the base model (pretrain) or a LoRA adapter on the domain (adapt)")
+    _common(f)
+    f.add_argument("--stage", required=True, choices=("pretrain", "adapt"),
+                   help="pretrain: brief full training on the general split; adapt: LoRA on finetune.domain")
+    f.add_argument("--records", nargs="+", help="image record tables (Parquet); default finetune.records")
+    f.set_defaults(func=cmd_finetune)
+
+    t = sub.add_parser("transfer", help="probe base vs adapted model on every held-out (source, modality, organ) group")
+    _common(t)
+    t.add_argument("--transfer-dir", help="output directory; default <out-dir>/transfer")
+    t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.set_defaults(func=cmd_transfer)
+
+
+def _paths(args: argparse.Namespace, cfg) -> tuple[str, str, Path]:
+    from probmed.finetune.train import finetune_params
+
+    fcfg = finetune_params(cfg)
+    questions = args.questions or str(fcfg.questions)
+    image_root = args.image_root or str(fcfg.image_root)
+    out_dir = Path(args.out_dir or str(fcfg.out_dir))
+    if not Path(questions).is_file():
+        raise FileNotFoundError(f"question table {questions} not found")
+    return questions, image_root, out_dir
+
+
+def cmd_finetune(args: argparse.Namespace) -> int:
+    from probmed.config import to_plain
+    from probmed.finetune.train import finetune_params, run_stage
+
+    cfg = load_params(args.params, args.overrides)
+    questions, image_root, out_dir = _paths(args, cfg)
+    records = args.records or to_plain(finetune_params(cfg).records)
+    result = run_stage(cfg, args.stage, questions, records, image_root, out_dir)
+    print(json.dumps({k: v for k, v in result.to_json().items() if k != "metrics"}))
+    return 0
+
+
+def cmd_transfer(args: argparse.Namespace) -> int:
+    from probmed.finetune.transfer import run_transfer
+
+    cfg = load_params(args.params, args.overrides)
+    questions, image_root, out_dir = _paths(args, cfg)
+    target = Path(args.transfer_dir) if args.transfer_dir else out_dir / "transfer"
+    result = run_transfer(cfg, questions, image_root, out_dir, target, progress=not args.no_progress)
+    print(json.dumps({"out_dir": str(target), "rows": len(result.table), "mlflow_runs": result.run_ids,
+                      "prediction_seconds": result.seconds}))
+    return 0

@@ -1,0 +1,363 @@
+"""The two training stages: `pretrain` (brief full training on a general split) and `adapt` (LoRA on one domain).
+
+Both stages read the same question table and image records, split them by
+patient (probmed.finetune.data), train with Lightning and log one MLflow run
+each through Lightning's MLFlowLogger. The adapt run is tagged with the
+pretrain run it starts from, and the transfer runs with the adapt run, so the
+MLflow UI links the whole chain.
+
+Outputs (all under `finetune.out_dir`):
+- `pretrain/`: the pretrained model + processor (CPU default), or `base.json`
+  naming the real checkpoint when `pretrain.enabled` is false (GPU profile);
+- `adapter/`: the LoRA adapter only (adapter_config.json + weights), never the base;
+- `splits.parquet`: image_id -> split, so transfer evaluates exactly the held-out images;
+- `pretrain.json` / `adapt.json`: the stage summary (MLflow run id, timing, counts, losses).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import tempfile
+import time
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Mapping, Sequence
+
+import pandas as pd
+from omegaconf import DictConfig, OmegaConf
+
+from probmed.config import ConfigError, to_plain
+from probmed.finetune import data
+from probmed.records import RecordError, read_image_records, image_records_to_frame, read_questions, write_json_atomic, write_parquet
+
+STAGES: tuple[str, ...] = ("pretrain", "adapt")
+PARENT_TAG = "probmed.parent_training_run"
+BASE_POINTER = "base.json"
+
+
+# --- configuration ---------------------------------------------------------------
+
+
+def finetune_params(cfg: DictConfig) -> DictConfig:
+    """The `finetune` section with its selected profile (`finetune.profile`) merged on top."""
+    section = cfg.get("finetune")
+    if section is None:
+        raise ConfigError("params: section 'finetune' is missing")
+    profile = str(section.get("profile", "cpu"))
+    profiles = section.get("profiles") or {}
+    if profile != "cpu":
+        if profile not in profiles:
+            raise ConfigError(f"finetune.profile = {profile!r}: no finetune.profiles.{profile} (have: cpu, {', '.join(profiles)})")
+        section = OmegaConf.merge(section, profiles[profile])
+    for key in ("domain", "split", "lora", "pretrain", "adapt", "trainer", "answer_texts", "mlflow"):
+        if section.get(key) is None:
+            raise ConfigError(f"params: required key 'finetune.{key}' is missing")
+    return section
+
+
+def prompt_set(cfg: DictConfig):
+    """The evaluation prompts (params `settings`), so training sees what probing asks."""
+    from probmed.prompting import PromptSet
+
+    return PromptSet.from_params(to_plain(cfg.get("settings")) if cfg.get("settings") is not None else None)
+
+
+# --- inputs ----------------------------------------------------------------------
+
+
+def read_records(records_paths: str | Path | Sequence[str | Path]) -> pd.DataFrame:
+    """Image records of one or more record tables (one per source), as one frame."""
+    paths = [records_paths] if isinstance(records_paths, (str, Path)) else list(records_paths)
+    if not paths:
+        raise ConfigError("finetune.records: no image record table given")
+    return pd.concat([image_records_to_frame(read_image_records(p)) for p in paths], ignore_index=True)
+
+
+def load_split_questions(
+    questions_path: str | Path, records_paths: str | Path | Sequence[str | Path], fcfg: DictConfig
+) -> pd.DataFrame:
+    """The question table joined with group keys, patient key and train/val/eval split.
+
+    `eval` is held out from every training stage; `val` is a patient-level slice
+    of the training patients used only for the validation loss.
+    """
+    questions = read_questions(questions_path)
+    images = data.image_table(read_records(records_paths))
+    seed = int(fcfg.seed)
+    splits = data.assign_splits(images, float(fcfg.split.eval_fraction), seed)
+    frame = data.attach_images(questions, images, splits)
+    val_fraction = float(fcfg.split.get("val_fraction", 0.0) or 0.0)
+    if val_fraction > 0:
+        train_images = images[images["image_id"].isin(splits.index[splits == "train"])]
+        inner = data.assign_splits(train_images, val_fraction, seed + 1)
+        is_val = frame["image_id"].map(inner).eq("eval")
+        frame.loc[is_val, "split"] = "val"
+    return frame.reset_index(drop=True)
+
+
+def select_training(frame: pd.DataFrame, stage: str, fcfg: DictConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """(train, val) question rows for a stage: all groups for pretrain, the domain for adapt; balanced, capped."""
+    scfg = fcfg[stage]
+    seed = int(fcfg.seed)
+    if stage == "adapt":
+        domain = to_plain(fcfg.domain)
+        frame = frame[data.domain_mask(frame, domain)]
+        if frame.empty:
+            raise ConfigError(f"finetune.domain {domain} matches no question; check source/modality/organ spelling")
+    parts = {}
+    for split in ("train", "val"):
+        part = frame[frame["split"] == split]
+        if fcfg.get("balance", True):
+            part = data.balance_answers(part, seed)
+        part = _cap(part, scfg.get("max_per_group"), seed)
+        limit = scfg.get("max_examples")
+        if limit is not None and split == "train" and len(part) > int(limit):
+            part = part.sample(n=int(limit), random_state=seed).sort_index()
+        parts[split] = part
+    if parts["train"].empty:
+        raise ConfigError(
+            f"fine-tuning {stage}: the training split is empty "
+            f"(domain {to_plain(fcfg.domain) if stage == 'adapt' else 'all'}, eval_fraction {fcfg.split.eval_fraction})"
+        )
+    return parts["train"], parts["val"]
+
+
+def _cap(frame: pd.DataFrame, per_group: Any, seed: int) -> pd.DataFrame:
+    """At most `per_group` rows per (source, modality, organ), keeping the yes/no balance."""
+    if per_group is None or frame.empty:
+        return frame
+    per_group = int(per_group)
+    kept = []
+    for _, group in frame.groupby(list(data.GROUP_KEYS), sort=True, dropna=False):
+        if len(group) > per_group:
+            group = data.balance_answers(group, seed)
+            group = pd.concat(
+                part.sample(n=min(len(part), per_group // 2), random_state=seed)
+                for _, part in group.groupby("answer", sort=True)
+            )
+        kept.append(group)
+    return pd.concat(kept).sort_index()
+
+
+# --- base model --------------------------------------------------------------------
+
+
+def resolve_base(pretrain_dir: str | Path) -> tuple[str, str | None]:
+    """(model_id, revision) of the base model a pretrain stage produced."""
+    pretrain_dir = Path(pretrain_dir)
+    pointer = pretrain_dir / BASE_POINTER
+    if pointer.is_file():
+        spec = json.loads(pointer.read_text())
+        return str(spec["model_id"]), spec.get("revision")
+    model_dir = pretrain_dir / "model"
+    if not (model_dir / "config.json").is_file():
+        raise FileNotFoundError(f"no pretrained model in {pretrain_dir} (run `probmed finetune --stage pretrain` first)")
+    return str(model_dir), None
+
+
+# --- training ----------------------------------------------------------------------
+
+
+@dataclass
+class StageResult:
+    stage: str
+    out_dir: str
+    run_id: str
+    train_seconds: float
+    n_train: int
+    n_val: int
+    trainable_params: int
+    total_params: int
+    epochs: int
+    metrics: dict[str, float] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def make_logger(fcfg: DictConfig, run_name: str, tags: Mapping[str, str]):
+    from lightning.pytorch.loggers import MLFlowLogger
+
+    m = fcfg.mlflow
+    return MLFlowLogger(
+        experiment_name=str(m.experiment),
+        run_name=run_name,
+        tracking_uri=str(m.tracking_uri),
+        tags=dict(tags),
+        artifact_location=Path(str(m.artifact_root)).resolve().as_uri(),
+    )
+
+
+def make_trainer(fcfg: DictConfig, epochs: int, logger):
+    import lightning as L
+
+    t = fcfg.trainer
+    return L.Trainer(
+        max_epochs=epochs,
+        accelerator=str(t.accelerator),
+        devices=t.devices,
+        strategy=str(t.strategy),
+        precision=str(t.precision),
+        accumulate_grad_batches=int(t.get("accumulate_grad_batches", 1)),
+        gradient_clip_val=t.get("gradient_clip_val"),
+        logger=logger,
+        enable_checkpointing=False,
+        deterministic=bool(t.get("deterministic", True)),
+        log_every_n_steps=int(t.get("log_every_n_steps", 10)),
+        num_sanity_val_steps=0,
+        enable_model_summary=False,
+    )
+
+
+def _atomic_dir(final: Path) -> Path:
+    """A fresh sibling temp directory; `_publish` renames it over `final` only when complete."""
+    final.parent.mkdir(parents=True, exist_ok=True)
+    return Path(tempfile.mkdtemp(dir=final.parent, prefix=f".{final.name}."))
+
+
+def _publish(tmp: Path, final: Path) -> None:
+    tmp.chmod(0o755)  # mkdtemp makes it private
+    if final.exists():
+        shutil.rmtree(final)
+    os.replace(tmp, final)
+
+
+def run_stage(
+    cfg: DictConfig,
+    stage: str,
+    questions_path: str | Path,
+    records_paths: str | Path | Sequence[str | Path],
+    image_root: str | Path,
+    out_dir: str | Path,
+) -> StageResult:
+    """Train one stage end to end; every check (config, split, targets) happens before the first step."""
+    import lightning as L
+    import torch
+    from transformers import AutoProcessor
+
+    from probmed.finetune.module import VisionLanguageFineTuner, count_parameters, load_base_model
+
+    if stage not in STAGES:
+        raise ConfigError(f"fine-tuning stage {stage!r} not in {STAGES}")
+    fcfg = finetune_params(cfg)
+    scfg = fcfg[stage]
+    out_dir = Path(out_dir)
+    seed = int(fcfg.seed)
+    frame = load_split_questions(questions_path, records_paths, fcfg)
+    prompts = prompt_set(cfg)
+
+    if stage == "pretrain" and not scfg.get("enabled", True):
+        return _point_at_checkpoint(fcfg, frame, out_dir)
+
+    train_rows, val_rows = select_training(frame, stage, fcfg)
+    L.seed_everything(seed, workers=True)
+    staging = _atomic_dir(out_dir / stage if stage == "pretrain" else out_dir / "adapter")
+    try:
+        parent_tags: dict[str, str] = {}
+        if stage == "pretrain":
+            model_dir = _initial_model(fcfg, frame, prompts, staging / "init")
+            mode = "full"
+        else:
+            model_dir, _revision = resolve_base(out_dir / "pretrain")
+            mode = "lora"
+            summary = out_dir / "pretrain.json"
+            if summary.is_file() and json.loads(summary.read_text()).get("run_id"):
+                parent_tags[PARENT_TAG] = json.loads(summary.read_text())["run_id"]
+        processor = AutoProcessor.from_pretrained(model_dir)
+        model = load_base_model(model_dir, fcfg.get("dtype"))
+        dm = data.ProbingDataModule(
+            data.examples_from_questions(train_rows, prompts),
+            data.examples_from_questions(val_rows, prompts),
+            processor,
+            image_root,
+            to_plain(fcfg.answer_texts),
+            batch_size=int(scfg.batch_size),
+            seed=seed,
+            num_workers=int(fcfg.trainer.get("num_workers", 0)),
+        )
+        module = VisionLanguageFineTuner(
+            model, mode, lr=float(scfg.lr), weight_decay=float(scfg.get("weight_decay", 0.0)),
+            lora=to_plain(fcfg.lora) if mode == "lora" else None, answer_ids=dm.answer_ids,
+        )
+        trainable, total = count_parameters(module.model)
+        tags = {"probmed.kind": f"finetune-{stage}", "probmed.stage": stage, **parent_tags}
+        logger = make_logger(fcfg, f"finetune/{stage}", tags)
+        logger.log_hyperparams(
+            {
+                "stage": stage,
+                "mode": mode,
+                "base_model": str(fcfg.base_model),
+                "n_train": len(train_rows),
+                "n_val": len(val_rows),
+                "trainable_params": trainable,
+                "total_params": total,
+                "prompt_version": prompts.version,
+                **{f"finetune.{k}": v for k, v in _flat(to_plain(fcfg)).items() if not k.startswith("profiles")},
+            }
+        )
+        trainer = make_trainer(fcfg, int(scfg.epochs), logger)
+        dm.setup()
+        start = time.perf_counter()
+        trainer.fit(module, datamodule=dm)
+        seconds = time.perf_counter() - start
+        torch.set_grad_enabled(True)
+        if stage == "pretrain":
+            module.save(staging / "model")
+            processor.save_pretrained(staging / "model")
+            shutil.rmtree(staging / "init")
+        else:
+            module.save(staging)
+        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
+        logger.log_metrics({"train_seconds": seconds})
+        final = out_dir / stage if stage == "pretrain" else out_dir / "adapter"
+        _publish(staging, final)
+        logger.experiment.log_artifacts(logger.run_id, str(final), "model" if stage == "pretrain" else "adapter")
+        result = StageResult(
+            stage, str(final), logger.run_id, round(seconds, 2), len(train_rows), len(val_rows),
+            trainable, total, int(scfg.epochs), metrics,
+        )
+        write_parquet(frame[["image_id", "source", "modality", "organ", "patient_key", "split"]].drop_duplicates("image_id"),
+                      out_dir / "splits.parquet")
+        write_json_atomic(result.to_json(), out_dir / f"{stage}.json")
+        logger.experiment.log_artifact(logger.run_id, str(out_dir / f"{stage}.json"))
+        logger.finalize("success")
+        return result
+    finally:
+        if staging.exists():
+            shutil.rmtree(staging)
+
+
+def _initial_model(fcfg: DictConfig, frame: pd.DataFrame, prompts, where: Path) -> str:
+    """The model the pretrain stage starts from: the tiny LLaVA built from config, or a checkpoint."""
+    base = str(fcfg.base_model)
+    if base == "tiny":
+        from probmed.models.tiny import build_tiny_llava
+
+        corpus = [prompts.question_prompt("vanilla", q) for q in frame["question"].drop_duplicates()]
+        return str(build_tiny_llava(where, seed=int(fcfg.seed), corpus=corpus))
+    return base
+
+
+def _point_at_checkpoint(fcfg: DictConfig, frame: pd.DataFrame, out_dir: Path) -> StageResult:
+    """GPU profile: the real checkpoint already answers; record which one instead of training."""
+    final = out_dir / "pretrain"
+    staging = _atomic_dir(final)
+    spec = {"model_id": str(fcfg.base_model), "revision": fcfg.get("revision")}
+    write_json_atomic(spec, staging / BASE_POINTER)
+    _publish(staging, final)
+    write_parquet(frame[["image_id", "source", "modality", "organ", "patient_key", "split"]].drop_duplicates("image_id"),
+                  out_dir / "splits.parquet")
+    result = StageResult("pretrain", str(final), "", 0.0, 0, 0, 0, 0, 0, {})
+    write_json_atomic(result.to_json(), out_dir / "pretrain.json")
+    return result
+
+
+def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, Mapping):
+        out: dict[str, Any] = {}
+        for k, v in obj.items():
+            out.update(_flat(v, f"{prefix}{k}."))
+        return out
+    return {prefix.rstrip("."): obj}

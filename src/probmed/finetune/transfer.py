@@ -1,0 +1,341 @@
+"""The transfer study (paper Figure 5): base vs domain-adapted model on every (source, modality, organ) group.
+
+Both models answer the held-out (`eval`) questions through the project's own
+prediction engine (HF backend in logit mode: P(yes) vs P(no) from one forward
+pass, answers kept in an answer store) and are scored by the project's scorer,
+group by group. Each group is labelled with the comparison it supports relative
+to the adaptation domain: in-domain held-out patients, the same modality and
+organ from another source, the same organ in another modality (the paper's
+claim; absent from the data here), the same modality on another organ, or
+neither.
+
+Outputs under `<out_dir>`: transfer.csv / transfer.md / transfer.json (one row
+per group and category), transfer.png, scores/<model>/metrics.json (the full
+scorer output over all held-out questions), predictions/<model>.parquet and
+the answer store answers/. Two MLflow runs (base, adapted) are tagged with the
+training run they evaluate.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import pandas as pd
+from omegaconf import DictConfig
+
+from probmed.config import ConfigError, to_plain
+from probmed.finetune import data
+from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
+from probmed.records import QUESTION_COLUMNS, read_questions, write_json_atomic, write_parquet, write_text_atomic
+from probmed.vocab import CATEGORIES, image_type
+
+MODELS: tuple[str, ...] = ("finetune-base", "finetune-adapted")
+TABLE_COLUMNS: tuple[str, ...] = (
+    "source", "modality", "organ", "image_type", "comparison", "category", "n_images", "n_questions",
+    "base_accuracy_adv_pairs", "adapted_accuracy_adv_pairs", "delta_accuracy_adv_pairs",
+    "base_averaged_accuracy", "adapted_averaged_accuracy", "delta_averaged_accuracy",
+    "base_ci95_low", "base_ci95_high", "adapted_ci95_low", "adapted_ci95_high",
+)
+
+
+def comparison(group: Mapping[str, str], domain: Mapping[str, Any]) -> str:
+    """Which transfer question a group answers, relative to the adaptation domain."""
+    same_src = domain.get("source") in (None, group["source"])
+    same_mod = domain.get("modality") in (None, group["modality"])
+    same_org = domain.get("organ") in (None, group["organ"])
+    if group["modality"] in ("unknown", "other") and same_org:
+        return "same organ, modality unknown"
+    if same_mod and same_org:
+        return "in-domain (held-out patients)" if same_src else "same modality and organ, other source"
+    if same_org:
+        return "same organ, other modality"
+    if same_mod:
+        return "same modality, other organ"
+    return "other modality and organ"
+
+
+def backend_config(fcfg: DictConfig, model_id: str, revision: str | None, adapter: str | None) -> dict[str, Any]:
+    """An HF backend entry (as under params `models:`) in logit mode."""
+    return {
+        "backend": "hf",
+        "model_id": model_id,
+        "revision": revision,
+        "adapter": adapter,
+        "dtype": str(fcfg.get("dtype") or "float32"),
+        "device": str(fcfg.transfer.get("device", "cpu")),
+        "mode": "logits",
+    }
+
+
+def held_out_questions(
+    questions_path: str | Path, splits_path: str | Path, max_images_per_group: int | None = None, seed: int = 0
+) -> pd.DataFrame:
+    """The questions of the `eval` images of the training run (its saved split, not a recomputed one).
+
+    `max_images_per_group` keeps at most that many held-out images per
+    (source, modality, organ), chosen by a seeded hash of the image id, so the
+    CPU default stays within minutes; null keeps them all.
+    """
+    if not Path(splits_path).is_file():
+        raise FileNotFoundError(f"split table {splits_path} not found (run `probmed finetune --stage pretrain` first)")
+    splits = pd.read_parquet(splits_path)
+    questions = read_questions(questions_path)
+    held = splits[splits["split"] == "eval"]
+    if max_images_per_group is not None:
+        held = held.assign(_rank=[data._rank(seed, i) for i in held["image_id"]]).sort_values("_rank")
+        held = held.groupby(list(data.GROUP_KEYS), sort=True, dropna=False).head(int(max_images_per_group))
+    keep = held.set_index("image_id")
+    frame = questions[questions["image_id"].isin(keep.index)].copy()
+    if frame.empty:
+        raise ConfigError(f"{splits_path}: no held-out question to evaluate")
+    for key in ("modality", "organ"):
+        frame[key] = keep.loc[frame["image_id"], key].to_numpy()
+    frame["source"] = keep.loc[frame["image_id"], "source"].to_numpy()
+    return frame.reset_index(drop=True)
+
+
+def _metric(block: Mapping[str, Any] | None, key: str) -> float | None:
+    if not block:
+        return None
+    value = block.get(key)
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def group_table(
+    questions: pd.DataFrame, predictions: Mapping[str, pd.DataFrame], domain: Mapping[str, Any], resamples: int, seed: int
+) -> pd.DataFrame:
+    """One row per (group, category): base vs adapted strict and averaged accuracy."""
+    from probmed.scoring.metrics import score
+
+    rows = []
+    for (src, mod, org), part in questions.groupby(list(data.GROUP_KEYS), sort=True):
+        q = part[list(QUESTION_COLUMNS)]
+        scores = {
+            name: score(q, preds[preds["qid"].isin(q["qid"])], resamples=resamples, seed=seed, by_image_type=False)
+            for name, preds in predictions.items()
+        }
+        group = {"source": src, "modality": mod, "organ": org}
+        for cat in CATEGORIES:
+            cat_q = q[q["category"] == cat]
+            if cat_q.empty:
+                continue
+            base = scores[MODELS[0]]["by_category"].get(cat)
+            adapted = scores[MODELS[1]]["by_category"].get(cat)
+            row = {
+                **group,
+                "image_type": image_type(mod, org),
+                "comparison": comparison(group, domain),
+                "category": cat,
+                "n_images": int(cat_q["image_id"].nunique()),
+                "n_questions": int(len(cat_q)),
+            }
+            for key in ("accuracy_adv_pairs", "averaged_accuracy"):
+                b, a = _metric(base, key), _metric(adapted, key)
+                row[f"base_{key}"], row[f"adapted_{key}"] = b, a
+                row[f"delta_{key}"] = None if a is None or b is None else round(a - b, 4)
+            for name, block in (("base", base), ("adapted", adapted)):
+                row[f"{name}_ci95_low"] = _metric(block, "ci95_low")
+                row[f"{name}_ci95_high"] = _metric(block, "ci95_high")
+            rows.append(row)
+    return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
+
+
+def to_markdown(table: pd.DataFrame) -> str:
+    cols = ["source", "image_type", "comparison", "category", "n_images",
+            "base_accuracy_adv_pairs", "adapted_accuracy_adv_pairs", "delta_accuracy_adv_pairs",
+            "base_averaged_accuracy", "adapted_averaged_accuracy"]
+    head = ["source", "image type", "comparison", "category", "images", "base strict %", "adapted strict %",
+            "Δ strict", "base avg %", "adapted avg %"]
+    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
+    for row in table[cols].itertuples(index=False):
+        cells = ["—" if v is None or (isinstance(v, float) and math.isnan(v)) else
+                 (f"{v:+.2f}" if i == 7 else f"{v:.2f}") if isinstance(v, float) else str(v)
+                 for i, v in enumerate(row)]
+        lines.append("| " + " | ".join(cells) + " |")
+    return "\n".join(lines) + "\n"
+
+
+def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title: str) -> Path:
+    """Figure 5 style: per category, accuracy with adversarial pairs per group, base vs adapted."""
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    import numpy as np
+
+    cats = [c for c in categories if c in set(table["category"])]
+    if not cats:
+        raise ConfigError(f"finetune.transfer.plot_categories {categories}: none present in the transfer table")
+    fig, axes = plt.subplots(1, len(cats), figsize=(3.2 * len(cats) + 1, 4.2), squeeze=False, sharey=True)
+    for ax, cat in zip(axes[0], cats):
+        part = table[table["category"] == cat]
+        labels = [f"{r.source}\n{r.image_type}" for r in part.itertuples()]
+        x = np.arange(len(part))
+        base = part["base_accuracy_adv_pairs"].astype(float).to_numpy()
+        adapted = part["adapted_accuracy_adv_pairs"].astype(float).to_numpy()
+        ax.bar(x - 0.2, np.nan_to_num(base), 0.4, label="base", color="#9aa5b1")
+        ax.bar(x + 0.2, np.nan_to_num(adapted), 0.4, label="adapted", color="#1f6feb")
+        for xi, r in zip(x, part.itertuples()):
+            if r.comparison.startswith("in-domain"):
+                ax.annotate("domain", (xi, 2), ha="center", fontsize=7, color="white")
+        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
+        ax.set_ylim(0, 100)
+        ax.set_title(cat)
+    axes[0][0].set_ylabel("accuracy with adversarial pairs (%)")
+    axes[0][-1].legend(fontsize=8)
+    fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp.png")
+    fig.savefig(tmp, dpi=120)
+    plt.close(fig)
+    tmp.replace(path)
+    return path
+
+
+@dataclass
+class TransferResult:
+    table: pd.DataFrame
+    run_ids: dict[str, str]
+    out_dir: Path
+    seconds: dict[str, float]
+
+
+def run_transfer(
+    cfg: DictConfig,
+    questions_path: str | Path,
+    image_root: str | Path,
+    finetune_dir: str | Path,
+    out_dir: str | Path,
+    progress: bool = True,
+) -> TransferResult:
+    """Probe base and adapted model on every held-out group; write table, plot, scores and MLflow runs."""
+    from probmed.models.hf import HFBackend
+    from probmed.predict import run_predictions
+    from probmed.scoring.metrics import score
+
+    fcfg = finetune_params(cfg)
+    finetune_dir, out_dir = Path(finetune_dir), Path(out_dir)
+    adapter = finetune_dir / "adapter"
+    if not (adapter / "adapter_config.json").is_file():
+        raise FileNotFoundError(f"no adapter in {adapter} (run `probmed finetune --stage adapt` first)")
+    base_id, revision = resolve_base(finetune_dir / "pretrain")
+    seed = int(fcfg.seed)
+    questions = held_out_questions(
+        questions_path, finetune_dir / "splits.parquet", fcfg.transfer.get("max_images_per_group"), seed
+    )
+    prompts = prompt_set(cfg)
+    resamples = int(fcfg.transfer.get("bootstrap_resamples", 200))
+    domain = to_plain(fcfg.domain)
+
+    predictions: dict[str, pd.DataFrame] = {}
+    seconds: dict[str, float] = {}
+    full_scores: dict[str, dict[str, Any]] = {}
+    for name, adapter_dir in zip(MODELS, (None, str(adapter))):
+        backend = HFBackend(name, backend_config(fcfg, base_id, revision, adapter_dir))
+        try:
+            result = run_predictions(
+                questions[list(QUESTION_COLUMNS)], backend, "vanilla", prompts, image_root, out_dir / "answers",
+                batch_size=int(fcfg.transfer.get("batch_size", 64)), progress=progress,
+            )
+        finally:
+            backend.close()
+        if result.n_failed:
+            raise RuntimeError(f"transfer: model {name}: {result.n_failed} question(s) failed; see {out_dir / 'answers'}")
+        predictions[name] = result.predictions
+        seconds[name] = round(result.elapsed_s, 2)
+        write_parquet(result.predictions, out_dir / "predictions" / f"{name}.parquet")
+        full_scores[name] = score(questions[list(QUESTION_COLUMNS)], result.predictions, resamples=resamples, seed=seed)
+        write_json_atomic(full_scores[name], out_dir / "scores" / name / "metrics.json")
+
+    table = group_table(questions, predictions, domain, resamples, seed)
+    write_text_atomic(table.to_csv(index=False), out_dir / "transfer.csv")
+    write_text_atomic(to_markdown(table), out_dir / "transfer.md")
+    adapt_summary = _read_json(finetune_dir / "adapt.json")
+    meta = {
+        "domain": domain,
+        "base_model": base_id,
+        "adapter": str(adapter),
+        "training_run": adapt_summary.get("run_id"),
+        "n_questions": int(len(questions)),
+        "n_images": int(questions["image_id"].nunique()),
+        "prediction_seconds": seconds,
+        "scale": "smoke" if str(fcfg.base_model) == "tiny" else "full",
+    }
+    write_json_atomic({"meta": meta, "rows": _records(table)}, out_dir / "transfer.json")
+    title = f"Transfer after LoRA on {domain.get('source')} {image_type(domain.get('modality') or '', domain.get('organ') or '')}"
+    if meta["scale"] == "smoke":
+        title += " (smoke scale: tiny model)"
+    plot_transfer(table, out_dir / "transfer.png", list(fcfg.transfer.get("plot_categories", CATEGORIES)), title)
+    run_ids = log_transfer_runs(fcfg, out_dir, table, full_scores, meta)
+    write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
+    return TransferResult(table, run_ids, out_dir, seconds)
+
+
+def _records(table: pd.DataFrame) -> list[dict[str, Any]]:
+    return json.loads(table.to_json(orient="records"))
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text()) if path.is_file() else {}
+
+
+def log_transfer_runs(
+    fcfg: DictConfig, out_dir: Path, table: pd.DataFrame, scores: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]
+) -> dict[str, str]:
+    """One MLflow run per model, tagged with (and nested under) the adapt training run; updated in place on re-runs."""
+    from mlflow import MlflowClient
+    from mlflow.entities import Metric, Param, RunTag
+    from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
+
+    m = fcfg.mlflow
+    client = MlflowClient(tracking_uri=str(m.tracking_uri))
+    exp = client.get_experiment_by_name(str(m.experiment))
+    exp_id = exp.experiment_id if exp else client.create_experiment(
+        str(m.experiment), artifact_location=Path(str(m.artifact_root)).resolve().as_uri()
+    )
+    parent = meta.get("training_run") or ""
+    run_ids = {}
+    for name in MODELS:
+        prefix = name.split("-", 1)[1]
+        tags = {"probmed.kind": "finetune-transfer", "probmed.model": name, PARENT_TAG: parent}
+        clause = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
+        found = client.search_runs([exp_id], clause, max_results=1)
+        if found:
+            run_id = found[0].info.run_id
+        else:
+            all_tags = {**tags, MLFLOW_RUN_NAME: f"transfer/{prefix}"}
+            if parent:
+                all_tags[MLFLOW_PARENT_RUN_ID] = parent
+            run_id = client.create_run(exp_id, run_name=f"transfer/{prefix}", tags=all_tags).info.run_id
+            params = {"base_model": meta["base_model"], "adapter": meta["adapter"] if prefix == "adapted" else "none",
+                      "domain": json.dumps(meta["domain"]), "scale": meta["scale"], "n_questions": meta["n_questions"]}
+            client.log_batch(run_id, params=[Param(k, str(v)) for k, v in params.items()])
+        metrics = []
+        for row in table.itertuples(index=False):
+            for key in ("accuracy_adv_pairs", "averaged_accuracy"):
+                value = getattr(row, f"{prefix}_{key}")
+                if value is not None and not (isinstance(value, float) and math.isnan(value)):
+                    metrics.append(Metric(_metric_name(f"{row.source}.{row.image_type}.{row.category}.{key}"), float(value), 0, 0))
+        for cat, block in (scores[name].get("by_category") or {}).items():
+            value = _metric(block, "accuracy_adv_pairs")
+            if value is not None:
+                metrics.append(Metric(_metric_name(f"all.{cat}.accuracy_adv_pairs"), value, 0, 0))
+        for start in range(0, len(metrics), 900):
+            client.log_batch(run_id, metrics=metrics[start:start + 900], tags=[RunTag(k, v) for k, v in tags.items()])
+        client.log_artifact(run_id, str(out_dir / "scores" / name / "metrics.json"), "scores")
+        client.log_artifact(run_id, str(out_dir / "predictions" / f"{name}.parquet"), "predictions")
+        for f in ("transfer.csv", "transfer.md", "transfer.json", "transfer.png"):
+            client.log_artifact(run_id, str(out_dir / f), "transfer")
+        client.set_terminated(run_id, "FINISHED")
+        run_ids[name] = run_id
+    return run_ids
+
+
+def _metric_name(text: str) -> str:
+    """MLflow metric names allow letters, digits, _ - . / and spaces."""
+    return "".join(ch if ch.isalnum() or ch in "_-./ " else "_" for ch in text)

@@ -1,0 +1,132 @@
+"""Training stages: config and split errors stop before training; the full chain pretrain -> adapt -> transfer."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from probmed.config import ConfigError, load_params
+from probmed.finetune.train import BASE_POINTER, PARENT_TAG, finetune_params, run_stage
+
+from conftest import small_overrides  # type: ignore[import-not-found]
+
+
+def params(repo_root: Path, tmp: Path, **extra: str):
+    return load_params(repo_root / "params.yaml", small_overrides(tmp, **extra))
+
+
+def point_at(model_dir: Path, out_dir: Path) -> None:
+    """A pretrain directory that names an existing checkpoint (the GPU profile's way)."""
+    (out_dir / "pretrain").mkdir(parents=True)
+    (out_dir / "pretrain" / BASE_POINTER).write_text(json.dumps({"model_id": str(model_dir), "revision": None}))
+
+
+def test_gpu_profile_merges_over_defaults(repo_root: Path):
+    cfg = load_params(repo_root / "params.yaml", ["finetune.profile=gpu"])
+    f = finetune_params(cfg)
+    assert f.trainer.accelerator == "gpu" and f.trainer.precision == "bf16-mixed"
+    assert f.pretrain.enabled is False
+    assert f.split.eval_fraction == finetune_params(load_params(repo_root / "params.yaml")).split.eval_fraction
+    with pytest.raises(ConfigError, match="finetune.profiles.tpu"):
+        finetune_params(load_params(repo_root / "params.yaml", ["finetune.profile=tpu"]))
+
+
+def test_unknown_target_module_fails_before_training(repo_root, tmp_path, workspace, shared_data, tiny_model_dir):
+    out = tmp_path / "ft"
+    point_at(tiny_model_dir, out)
+    cfg = params(repo_root, tmp_path, **{"finetune.lora.target_modules": "[q_proj,attn_qkv]"})
+    with pytest.raises(ConfigError, match=r"\['attn_qkv'\] not found in the model"):
+        run_stage(cfg, "adapt", workspace["questions"], workspace["records"], shared_data, out)
+    assert not (out / "adapter").exists()
+    assert not (tmp_path / "mlflow.db").exists()  # no MLflow run was opened
+    assert [p.name for p in out.iterdir()] == ["pretrain"]  # no staging debris
+
+
+def test_domain_without_questions_fails_before_training(repo_root, tmp_path, workspace, shared_data, tiny_model_dir):
+    out = tmp_path / "ft"
+    point_at(tiny_model_dir, out)
+    cfg = params(repo_root, tmp_path, **{"finetune.domain.source": "MIMIC-CXR"})
+    with pytest.raises(ConfigError, match="matches no question"):
+        run_stage(cfg, "adapt", workspace["questions"], workspace["records"], shared_data, out)
+    assert not (out / "adapter").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_empty_training_split_fails_before_training(repo_root, tmp_path, workspace, shared_data, tiny_model_dir):
+    out = tmp_path / "ft"
+    point_at(tiny_model_dir, out)
+    # every patient of every group with two or more patients is held out: nothing left to train on
+    cfg = params(repo_root, tmp_path, **{"finetune.split.eval_fraction": "0.99"})
+    with pytest.raises(ConfigError, match="training split is empty"):
+        run_stage(cfg, "adapt", workspace["questions"], workspace["records"], shared_data, out)
+    assert not (out / "adapter").exists() and not (tmp_path / "mlflow.db").exists()
+
+
+def test_cli_reports_config_error_with_exit_2(repo_root, tmp_path, workspace, shared_data, tiny_model_dir, capsys):
+    from probmed.cli import main
+
+    out = tmp_path / "ft"
+    point_at(tiny_model_dir, out)
+    code = main(
+        ["finetune", "--stage", "adapt", "--params", str(repo_root / "params.yaml"),
+         "--questions", str(workspace["questions"]), "--records", str(workspace["records"]),
+         "--image-root", str(shared_data), "--out-dir", str(out),
+         *small_overrides(tmp_path, **{"finetune.lora.target_modules": "[nope]"})]
+    )
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "probmed finetune: error:" in err and "['nope'] not found" in err and "Traceback" not in err
+
+
+@pytest.mark.slow
+def test_pretrain_adapt_transfer_chain(repo_root, tmp_path, workspace, shared_data):
+    """The whole study on 36 real images: outputs, split hygiene, MLflow links, cached re-run."""
+    from mlflow import MlflowClient
+
+    from probmed.finetune.transfer import MODELS, run_transfer
+
+    out = tmp_path / "ft"
+    cfg = params(repo_root, tmp_path)
+    pre = run_stage(cfg, "pretrain", workspace["questions"], workspace["records"], shared_data, out)
+    assert pre.trainable_params == pre.total_params > 50_000  # full training
+    assert (out / "pretrain" / "model" / "config.json").is_file()
+
+    ada = run_stage(cfg, "adapt", workspace["questions"], workspace["records"], shared_data, out)
+    assert 0 < ada.trainable_params < ada.total_params / 10
+    assert sorted(p.name for p in (out / "adapter").iterdir() if p.suffix != ".md") == [
+        "adapter_config.json", "adapter_model.safetensors"]
+
+    splits = pd.read_parquet(out / "splits.parquet")
+    assert (splits.groupby("patient_key")["split"].nunique() == 1).all()
+
+    client = MlflowClient(tracking_uri=f"sqlite:///{tmp_path / 'mlflow.db'}")
+    adapt_run = client.get_run(ada.run_id)
+    assert adapt_run.data.tags[PARENT_TAG] == pre.run_id
+    assert "train_loss_epoch" in adapt_run.data.metrics and "train_seconds" in adapt_run.data.metrics
+    artifacts = {a.path for a in client.list_artifacts(ada.run_id, "adapter")}
+    assert "adapter/adapter_model.safetensors" in artifacts
+
+    result = run_transfer(cfg, workspace["questions"], shared_data, out, out / "transfer", progress=False)
+    table = result.table
+    assert {"in-domain (held-out patients)", "same modality and organ, other source",
+            "other modality and organ"} <= set(table["comparison"])
+    assert set(table["category"]) == {"modality", "organ"}
+    assert table["base_accuracy_adv_pairs"].notna().all() and table["adapted_accuracy_adv_pairs"].notna().all()
+    for name in ("transfer.csv", "transfer.md", "transfer.json", "transfer.png"):
+        assert (out / "transfer" / name).stat().st_size > 0
+    # probed images are exactly the held-out ones
+    preds = pd.read_parquet(out / "transfer" / "predictions" / f"{MODELS[1]}.parquet")
+    questions = pd.read_parquet(workspace["questions"])
+    probed = set(questions.loc[questions["qid"].isin(preds["qid"]), "image_id"])
+    assert probed == set(splits.loc[splits["split"] == "eval", "image_id"])
+    assert preds["p_yes"].between(0, 1).all() and set(preds["label"]) <= {"yes", "no"}
+    for run_id in result.run_ids.values():
+        run = client.get_run(run_id)
+        assert run.data.tags[PARENT_TAG] == ada.run_id
+        assert run.data.tags["mlflow.parentRunId"] == ada.run_id
+
+    again = run_transfer(cfg, workspace["questions"], shared_data, out, out / "transfer", progress=False)
+    assert again.run_ids == result.run_ids  # updated in place, no duplicate runs
+    pd.testing.assert_frame_equal(again.table, table)  # answers came from the store
