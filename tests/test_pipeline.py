@@ -1,0 +1,372 @@
+"""The main job end to end: data.dvc fetch, `dvc repro` on a tiny config, MLflow, DVC remote, Dockerfile.
+
+Slow tests share one pipeline run in a temporary git repository holding a copy of
+this project's files (never the data: that is fetched from ../shared/data by
+`probmed fetch-data`, exactly as a fresh clone does). The tiny config keeps
+every stage of the real dvc.yaml but only a few images per question set.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from probmed.cli import main
+from probmed.config import ConfigError, load_params, to_plain
+from probmed.pipeline import evaluations, pinned, subset_questions, write_plan
+
+BIN = str(Path(sys.executable).parent)
+
+TINY_RUNS = {
+    "probmed-random-vanilla": {"question_set": "probmed", "model": "random", "setting": "vanilla"},
+    "probmed-always-yes-vanilla": {"question_set": "probmed", "model": "always-yes", "setting": "vanilla"},
+    "probmed-tiny-vanilla": {"question_set": "probmed", "model": "tiny", "setting": "vanilla"},
+    "probmed-tiny-cot": {"question_set": "probmed", "model": "tiny", "setting": "cot"},
+    "vqarad-adv-tiny-vanilla": {"question_set": "vqarad-adv", "model": "tiny", "setting": "vanilla"},
+}
+TINY_DESCRIBED = {"probmed-tiny-described": {"question_set": "probmed", "model": "tiny", "setting": "described"}}
+
+
+def _env() -> dict[str, str]:
+    env = dict(os.environ)
+    env.update(PATH=BIN + os.pathsep + env.get("PATH", ""), DVC_NO_ANALYTICS="1", MLFLOW_DISABLE_TELEMETRY="true",
+               HF_HUB_OFFLINE="1", TOKENIZERS_PARALLELISM="false", GIT_AUTHOR_NAME="t", GIT_AUTHOR_EMAIL="t@t",
+               GIT_COMMITTER_NAME="t", GIT_COMMITTER_EMAIL="t@t")
+    return env
+
+
+def sh(*args: str, cwd: Path, check: bool = True, timeout: int = 900) -> subprocess.CompletedProcess:
+    proc = subprocess.run(list(args), cwd=cwd, env=_env(), capture_output=True, text=True, timeout=timeout)
+    if check and proc.returncode != 0:
+        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+    return proc
+
+
+def md5(path: Path) -> str:
+    return hashlib.md5(path.read_bytes()).hexdigest()
+
+
+def tree_md5(root: Path) -> dict[str, str]:
+    return {str(p.relative_to(root)): md5(p) for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def copy_project(src: Path, dst: Path) -> None:
+    """The project's own files (tracked or not ignored), as a fresh clone would have them."""
+    files = subprocess.run(
+        ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+        cwd=src, capture_output=True, text=True, check=True,
+    ).stdout.split("\0")
+    for name in filter(None, files):
+        path = src / name
+        if path.is_file() and not name.startswith(("data/", "build/", "mlruns/")) and name != "dvc.lock":
+            (dst / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(path, dst / name)
+
+
+def tiny_params(path: Path) -> None:
+    cfg = OmegaConf.load(path)
+    cfg.datasets.question_sets.probmed.max_images = 6
+    cfg.datasets.question_sets["vqarad-adv"].max_images = 4
+    cfg.pipeline.runs = TINY_RUNS
+    cfg.pipeline.described_runs = TINY_DESCRIBED
+    cfg.score.bootstrap_resamples = 20
+    OmegaConf.save(cfg, path)
+
+
+def dvc_status(repo: Path) -> dict:
+    return json.loads(sh(f"{BIN}/dvc", "status", "--json", cwd=repo).stdout or "{}")
+
+
+# --- fast: plan checks, subsets, Dockerfile ------------------------------------------------
+
+
+@pytest.fixture()
+def cfg(repo_root, tmp_path):
+    (tmp_path / "data").mkdir()
+    for name in ("chestxray14", "vqa-rad", "medicat-sample"):
+        (tmp_path / "data" / name).mkdir()
+    return to_plain(load_params(repo_root / "params.yaml")), tmp_path
+
+
+@pytest.mark.parametrize(
+    ("override", "message"),
+    [
+        ({"model": "no-such-model"}, r"pipeline\.runs\.probmed-tiny-vanilla\.model = 'no-such-model' is not a model"),
+        ({"model": "gpt-4o"}, r"pipeline\.runs\.probmed-tiny-vanilla\.model = 'gpt-4o' is disabled"),
+        ({"setting": "sideways"}, r"pipeline\.runs\.probmed-tiny-vanilla\.setting = 'sideways'"),
+        ({"question_set": "nope"}, r"pipeline\.runs\.probmed-tiny-vanilla\.question_set = 'nope' is not a dataset"),
+        ({"setting": "described"}, r"go under pipeline\.described_runs"),
+    ],
+)
+def test_bad_run_config_names_the_key(cfg, override, message):
+    params, root = cfg
+    params["pipeline"]["runs"]["probmed-tiny-vanilla"].update(override)
+    with pytest.raises(ConfigError, match=message):
+        write_plan(params, root / "plan", root)
+    assert not (root / "plan").exists()  # nothing written before the check passes
+
+
+def test_missing_dataset_names_the_key(cfg):
+    params, root = cfg
+    shutil.rmtree(root / "data" / "vqa-rad")
+    with pytest.raises(ConfigError, match=r"datasets\.sources\.vqarad: raw data .*vqa-rad not found"):
+        write_plan(params, root / "plan", root)
+    params["datasets"]["question_sets"]["probmed"]["sources"].append("roco")
+    with pytest.raises(ConfigError, match=r"datasets\.question_sets\.probmed\.sources lists 'roco'"):
+        write_plan(params, root / "plan", root)
+
+
+def test_plan_lists_every_evaluation_and_writes_a_constant_gate(cfg):
+    params, root = cfg
+    plan = write_plan(params, root / "plan", root)
+    names = {e.name for e in evaluations(params)}
+    assert {e["name"] for e in plan["evaluations"]} == names
+    assert names == set(params["pipeline"]["runs"]) | set(params["pipeline"]["described_runs"])
+    gate = (root / "plan" / "gate").read_text()
+    params["models"]["tiny"]["max_new_tokens"] = 3
+    write_plan(params, root / "plan", root)
+    assert (root / "plan" / "gate").read_text() == gate  # model params never invalidate every stage
+
+
+def test_plan_cli_exits_2_with_the_key(repo_root, tmp_path, capsys):
+    rc = main(["plan", "--params", str(repo_root / "params.yaml"), "--out-dir", str(tmp_path / "p"),
+               "pipeline.runs.probmed-tiny-cot.model=llava-med"])
+    assert rc == 2
+    assert "pipeline.runs.probmed-tiny-cot.model = 'llava-med' is disabled" in capsys.readouterr().err
+
+
+def _questions(n_images: int) -> pd.DataFrame:
+    rows = []
+    for i in range(n_images):
+        image_type = ("X-ray - Chest", "CT Scan - Brain", "MRI - Spine")[i % 3]
+        for polarity in ("gt", "adversarial"):
+            rows.append({"qid": f"q{i}{polarity}", "image_id": f"img{i:03d}", "image_type": image_type,
+                         "polarity": polarity})
+    return pd.DataFrame(rows)
+
+
+def test_subset_is_seeded_whole_images_and_spread_over_types():
+    frame = _questions(30)
+    a, b = subset_questions(frame, 6, seed=1), subset_questions(frame, 6, seed=1)
+    pd.testing.assert_frame_equal(a, b)
+    assert a["image_id"].nunique() == 6 and len(a) == 12
+    assert a.groupby("image_type")["image_id"].nunique().tolist() == [2, 2, 2]
+    assert list(a["qid"]) == [q for q in frame["qid"] if q in set(a["qid"])]  # original order kept
+    assert set(subset_questions(frame, 6, seed=2)["image_id"]) != set(a["image_id"])
+    assert len(subset_questions(frame, None, seed=0)) == len(frame)
+    assert len(subset_questions(frame, 1000, seed=0)) == len(frame)
+
+
+def test_data_dvc_pins_the_shared_data(repo_root, shared_data):
+    md5_dir, source, out = pinned(repo_root / "data.dvc")
+    assert md5_dir.endswith(".dir") and out == "data"
+    assert (repo_root / source).resolve() == shared_data.resolve()
+    assert "data" not in subprocess.run(["git", "ls-files", "data"], cwd=repo_root, capture_output=True,
+                                        text=True).stdout  # never data in git
+
+
+def test_fetch_without_a_source_or_remote_is_a_clear_error(tmp_path, repo_root):
+    shutil.copy(repo_root / "data.dvc", tmp_path / "data.dvc")
+    sh("git", "init", "-q", cwd=tmp_path)
+    sh(f"{BIN}/dvc", "init", "-q", cwd=tmp_path)
+    proc = sh(f"{BIN}/probmed", "fetch-data", "--source", str(tmp_path / "nowhere"), cwd=tmp_path, check=False)
+    assert proc.returncode == 2
+    assert "data source" in proc.stderr and "not found" in proc.stderr
+    assert (tmp_path / "data.dvc").read_text() == (repo_root / "data.dvc").read_text()
+
+
+def test_dockerfile_lints_clean(repo_root):
+    proc = subprocess.run([f"{BIN}/hadolint", "--failure-threshold", "info", str(repo_root / "Dockerfile")],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    text = (repo_root / "Dockerfile").read_text()
+    assert "ARG BASE_IMAGE=nvidia/cuda" in text and "TORCH_INDEX_URL" in text and "-c constraints.txt" in text
+
+
+# --- slow: the real pipeline ---------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def pipeline_repo(tmp_path_factory, repo_root):
+    shared = repo_root.parent / "shared" / "data"
+    if not shared.is_dir():
+        pytest.fail(f"real data not found at {shared}")
+    repo = tmp_path_factory.mktemp("pipeline") / "repo"
+    repo.mkdir()
+    copy_project(repo_root, repo)
+    tiny_params(repo / "params.yaml")
+    sh("git", "init", "-q", cwd=repo)
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "commit", "-q", "-m", "tiny config", cwd=repo)
+    pin = (repo / "data.dvc").read_text()
+    fetch = sh(f"{BIN}/probmed", "fetch-data", "--source", str(shared), cwd=repo)
+    assert json.loads(fetch.stdout)["action"] == "import"
+    assert (repo / "data.dvc").read_text() == pin  # the pin is never rewritten by a fetch
+    started = time.monotonic()
+    proc = sh(f"{BIN}/dvc", "repro", cwd=repo, timeout=1500)
+    return repo, time.monotonic() - started, proc.stdout
+
+
+@pytest.mark.slow
+def test_repro_builds_report_and_mlflow_runs_and_noop_is_fast(pipeline_repo):
+    repo, seconds, log = pipeline_repo
+    assert "Running stage 'report'" in log, log[-2000:]
+    manifest = json.loads((repo / "build/report/manifest.json").read_text())
+    expected = {f"{r['question_set']}/{r['model']}/{r['setting']}" for r in {**TINY_RUNS, **TINY_DESCRIBED}.values()}
+    assert set(manifest["runs"]) == expected
+    from test_report import assert_nontrivial_png
+
+    pngs = sorted((repo / "build/report/plots").glob("*.png"))
+    assert {p.name for p in pngs} >= {"fig1_strict_vs_averaged_probmed.png", "ablation_deltas_probmed.png"}
+    for png in pngs:
+        assert_nontrivial_png(png)
+    page = (repo / "build/report/index.html").read_text()
+    for ref in re.findall(r"(?:src|href)='([^']+)'", page):
+        assert (repo / "build/report" / ref).is_file(), ref
+    runs = json.loads((repo / "build/tracking/runs.json").read_text())
+    assert set(runs) == set(TINY_RUNS) | set(TINY_DESCRIBED)
+
+    started = time.monotonic()
+    again = sh(f"{BIN}/dvc", "repro", cwd=repo)
+    assert time.monotonic() - started < 10, "no-op dvc repro must take < 10 s"
+    assert "Running stage" not in again.stdout
+    assert dvc_status(repo) == {}
+
+
+@pytest.mark.slow
+def test_one_models_param_reruns_only_its_stages_and_metrics_params_show(pipeline_repo):
+    repo, _, _ = pipeline_repo
+    params = repo / "params.yaml"
+    original = params.read_text()
+    try:
+        cfg = OmegaConf.load(params)
+        cfg.models["always-yes"].note = "changed"
+        OmegaConf.save(cfg, params)
+        changed = set(dvc_status(repo))
+        assert changed == {"plan", "predict@probmed-always-yes-vanilla", "track"}, changed
+        diff = json.loads(sh(f"{BIN}/dvc", "params", "diff", "--json", cwd=repo).stdout)
+        assert diff["params.yaml"]["models.always-yes.note"]["new"] == "changed"
+    finally:
+        params.write_text(original)
+    shown = json.loads(sh(f"{BIN}/dvc", "metrics", "show", "--json", cwd=repo).stdout)
+    text = json.dumps(shown)
+    assert "probmed-tiny-vanilla" in text and "accuracy_adv_pairs" in text
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_mlflow_server_serves_the_pipeline_runs(pipeline_repo, tmp_path):
+    import httpx
+
+    repo, _, _ = pipeline_repo
+    port = _free_port()
+    log = open(tmp_path / "mlflow.log", "w")
+    server = subprocess.Popen(
+        [f"{BIN}/mlflow", "server", "--workers", "1", "--host", "127.0.0.1", "--port", str(port),
+         "--backend-store-uri", f"sqlite:///{repo / 'mlflow.db'}"],
+        cwd=repo, env=_env(), stdout=log, stderr=subprocess.STDOUT,
+    )
+    base = f"http://127.0.0.1:{port}/api/2.0/mlflow"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            try:
+                if httpx.get(f"http://127.0.0.1:{port}/health", timeout=2).status_code == 200:
+                    break
+            except httpx.HTTPError:
+                pass
+            assert server.poll() is None, (tmp_path / "mlflow.log").read_text()[-2000:]
+            assert time.monotonic() < deadline, "mlflow server did not start"
+            time.sleep(0.5)
+        exp = httpx.get(f"{base}/experiments/get-by-name", params={"experiment_name": "probmed"}).json()
+        exp_id = exp["experiment"]["experiment_id"]
+        found = httpx.post(f"{base}/runs/search", json={"experiment_ids": [exp_id], "max_results": 100}).json()
+        runs = {r["info"]["run_id"]: r for r in found["runs"]}
+        ids = json.loads((repo / "build/tracking/runs.json").read_text())
+        assert set(ids.values()) <= set(runs)
+        tags = lambda r: {t["key"]: t["value"] for t in r["data"].get("tags", [])}  # noqa: E731
+        params = lambda r: {p["key"]: p["value"] for p in r["data"].get("params", [])}  # noqa: E731
+        metrics = lambda r: {m["key"]: m["value"] for m in r["data"].get("metrics", [])}  # noqa: E731
+        vanilla = runs[ids["probmed-tiny-vanilla"]]
+        assert params(vanilla)["model.model_id"] == "build/models/tiny-llava"
+        assert params(vanilla)["prompt_version"] == "v1" and params(vanilla)["seed"] == "0"
+        assert tags(vanilla)["probmed.questions_dvc_md5"] == md5(repo / "build/questions/probmed.parquet")
+        assert len(tags(vanilla)["probmed.git_commit"].split("+")[0]) == 40
+        scores = json.loads((repo / "build/scores/probmed/tiny/vanilla/metrics.json").read_text())
+        for category in ("modality", "organ", "condition"):
+            assert metrics(vanilla)[f"by_category.{category}.averaged_accuracy"] == pytest.approx(
+                scores["by_category"][category]["averaged_accuracy"])
+        for ablation in ("probmed-tiny-cot", "probmed-tiny-described"):
+            assert tags(runs[ids[ablation]])["mlflow.parentRunId"] == ids["probmed-tiny-vanilla"]
+        listed = httpx.get(f"{base}/artifacts/list", params={"run_id": ids["probmed-tiny-vanilla"]}).json()
+        assert {f["path"] for f in listed["files"]} >= {"scores", "predictions", "report"}
+        preds = httpx.get(f"{base}/artifacts/list",
+                          params={"run_id": ids["probmed-tiny-vanilla"], "path": "predictions"}).json()
+        assert [f["path"] for f in preds["files"]] == ["predictions/tiny-vanilla.parquet"]
+        report = [r for r in runs.values() if tags(r).get("probmed.kind") == "report"]
+        assert len(report) == 1
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
+        log.close()
+
+
+@pytest.mark.slow
+def test_push_wipe_pull_gives_identical_hashes_and_scores(pipeline_repo, tmp_path):
+    repo, _, _ = pipeline_repo
+    sh(f"{BIN}/dvc", "remote", "add", "-f", "-d", "scratch", str(tmp_path / "remote"), cwd=repo)
+    try:
+        kept = {
+            "answers": tree_md5(repo / "build/answers"),
+            "descriptions": tree_md5(repo / "build/descriptions"),
+            "data": tree_md5(repo / "data/vqa-rad"),
+            "predictions": tree_md5(repo / "build/predictions"),
+        }
+        scores = json.loads((repo / "build/scores/probmed/tiny/cot/metrics.json").read_text())
+        sh(f"{BIN}/dvc", "push", cwd=repo, timeout=600)
+        for path in ("data", "build/answers", "build/descriptions", "build/predictions", "build/scores", ".dvc/cache"):
+            shutil.rmtree(repo / path)
+        sh(f"{BIN}/dvc", "pull", cwd=repo, timeout=600)
+        assert tree_md5(repo / "build/answers") == kept["answers"]
+        assert tree_md5(repo / "build/descriptions") == kept["descriptions"]
+        assert tree_md5(repo / "data/vqa-rad") == kept["data"]
+        assert tree_md5(repo / "build/predictions") == kept["predictions"]
+        assert json.loads((repo / "build/scores/probmed/tiny/cot/metrics.json").read_text()) == scores
+        rescored = tmp_path / "rescored"
+        sh(f"{BIN}/probmed", "score", "build/questions/probmed.parquet", "build/predictions/probmed/tiny-cot.parquet",
+           "--out-dir", str(rescored), cwd=repo)
+        assert json.loads((rescored / "metrics.json").read_text())["by_category"] == scores["by_category"]
+        assert dvc_status(repo) == {}
+    finally:
+        sh(f"{BIN}/dvc", "remote", "remove", "scratch", cwd=repo, check=False)
+
+
+@pytest.mark.slow
+def test_dvc_exp_run_with_set_param(pipeline_repo):
+    repo, _, _ = pipeline_repo
+    sh("git", "add", "-A", cwd=repo)
+    sh("git", "commit", "-q", "-m", "lock", "--allow-empty", cwd=repo)
+    proc = sh(f"{BIN}/dvc", "exp", "run", "-S", "models.always-yes.note=exp", cwd=repo, timeout=600)
+    assert "Running stage 'predict@probmed-always-yes-vanilla'" in proc.stdout
+    assert "Running stage 'predict@probmed-tiny-vanilla'" not in proc.stdout
+    shown = sh(f"{BIN}/dvc", "exp", "show", "--json", cwd=repo).stdout
+    assert "models.always-yes.note" in shown or '"note": "exp"' in shown
+    sh("git", "checkout", "-q", "--", "params.yaml", "dvc.lock", cwd=repo)
+    sh(f"{BIN}/dvc", "checkout", "-q", cwd=repo, check=False)
