@@ -252,6 +252,8 @@ def run_stage(
         return _point_at_checkpoint(fcfg, frame, out_dir)
 
     train_rows, val_rows = select_training(frame, stage, fcfg)
+    if stage == "adapt":
+        check_same_split(frame, out_dir)
     L.seed_everything(seed, workers=True)
     staging = _atomic_dir(out_dir / stage if stage == "pretrain" else out_dir / "adapter")
     try:
@@ -318,8 +320,8 @@ def run_stage(
             stage, str(final), logger.run_id, round(seconds, 2), len(train_rows), len(val_rows),
             trainable, total, int(scfg.epochs), metrics,
         )
-        write_parquet(frame[["image_id", "source", "modality", "organ", "patient_key", "split"]].drop_duplicates("image_id"),
-                      out_dir / "splits.parquet")
+        if stage == "pretrain":
+            _write_splits(frame, out_dir)
         write_json_atomic(result.to_json(), out_dir / f"{stage}.json")
         logger.experiment.log_artifact(logger.run_id, str(out_dir / f"{stage}.json"))
         logger.finalize("success")
@@ -327,6 +329,28 @@ def run_stage(
     finally:
         if staging.exists():
             shutil.rmtree(staging)
+
+
+SPLIT_COLUMNS = ["image_id", "source", "modality", "organ", "patient_key", "split"]
+
+
+def _write_splits(frame: pd.DataFrame, out_dir: Path) -> None:
+    """The pretrain stage owns the split table; adapt and transfer read it."""
+    write_parquet(frame[SPLIT_COLUMNS].drop_duplicates("image_id").reset_index(drop=True), out_dir / "splits.parquet")
+
+
+def check_same_split(frame: pd.DataFrame, out_dir: Path) -> None:
+    """Adapt must train on the pretrain stage's split; a changed split param means pretrain is stale."""
+    saved_path = out_dir / "splits.parquet"
+    if not saved_path.is_file():
+        return
+    saved = pd.read_parquet(saved_path).set_index("image_id")["split"]
+    now = frame.drop_duplicates("image_id").set_index("image_id")["split"]
+    common = now.index.intersection(saved.index)
+    if len(common) != len(now) or not (saved.loc[common] == now.loc[common]).all():
+        raise ConfigError(
+            f"{saved_path}: the split differs from the current finetune.split / question set; re-run the pretrain stage"
+        )
 
 
 def _initial_model(fcfg: DictConfig, frame: pd.DataFrame, prompts, where: Path) -> str:
@@ -347,8 +371,7 @@ def _point_at_checkpoint(fcfg: DictConfig, frame: pd.DataFrame, out_dir: Path) -
     spec = {"model_id": str(fcfg.base_model), "revision": fcfg.get("revision")}
     write_json_atomic(spec, staging / BASE_POINTER)
     _publish(staging, final)
-    write_parquet(frame[["image_id", "source", "modality", "organ", "patient_key", "split"]].drop_duplicates("image_id"),
-                  out_dir / "splits.parquet")
+    _write_splits(frame, out_dir)
     result = StageResult("pretrain", str(final), "", 0.0, 0, 0, 0, 0, 0, {})
     write_json_atomic(result.to_json(), out_dir / "pretrain.json")
     return result

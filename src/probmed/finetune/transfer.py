@@ -10,8 +10,9 @@ claim; absent from the data here), the same modality on another organ, or
 neither.
 
 Outputs under `<out_dir>`: transfer.csv / transfer.md / transfer.json (one row
-per group and category), transfer.png, scores/<model>/metrics.json (the full
-scorer output over all held-out questions), predictions/<model>.parquet and
+per group and category), metrics.json (the same, compact, for `dvc metrics`), transfer.png,
+scores/finetune-heldout/<model>/vanilla/metrics.json (the full scorer output
+over all probed held-out questions, in the layout `probmed report` reads), predictions/<model>.parquet and
 the answer store answers/. Two MLflow runs (base, adapted) are tagged with the
 training run they evaluate.
 """
@@ -34,6 +35,7 @@ from probmed.records import QUESTION_COLUMNS, read_questions, write_json_atomic,
 from probmed.vocab import CATEGORIES, image_type
 
 MODELS: tuple[str, ...] = ("finetune-base", "finetune-adapted")
+QUESTION_SET = "finetune-heldout"  # the held-out questions, as a question-set name in the scores layout
 TABLE_COLUMNS: tuple[str, ...] = (
     "source", "modality", "organ", "image_type", "comparison", "category", "n_images", "n_questions",
     "base_accuracy_adv_pairs", "adapted_accuracy_adv_pairs", "delta_accuracy_adv_pairs",
@@ -250,7 +252,7 @@ def run_transfer(
         seconds[name] = round(result.elapsed_s, 2)
         write_parquet(result.predictions, out_dir / "predictions" / f"{name}.parquet")
         full_scores[name] = score(questions[list(QUESTION_COLUMNS)], result.predictions, resamples=resamples, seed=seed)
-        write_json_atomic(full_scores[name], out_dir / "scores" / name / "metrics.json")
+        write_json_atomic(full_scores[name], _scores_path(out_dir, name))
 
     table = group_table(questions, predictions, domain, resamples, seed)
     write_text_atomic(table.to_csv(index=False), out_dir / "transfer.csv")
@@ -267,6 +269,7 @@ def run_transfer(
         "scale": "smoke" if str(fcfg.base_model) == "tiny" else "full",
     }
     write_json_atomic({"meta": meta, "rows": _records(table)}, out_dir / "transfer.json")
+    write_json_atomic(compact_metrics(table), out_dir / "metrics.json")
     title = f"Transfer after LoRA on {domain.get('source')} {image_type(domain.get('modality') or '', domain.get('organ') or '')}"
     if meta["scale"] == "smoke":
         title += " (smoke scale: tiny model)"
@@ -274,6 +277,28 @@ def run_transfer(
     run_ids = log_transfer_runs(fcfg, out_dir, table, full_scores, meta)
     write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
     return TransferResult(table, run_ids, out_dir, seconds)
+
+
+def compact_metrics(table: pd.DataFrame) -> dict[str, Any]:
+    """`dvc metrics show` shape: {source/image_type: {category: {base, adapted, delta}}} (strict accuracy)."""
+    out: dict[str, Any] = {}
+    for row in table.itertuples(index=False):
+        out.setdefault(f"{row.source} / {row.image_type}", {})[row.category] = {
+            "base": _finite(row.base_accuracy_adv_pairs),
+            "adapted": _finite(row.adapted_accuracy_adv_pairs),
+            "delta": _finite(row.delta_accuracy_adv_pairs),
+        }
+    return out
+
+
+def _finite(value: Any) -> float | None:
+    """NaN -> None, so JSON outputs stay strict."""
+    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
+
+
+def _scores_path(out_dir: Path, model: str) -> Path:
+    """The report's layout: <scores_root>/<question_set>/<model>/<setting>/metrics.json."""
+    return out_dir / "scores" / QUESTION_SET / model / "vanilla" / "metrics.json"
 
 
 def _records(table: pd.DataFrame) -> list[dict[str, Any]]:
@@ -327,7 +352,7 @@ def log_transfer_runs(
                 metrics.append(Metric(_metric_name(f"all.{cat}.accuracy_adv_pairs"), value, 0, 0))
         for start in range(0, len(metrics), 900):
             client.log_batch(run_id, metrics=metrics[start:start + 900], tags=[RunTag(k, v) for k, v in tags.items()])
-        client.log_artifact(run_id, str(out_dir / "scores" / name / "metrics.json"), "scores")
+        client.log_artifact(run_id, str(_scores_path(out_dir, name)), "scores")
         client.log_artifact(run_id, str(out_dir / "predictions" / f"{name}.parquet"), "predictions")
         for f in ("transfer.csv", "transfer.md", "transfer.json", "transfer.png"):
             client.log_artifact(run_id, str(out_dir / f), "transfer")
