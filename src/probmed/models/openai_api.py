@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import functools
 import io
 import json
 import math
@@ -40,7 +41,14 @@ class _Retryable(Exception):
 
 
 def image_data_url(path: Path, max_side: int | None = None) -> str:
-    """The image as a data URL; re-encoded as PNG only when it must shrink (or is not web-safe)."""
+    """The image as a data URL; re-encoded as PNG only when it must shrink (or is not web-safe).
+    Memoised by (path, size, mtime, max_side): the questions of one image share one encoding."""
+    st = os.stat(path)
+    return _data_url(str(path), st.st_size, st.st_mtime_ns, max_side)
+
+
+@functools.lru_cache(maxsize=64)
+def _data_url(path: str, size: int, mtime_ns: int, max_side: int | None) -> str:
     data = Path(path).read_bytes()
     mime = MIME.get(Path(path).suffix.lower())
     if max_side or mime is None:
