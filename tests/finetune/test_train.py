@@ -130,3 +130,31 @@ def test_pretrain_adapt_transfer_chain(repo_root, tmp_path, workspace, shared_da
     again = run_transfer(cfg, workspace["questions"], shared_data, out, out / "transfer", progress=False)
     assert again.run_ids == result.run_ids  # updated in place, no duplicate runs
     pd.testing.assert_frame_equal(again.table, table)  # answers came from the store
+
+
+@pytest.mark.slow
+def test_gpu_profile_code_path_on_cpu(repo_root, tmp_path, workspace, shared_data, tiny_model_dir):
+    """The GPU profile end to end with only the hardware keys set back to CPU: no pretrain, a pointer, LoRA."""
+    out = tmp_path / "ft"
+    cfg = params(
+        repo_root, tmp_path,
+        **{
+            "finetune.profile": "gpu",
+            "finetune.profiles.gpu.base_model": str(tiny_model_dir),
+            "finetune.profiles.gpu.dtype": "float32",
+            "finetune.profiles.gpu.trainer.accelerator": "cpu",
+            "finetune.profiles.gpu.trainer.devices": "1",
+            "finetune.profiles.gpu.trainer.strategy": "auto",
+            "finetune.profiles.gpu.trainer.precision": "32-true",
+            "finetune.profiles.gpu.trainer.num_workers": "0",
+            "finetune.profiles.gpu.adapt.epochs": "1",
+        },
+    )
+    pre = run_stage(cfg, "pretrain", workspace["questions"], workspace["records"], shared_data, out)
+    assert pre.run_id == "" and pre.train_seconds == 0.0  # nothing trained
+    assert json.loads((out / "pretrain" / BASE_POINTER).read_text())["model_id"] == str(tiny_model_dir)
+    ada = run_stage(cfg, "adapt", workspace["questions"], workspace["records"], shared_data, out)
+    config = json.loads((out / "adapter" / "adapter_config.json").read_text())
+    assert config["r"] == 16 and "gate_proj" in config["target_modules"]
+    assert config["base_model_name_or_path"] == str(tiny_model_dir)
+    assert 0 < ada.trainable_params < ada.total_params

@@ -204,11 +204,16 @@ def make_trainer(fcfg: DictConfig, epochs: int, logger):
         gradient_clip_val=t.get("gradient_clip_val"),
         logger=logger,
         enable_checkpointing=False,
-        deterministic=bool(t.get("deterministic", True)),
+        deterministic=_deterministic(t.get("deterministic", True)),
         log_every_n_steps=int(t.get("log_every_n_steps", 10)),
         num_sanity_val_steps=0,
         enable_model_summary=False,
     )
+
+
+def _deterministic(value: Any) -> bool | str:
+    """true / false, or "warn" (CUDA kernels without a deterministic variant only warn)."""
+    return "warn" if str(value).lower() == "warn" else bool(value)
 
 
 def _atomic_dir(final: Path) -> Path:
@@ -305,6 +310,9 @@ def run_stage(
         trainer.fit(module, datamodule=dm)
         seconds = time.perf_counter() - start
         torch.set_grad_enabled(True)
+        if not trainer.is_global_zero:  # multi-GPU: rank 0 alone saves, publishes and logs
+            return StageResult(stage, "", "", round(seconds, 2), len(train_rows), len(val_rows),
+                               trainable, total, int(scfg.epochs), {})
         if stage == "pretrain":
             module.save(staging / "model")
             processor.save_pretrained(staging / "model")
