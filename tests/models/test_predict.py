@@ -223,3 +223,28 @@ def test_endpoint_dying_mid_run_keeps_received_answers(tmp_path, repo_root, shar
     lines = (tmp_path / "s" / "api" / "answers.jsonl").read_text().splitlines()
     assert len(lines) == 6 and all(not json.loads(x)["error"] for x in lines)
     assert not (tmp_path / "p.parquet").exists()
+
+
+def test_unreadable_image_mid_run_stops_with_answers_on_disk(tmp_path, repo_root, questions, shared_data, tiny_dir,
+                                                              capsys):
+    root = tmp_path / "images"
+    q = questions.copy()
+    for i, rel in enumerate(pd.unique(q["image_path"])):
+        target = root / f"img{i}.jpg"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if i < 2:
+            target.symlink_to(shared_data / rel)
+        else:
+            target.write_bytes(b"this is not a JPEG")  # the third image is corrupt
+        q.loc[q["image_path"] == rel, "image_path"] = target.name
+    qfile = tmp_path / "q.parquet"
+    write_questions(q, qfile)
+    args = ["--params", str(repo_root / "params.yaml"), "--questions", str(qfile), "--image-root", str(root),
+            "--no-progress", f"predict.store_dir={tmp_path / 'answers'}", "model=tiny",
+            f"models.tiny.model_id={tiny_dir}", "--out", str(tmp_path / "p.parquet")]
+    assert run_cli(["predict", *args]) == 2
+    err = capsys.readouterr().err
+    assert "img2.jpg" in err and "cannot read" in err
+    lines = (tmp_path / "answers" / "tiny" / "answers.jsonl").read_text().splitlines()
+    assert len(lines) == 10  # the two readable images' answers are kept
+    assert not (tmp_path / "p.parquet").exists()

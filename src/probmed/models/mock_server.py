@@ -71,7 +71,10 @@ class MockChatServer:
                 pass
 
             def do_GET(self) -> None:  # noqa: N802
-                if self.path.rstrip("/").endswith("/models"):
+                if self.path.rstrip("/") == "/stats":
+                    with server.lock:
+                        self._send(200, {"requests": len(server.requests)})
+                elif self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": "mock", "object": "model"}]})
                 else:
                     self._send(404, {"error": {"message": "not found"}})
@@ -94,7 +97,10 @@ class MockChatServer:
                 except (BrokenPipeError, ConnectionResetError):
                     pass
 
-        self._httpd = ThreadingHTTPServer(("127.0.0.1", port), Handler)
+        class Server(ThreadingHTTPServer):
+            request_queue_size = 128  # the default backlog of 5 drops concurrent connects (1 s SYN retry)
+
+        self._httpd = Server(("127.0.0.1", port), Handler)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -215,7 +221,7 @@ def main() -> None:  # pragma: no cover - manual use
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--latency-ms", type=float, default=0.0)
     args = p.parse_args()
-    srv = MockChatServer(latency_s=args.latency_ms / 1000).start(args.port)
+    srv = MockChatServer(latency_s=args.latency_ms / 1000).start(args.port)  # GET /stats: request count
     print(f"mock OpenAI-compatible server on {srv.base_url}", flush=True)
     try:
         while True:
