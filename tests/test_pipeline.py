@@ -82,6 +82,13 @@ def tiny_params(path: Path) -> None:
     cfg.pipeline.runs = TINY_RUNS
     cfg.pipeline.described_runs = TINY_DESCRIBED
     cfg.score.bootstrap_resamples = 20
+    if "finetune" in cfg:  # the fine-tuning stages at the smallest scale that still trains and probes
+        cfg.finetune.pretrain.epochs = 1
+        cfg.finetune.pretrain.max_examples = 64
+        cfg.finetune.adapt.epochs = 1
+        cfg.finetune.adapt.max_examples = 64
+        cfg.finetune.transfer.max_images_per_group = 3
+        cfg.finetune.transfer.bootstrap_resamples = 20
     OmegaConf.save(cfg, path)
 
 
@@ -363,10 +370,15 @@ def test_dvc_exp_run_with_set_param(pipeline_repo):
     repo, _, _ = pipeline_repo
     sh("git", "add", "-A", cwd=repo)
     sh("git", "commit", "-q", "-m", "lock", "--allow-empty", cwd=repo)
-    proc = sh(f"{BIN}/dvc", "exp", "run", "-S", "models.always-yes.note=exp", cwd=repo, timeout=600)
-    assert "Running stage 'predict@probmed-always-yes-vanilla'" in proc.stdout
-    assert "Running stage 'predict@probmed-tiny-vanilla'" not in proc.stdout
-    shown = sh(f"{BIN}/dvc", "exp", "show", "--json", cwd=repo).stdout
-    assert "models.always-yes.note" in shown or '"note": "exp"' in shown
+    proc = sh(f"{BIN}/dvc", "exp", "run", "-S", "datasets.question_sets.vqarad-adv.max_images=3", cwd=repo,
+              timeout=600)
+    assert "Running stage 'subset@vqarad-adv'" in proc.stdout
+    assert "Running stage 'predict@vqarad-adv-tiny-vanilla'" in proc.stdout
+    assert "Running stage 'predict@probmed-tiny-vanilla'" not in proc.stdout  # other sets untouched
+    assert "Running stage 'report'" in proc.stdout
+    shown = json.loads(sh(f"{BIN}/dvc", "exp", "show", "--json", cwd=repo).stdout)
+    assert "max_images" in json.dumps(shown) and "metrics.json" in json.dumps(shown)
+    subset = pd.read_parquet(repo / "build/questions/vqarad-adv.parquet")
+    assert subset["image_id"].nunique() == 3
     sh("git", "checkout", "-q", "--", "params.yaml", "dvc.lock", cwd=repo)
     sh(f"{BIN}/dvc", "checkout", "-q", cwd=repo, check=False)
