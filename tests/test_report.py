@@ -141,6 +141,17 @@ def test_markdown_shows_missing_as_dash():
     assert md.splitlines()[2] == "| a\\|b | — |"
 
 
+def test_several_score_roots_join_and_duplicates_are_refused(tmp_path):
+    for root, model in (("a", "base"), ("b", "adapted")):
+        path = tmp_path / root / "heldout" / model / "vanilla" / "metrics.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(make_metrics(1)))
+    runs = discover_runs([tmp_path / "a", tmp_path / "b"])
+    assert [r.model for r in runs] == ["adapted", "base"]
+    with pytest.raises(ReportError, match="two score roots"):
+        discover_runs([tmp_path / "a", tmp_path / "a"])
+
+
 def test_no_runs_or_bad_metrics_is_a_clear_error(tmp_path):
     with pytest.raises(ReportError, match="not found"):
         discover_runs(tmp_path / "missing")

@@ -61,9 +61,29 @@ class Run:
 # --- inputs ---------------------------------------------------------------------
 
 
-def discover_runs(scores_root: str | Path) -> list[Run]:
-    """Every ``<question_set>/<model>/<setting>/metrics.json`` under ``scores_root``, sorted."""
-    root = Path(scores_root)
+def discover_runs(scores_root: str | Path | Iterable[str | Path]) -> list[Run]:
+    """Every ``<question_set>/<model>/<setting>/metrics.json`` under the score root(s), sorted.
+
+    Several roots let the report join evaluations written elsewhere in the same
+    layout (the fine-tuning transfer study's ``build/finetune/transfer/scores``).
+    """
+    roots = [Path(scores_root)] if isinstance(scores_root, (str, Path)) else [Path(r) for r in scores_root]
+    runs: list[Run] = []
+    for root in roots:
+        runs += _discover(root)
+    if not runs:
+        raise ReportError(f"no <question_set>/<model>/<setting>/metrics.json under {', '.join(map(str, roots))}")
+    seen: set[tuple[str, str, str]] = set()
+    for run in runs:
+        key = (run.question_set, run.model, run.setting)
+        if key in seen:
+            raise ReportError(f"{run.path}: {'/'.join(key)} appears under two score roots")
+        seen.add(key)
+    runs.sort(key=lambda r: (r.question_set, r.model, SETTING_ORDER.get(r.setting, 9), r.setting))
+    return runs
+
+
+def _discover(root: Path) -> list[Run]:
     if not root.is_dir():
         raise ReportError(f"scores directory {root} not found")
     runs = []
@@ -76,9 +96,6 @@ def discover_runs(scores_root: str | Path) -> list[Run]:
         if not isinstance(metrics, dict) or not isinstance(metrics.get("by_category"), dict):
             raise ReportError(f"{path}: expected an object with key 'by_category'")
         runs.append(Run(question_set, model, setting, metrics, path))
-    if not runs:
-        raise ReportError(f"no <question_set>/<model>/<setting>/metrics.json under {root}")
-    runs.sort(key=lambda r: (r.question_set, r.model, SETTING_ORDER.get(r.setting, 9), r.setting))
     return runs
 
 
@@ -252,7 +269,7 @@ def slug(text: str) -> str:
 
 
 def build_report(
-    scores_root: str | Path,
+    scores_root: str | Path | Iterable[str | Path],
     out_dir: str | Path,
     questions: Mapping[str, str | Path] | None = None,
     transfer_models: Iterable[str] = (),

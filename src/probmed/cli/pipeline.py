@@ -55,7 +55,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     r = sub.add_parser("report", help="paper tables, figures and an HTML page across all scored runs")
     _params(r)
-    r.add_argument("--scores-root", default="build/scores")
+    r.add_argument("--scores-root", action="append",
+                   help="<set>/<model>/<setting>/metrics.json root; repeat to join several (default build/scores)")
     r.add_argument("--questions-root", default="build/questions", help="question tables for Table 1")
     r.add_argument("--out-dir", default="build/report")
     r.add_argument("--runs", help="run ids from `probmed track`: the report is logged into each of them")
@@ -131,6 +132,7 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, 
         "prompt_version": settings.get("prompt_version"),
         "describer": settings.get("describer"),
         "seed": cfg.get("seed"),
+        "sampling_strategy": (cfg.get("questions") or {}).get("strategy"),
         "dataset": qset,
     }
 
@@ -184,7 +186,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     questions = {name: qroot / f"{name}.parquet" for name in question_sets if (qroot / f"{name}.parquet").is_file()}
     try:
         manifest = build_report(
-            args.scores_root,
+            args.scores_root or ["build/scores"],
             args.out_dir,
             questions=questions,
             transfer_models=rcfg.get("transfer_models") or [],
