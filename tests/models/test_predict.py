@@ -38,6 +38,7 @@ def base_args(repo_root, qfile, shared_data, tmp_path, *extra) -> list[str]:
             *extra]
 
 
+@pytest.mark.slow
 def test_predict_tiny_cached_sharded_merged_exported(tmp_path, repo_root, qfile, shared_data, tiny_dir, capsys):
     args = base_args(repo_root, qfile, shared_data, tmp_path, "model=tiny", f"models.tiny.model_id={tiny_dir}")
     full = tmp_path / "full.parquet"
@@ -76,6 +77,7 @@ def test_predict_tiny_cached_sharded_merged_exported(tmp_path, repo_root, qfile,
     assert set(records[0]) == {"id", "image_type", "qa_type", "question", "gt_ans", "response"}
 
 
+@pytest.mark.slow
 def test_cot_and_described_use_cached_descriptions(tmp_path, repo_root, qfile, shared_data, tiny_dir, capsys):
     common = base_args(repo_root, qfile, shared_data, tmp_path, "model=tiny", f"models.tiny.model_id={tiny_dir}")
     assert run_cli(["predict", *common, "setting=cot", "--out", str(tmp_path / "cot.parquet")]) == 0
