@@ -30,7 +30,7 @@ from omegaconf import DictConfig, OmegaConf
 
 from probmed.config import ConfigError, to_plain
 from probmed.finetune import data
-from probmed.records import RecordError, read_image_records, image_records_to_frame, read_questions, write_json_atomic, write_parquet
+from probmed.records import image_records_to_frame, read_image_records, read_questions, write_json_atomic, write_parquet
 
 STAGES: tuple[str, ...] = ("pretrain", "adapt")
 PARENT_TAG = "probmed.parent_training_run"

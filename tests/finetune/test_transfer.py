@@ -1,0 +1,70 @@
+"""Transfer study pieces that need no model: comparison labels, the held-out selection, table outputs."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pandas as pd
+import pytest
+
+from probmed.finetune import data
+from probmed.finetune.transfer import comparison, compact_metrics, group_table, held_out_questions, to_markdown
+from probmed.records import write_parquet
+
+DOMAIN = {"source": "ChestX-ray14", "modality": "x-ray", "organ": "chest"}
+
+
+@pytest.mark.parametrize(
+    "group, expected",
+    [
+        (("ChestX-ray14", "x-ray", "chest"), "in-domain (held-out patients)"),
+        (("VQA-RAD", "x-ray", "chest"), "same modality and organ, other source"),
+        (("MedICaT", "ct", "chest"), "same organ, other modality"),  # the paper's claim: chest CT / MRI
+        (("MedICaT", "mri", "chest"), "same organ, other modality"),
+        (("VQA-RAD", "x-ray", "spine"), "same modality, other organ"),
+        (("VQA-RAD", "ct", "abdomen"), "other modality and organ"),
+        (("VQA-RAD", "unknown", "chest"), "same organ, modality unknown"),
+    ],
+)
+def test_comparison_labels(group, expected):
+    assert comparison(dict(zip(("source", "modality", "organ"), group)), DOMAIN) == expected
+
+
+def test_held_out_questions_are_the_saved_eval_images_capped_per_group(tmp_path, image_records, questions):
+    images = data.image_table(image_records)
+    splits = data.assign_splits(images, 0.5, seed=0)
+    table = images.assign(split=splits.loc[images["image_id"]].to_numpy())
+    write_parquet(table, tmp_path / "splits.parquet")
+    write_parquet(questions, tmp_path / "questions.parquet")
+
+    held = held_out_questions(tmp_path / "questions.parquet", tmp_path / "splits.parquet")
+    eval_ids = set(table.loc[table["split"] == "eval", "image_id"])
+    assert set(held["image_id"]) == eval_ids
+    assert len(held) == questions["image_id"].isin(eval_ids).sum()
+
+    capped = held_out_questions(tmp_path / "questions.parquet", tmp_path / "splits.parquet", max_images_per_group=1)
+    per_group = capped.groupby(["source", "modality", "organ"])["image_id"].nunique()
+    assert (per_group == 1).all() and len(per_group) == held.groupby(["source", "modality", "organ"]).ngroups
+    again = held_out_questions(tmp_path / "questions.parquet", tmp_path / "splits.parquet", max_images_per_group=1)
+    assert set(again["image_id"]) == set(capped["image_id"])  # seeded, stable
+
+
+def test_group_table_scores_each_model_per_group(image_records, questions):
+    from probmed.scoring.baselines import always_no, always_yes
+
+    images = data.image_table(image_records)
+    frame = questions.merge(images[["image_id", "modality", "organ"]], on="image_id")
+    preds = {"finetune-base": always_yes(questions), "finetune-adapted": always_no(questions)}
+    table = group_table(frame, preds, {"source": "chestxray14", "modality": "x-ray", "organ": "chest"}, 0, 0)
+    assert len(table) == frame.groupby(["source", "modality", "organ"]).ngroups * 2  # modality + organ
+    # always-yes and always-no both get no pair right; averaged accuracy is exactly 50%
+    assert (table["base_accuracy_adv_pairs"] == 0).all() and (table["adapted_accuracy_adv_pairs"] == 0).all()
+    assert (table["base_averaged_accuracy"] == 50).all() and (table["delta_averaged_accuracy"] == 0).all()
+    assert set(table.loc[table["source"] == "chestxray14", "comparison"]) == {"in-domain (held-out patients)"}
+
+    md = to_markdown(table)
+    assert md.count("\n") == len(table) + 2 and "in-domain" in md
+    metrics = compact_metrics(table.assign(base_accuracy_adv_pairs=float("nan")))
+    text = json.dumps(metrics, allow_nan=False)  # strict JSON: NaN became null
+    assert json.loads(text)["chestxray14 / X-ray - Chest"]["modality"]["base"] is None
