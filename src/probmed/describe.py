@@ -22,7 +22,8 @@ from probmed.store import AnswerStore, cache_key, file_hash
 
 
 def description_key(describer: Backend, prompts: PromptSet, image_hash: str) -> str:
-    return cache_key(describer.fingerprint(), "describe", prompts.version, prompts.describe, image_hash, "")
+    fingerprint = {**describer.fingerprint(), "describe_max_new_tokens": prompts.describe_max_new_tokens}
+    return cache_key(fingerprint, "describe", prompts.version, prompts.describe, image_hash, "")
 
 
 def describe_images(

@@ -153,3 +153,14 @@ def test_unknown_and_disabled_models_are_config_errors():
         build_backend(models, "zz")
     with pytest.raises(ConfigError, match="disabled"):
         build_backend(models, "b")
+
+
+@pytest.mark.gpu
+def test_cuda_answers_match_cpu(tiny_dir, shared_data, questions):
+    if not torch.cuda.is_available():
+        pytest.skip("needs a CUDA device")
+    items = items_for(questions, shared_data)
+    cpu = build_backend(hf_models(tiny_dir, mode="logits"), "m").answer(items)
+    gpu = build_backend(hf_models(tiny_dir, mode="logits", device="cuda"), "m").answer(items)
+    assert [a.label for a in cpu] == [a.label for a in gpu]
+    assert max(abs(a.p_yes - b.p_yes) for a, b in zip(cpu, gpu)) < 1e-3

@@ -207,7 +207,8 @@ class OpenAIBackend(Backend):
         kwargs: dict[str, Any] = {
             "model": self.model_id,
             "messages": messages,
-            "max_tokens": item.max_new_tokens or self.max_tokens,
+            # newer OpenAI models take max_completion_tokens; vLLM, transformers serve and gpt-4o max_tokens
+            str(self.cfg.get("max_tokens_param", "max_tokens")): item.max_new_tokens or self.max_tokens,
             "temperature": self.temperature,
         }
         if self.logprobs and item.task == "answer":
