@@ -150,7 +150,6 @@ def run_predictions(
     check_setting(setting)
     if setting != "vanilla" and not backend.supports_images:
         raise ConfigError(f"model {backend.name!r} never sees the image; only setting=vanilla applies to it")
-    backend.prepare(questions)
     part = shard_questions(questions, *shard)
     image_paths = resolve_images(part, Path(image_root)) if backend.supports_images else {}
     image_hashes = {img: file_hash(p) for img, p in image_paths.items()}
@@ -191,6 +190,9 @@ def run_predictions(
             item = Item(qid=q.qid, image_id=q.image_id, image_path=image_paths.get(q.image_id), prompt=prompt,
                         question=q.question, category=q.category)
             pending.append((key, q, item))
+
+    if pending:  # baselines train or seed on the whole table (not the shard); skipped when all is cached
+        backend.prepare(questions)
 
     batches: list[list[tuple[str, Any, Item]]] = []
     if backend.batch_by_image:
