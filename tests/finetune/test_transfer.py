@@ -25,6 +25,7 @@ DOMAIN = {"source": "ChestX-ray14", "modality": "x-ray", "organ": "chest"}
         (("VQA-RAD", "x-ray", "spine"), "same modality, other organ"),
         (("VQA-RAD", "ct", "abdomen"), "other modality and organ"),
         (("VQA-RAD", "unknown", "chest"), "same organ, modality unknown"),
+        (("VQA-RAD", "unknown", "brain"), "other organ, modality unknown"),
     ],
 )
 def test_comparison_labels(group, expected):

@@ -49,8 +49,8 @@ def comparison(group: Mapping[str, str], domain: Mapping[str, Any]) -> str:
     same_src = domain.get("source") in (None, group["source"])
     same_mod = domain.get("modality") in (None, group["modality"])
     same_org = domain.get("organ") in (None, group["organ"])
-    if group["modality"] in ("unknown", "other") and same_org:
-        return "same organ, modality unknown"
+    if group["modality"] in ("unknown", "other"):
+        return "same organ, modality unknown" if same_org else "other organ, modality unknown"
     if same_mod and same_org:
         return "in-domain (held-out patients)" if same_src else "same modality and organ, other source"
     if same_org:
@@ -187,7 +187,7 @@ def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title:
         ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
         ax.set_ylim(0, 100)
         ax.set_title(cat)
-    axes[0][0].set_ylabel("accuracy with adversarial pairs (%)")
+    axes[0][0].set_ylabel("accuracy with adversarial pairs (%)\n(abnormality: single questions)")
     axes[0][-1].legend(fontsize=8)
     fig.suptitle(title, fontsize=10)
     fig.tight_layout()
