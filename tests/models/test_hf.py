@@ -85,7 +85,7 @@ def test_logit_mode_agrees_with_first_generated_token(yesno_dir, shared_data, sh
 
 @pytest.fixture(scope="module")
 def shared_data_questions(shared_data):
-    from conftest import make_questions
+    from predict_helpers import make_questions
 
     return make_questions(shared_data, 4)
 

@@ -15,7 +15,7 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
-from conftest import make_questions
+from predict_helpers import make_questions
 from probmed.cli import main
 from probmed.models.mock_server import MockChatServer
 from probmed.records import read_predictions, write_questions

@@ -107,6 +107,7 @@ NON_ANSWER_KEYS = frozenset(
         "api_key_env",
         "base_url_env",
         "device",
+        "threads",
         "batch_size",
         "price",
     }

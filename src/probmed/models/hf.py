@@ -116,6 +116,9 @@ class HFBackend(Backend):
         if dtype is None:
             raise ConfigError(f"models.{self.name}.dtype = {dtype_name!r} is not a torch dtype")
         device = str(self.cfg.get("device", "cpu"))
+        threads = self.cfg.get("threads")
+        if threads:  # on a shared CPU, oversubscribed intra-op threads stall for seconds per call
+            torch.set_num_threads(int(threads))
         kwargs: dict[str, Any] = {"dtype": dtype}
         if self.revision:
             kwargs["revision"] = self.revision
