@@ -45,3 +45,14 @@ def test_extra_corpus_extends_vocabulary(tmp_path):
     out = build_tiny_llava(tmp_path / "m", corpus=["pneumoperitoneum xyzzy"])
     tok = AutoProcessor.from_pretrained(out).tokenizer
     assert tok.convert_tokens_to_ids("xyzzy") != tok.unk_token_id
+
+
+def test_chat_prompt_snapshot(tiny_dir):
+    """The rendered prompt is part of what the model sees: a template change must be deliberate."""
+    processor = AutoProcessor.from_pretrained(tiny_dir)
+    messages = [
+        {"role": "system", "content": [{"type": "text", "text": "Be brief."}]},
+        {"role": "user", "content": [{"type": "image"}, {"type": "text", "text": "Is this an MRI?"}]},
+    ]
+    prompt = processor.apply_chat_template(messages, add_generation_prompt=True)
+    assert prompt == "system: Be brief.\nuser: <image> Is this an MRI?\nassistant:"
