@@ -164,7 +164,7 @@ class AnswerStore:
                 raise ValueError("answer record without 'key'")
             lines.append(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
             old = self._records.get(rec["key"])
-            if old is None or (old.get("error") and not rec.get("error")) or (old.get("error") and rec.get("error")):
+            if old is None or old.get("error"):  # a success is never replaced
                 self._records[rec["key"]] = rec
         if not lines:
             return 0
