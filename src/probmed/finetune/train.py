@@ -307,7 +307,11 @@ def run_stage(
         trainer = make_trainer(fcfg, int(scfg.epochs), logger)
         dm.setup()
         start = time.perf_counter()
-        trainer.fit(module, datamodule=dm)
+        try:
+            trainer.fit(module, datamodule=dm)
+        except BaseException:
+            logger.finalize("failed")  # the MLflow run says FAILED instead of staying RUNNING
+            raise
         seconds = time.perf_counter() - start
         torch.set_grad_enabled(True)
         if not trainer.is_global_zero:  # multi-GPU: rank 0 alone saves, publishes and logs
