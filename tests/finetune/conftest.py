@@ -138,7 +138,13 @@ def workspace(tmp_path_factory, image_records: pd.DataFrame, questions: pd.DataF
     return {"records": root / "records.parquet", "questions": root / "questions.parquet"}
 
 
-def small_overrides(tmp: Path, **extra: str) -> list[str]:
+@pytest.fixture(scope="session")
+def small_overrides():
+    """The function below, as a fixture (test modules do not import conftest)."""
+    return _small_overrides
+
+
+def _small_overrides(tmp: Path, **extra: str) -> list[str]:
     """params.yaml with tiny CPU settings and an MLflow store inside `tmp`."""
     base = {
         "finetune.domain.source": "chestxray14",

@@ -11,11 +11,15 @@ import pytest
 from probmed.config import ConfigError, load_params
 from probmed.finetune.train import BASE_POINTER, PARENT_TAG, finetune_params, run_stage
 
-from conftest import small_overrides  # type: ignore[import-not-found]
 
+@pytest.fixture()
+def params(repo_root: Path, small_overrides):
+    """load_params(params.yaml) with the small CPU overrides plus the test's own."""
 
-def params(repo_root: Path, tmp: Path, **extra: str):
-    return load_params(repo_root / "params.yaml", small_overrides(tmp, **extra))
+    def load(tmp: Path, **extra: str):
+        return load_params(repo_root / "params.yaml", small_overrides(tmp, **extra))
+
+    return load
 
 
 def point_at(model_dir: Path, out_dir: Path) -> None:
@@ -34,10 +38,10 @@ def test_gpu_profile_merges_over_defaults(repo_root: Path):
         finetune_params(load_params(repo_root / "params.yaml", ["finetune.profile=tpu"]))
 
 
-def test_unknown_target_module_fails_before_training(repo_root, tmp_path, workspace, shared_data, tiny_model_dir):
+def test_unknown_target_module_fails_before_training(params, tmp_path, workspace, shared_data, tiny_model_dir):
     out = tmp_path / "ft"
     point_at(tiny_model_dir, out)
-    cfg = params(repo_root, tmp_path, **{"finetune.lora.target_modules": "[q_proj,attn_qkv]"})
+    cfg = params(tmp_path, **{"finetune.lora.target_modules": "[q_proj,attn_qkv]"})
     with pytest.raises(ConfigError, match=r"\['attn_qkv'\] not found in the model"):
         run_stage(cfg, "adapt", workspace["questions"], workspace["records"], shared_data, out)
     assert not (out / "adapter").exists()
@@ -45,26 +49,28 @@ def test_unknown_target_module_fails_before_training(repo_root, tmp_path, worksp
     assert [p.name for p in out.iterdir()] == ["pretrain"]  # no staging debris
 
 
-def test_domain_without_questions_fails_before_training(repo_root, tmp_path, workspace, shared_data, tiny_model_dir):
+def test_domain_without_questions_fails_before_training(params, tmp_path, workspace, shared_data, tiny_model_dir):
     out = tmp_path / "ft"
     point_at(tiny_model_dir, out)
-    cfg = params(repo_root, tmp_path, **{"finetune.domain.source": "MIMIC-CXR"})
+    cfg = params(tmp_path, **{"finetune.domain.source": "MIMIC-CXR"})
     with pytest.raises(ConfigError, match="matches no question"):
         run_stage(cfg, "adapt", workspace["questions"], workspace["records"], shared_data, out)
     assert not (out / "adapter").exists() and not (tmp_path / "mlflow.db").exists()
 
 
-def test_empty_training_split_fails_before_training(repo_root, tmp_path, workspace, shared_data, tiny_model_dir):
+def test_empty_training_split_fails_before_training(params, tmp_path, workspace, shared_data, tiny_model_dir):
     out = tmp_path / "ft"
     point_at(tiny_model_dir, out)
     # every patient of every group with two or more patients is held out: nothing left to train on
-    cfg = params(repo_root, tmp_path, **{"finetune.split.eval_fraction": "0.99"})
+    cfg = params(tmp_path, **{"finetune.split.eval_fraction": "0.99"})
     with pytest.raises(ConfigError, match="training split is empty"):
         run_stage(cfg, "adapt", workspace["questions"], workspace["records"], shared_data, out)
     assert not (out / "adapter").exists() and not (tmp_path / "mlflow.db").exists()
 
 
-def test_cli_reports_config_error_with_exit_2(repo_root, tmp_path, workspace, shared_data, tiny_model_dir, capsys):
+def test_cli_reports_config_error_with_exit_2(
+    repo_root, tmp_path, workspace, shared_data, tiny_model_dir, capsys, small_overrides
+):
     from probmed.cli import main
 
     out = tmp_path / "ft"
@@ -81,14 +87,14 @@ def test_cli_reports_config_error_with_exit_2(repo_root, tmp_path, workspace, sh
 
 
 @pytest.mark.slow
-def test_pretrain_adapt_transfer_chain(repo_root, tmp_path, workspace, shared_data):
+def test_pretrain_adapt_transfer_chain(params, tmp_path, workspace, shared_data):
     """The whole study on 36 real images: outputs, split hygiene, MLflow links, cached re-run."""
     from mlflow import MlflowClient
 
     from probmed.finetune.transfer import MODELS, run_transfer
 
     out = tmp_path / "ft"
-    cfg = params(repo_root, tmp_path)
+    cfg = params(tmp_path)
     pre = run_stage(cfg, "pretrain", workspace["questions"], workspace["records"], shared_data, out)
     assert pre.trainable_params == pre.total_params > 50_000  # full training
     assert (out / "pretrain" / "model" / "config.json").is_file()
@@ -133,11 +139,11 @@ def test_pretrain_adapt_transfer_chain(repo_root, tmp_path, workspace, shared_da
 
 
 @pytest.mark.slow
-def test_gpu_profile_code_path_on_cpu(repo_root, tmp_path, workspace, shared_data, tiny_model_dir):
+def test_gpu_profile_code_path_on_cpu(params, tmp_path, workspace, shared_data, tiny_model_dir):
     """The GPU profile end to end with only the hardware keys set back to CPU: no pretrain, a pointer, LoRA."""
     out = tmp_path / "ft"
     cfg = params(
-        repo_root, tmp_path,
+        tmp_path,
         **{
             "finetune.profile": "gpu",
             "finetune.profiles.gpu.base_model": str(tiny_model_dir),
