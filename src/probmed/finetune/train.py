@@ -112,8 +112,8 @@ def select_training(frame: pd.DataFrame, stage: str, fcfg: DictConfig) -> tuple[
         if fcfg.get("balance", True):
             part = data.balance_answers(part, seed)
         part = _cap(part, scfg.get("max_per_group"), seed)
-        limit = scfg.get("max_examples")
-        if limit is not None and split == "train" and len(part) > int(limit):
+        limit = scfg.get("max_examples")  # caps the validation slice too
+        if limit is not None and len(part) > int(limit):
             part = part.sample(n=int(limit), random_state=seed).sort_index()
         parts[split] = part
     if parts["train"].empty:
