@@ -211,14 +211,14 @@ def table_categories(runs: Iterable[Run]) -> pd.DataFrame:
     expectation under uniform yes/no answers on the same questions.
     """
     rows, seen = [], set()
-    for run in runs:
-        rows.append(_category_row({"question_set": run.question_set, "model": run.model, "setting": run.setting},
-                                  run.metrics))
+    for run in runs:  # runs come sorted by question set: the exact baseline heads each set's rows
         baseline = run.metrics.get("random_baseline") or {}
         if run.question_set not in seen and baseline.get("by_category"):
             seen.add(run.question_set)
             rows.append(_category_row({"question_set": run.question_set, "model": "random (exact)", "setting": "-"},
                                       baseline))
+        rows.append(_category_row({"question_set": run.question_set, "model": run.model, "setting": run.setting},
+                                  run.metrics))
     return pd.DataFrame(rows)
 
 
