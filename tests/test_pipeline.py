@@ -21,7 +21,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-from omegaconf import OmegaConf
+import yaml
 
 from probmed.cli import main
 from probmed.config import ConfigError, load_params, to_plain
@@ -75,21 +75,27 @@ def copy_project(src: Path, dst: Path) -> None:
             shutil.copy2(path, dst / name)
 
 
+def edit_params(path: Path, edit) -> None:
+    """Load, edit, write params.yaml with PyYAML (what DVC reads; it keeps "yes" keys quoted)."""
+    cfg = yaml.safe_load(path.read_text())
+    edit(cfg)
+    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+
+
 def tiny_params(path: Path) -> None:
-    cfg = OmegaConf.load(path)
-    cfg.datasets.question_sets.probmed.max_images = 6
-    cfg.datasets.question_sets["vqarad-adv"].max_images = 4
-    cfg.pipeline.runs = TINY_RUNS
-    cfg.pipeline.described_runs = TINY_DESCRIBED
-    cfg.score.bootstrap_resamples = 20
-    if "finetune" in cfg:  # the fine-tuning stages at the smallest scale that still trains and probes
-        cfg.finetune.pretrain.epochs = 1
-        cfg.finetune.pretrain.max_examples = 64
-        cfg.finetune.adapt.epochs = 1
-        cfg.finetune.adapt.max_examples = 64
-        cfg.finetune.transfer.max_images_per_group = 3
-        cfg.finetune.transfer.bootstrap_resamples = 20
-    OmegaConf.save(cfg, path)
+    def edit(cfg: dict) -> None:
+        cfg["datasets"]["question_sets"]["probmed"]["max_images"] = 6
+        cfg["datasets"]["question_sets"]["vqarad-adv"]["max_images"] = 4
+        cfg["pipeline"]["runs"] = TINY_RUNS
+        cfg["pipeline"]["described_runs"] = TINY_DESCRIBED
+        cfg["score"]["bootstrap_resamples"] = 20
+        if "finetune" in cfg:  # the fine-tuning stages at the smallest scale that still trains and probes
+            ft = cfg["finetune"]
+            ft["pretrain"].update(epochs=1, max_examples=64)
+            ft["adapt"].update(epochs=1, max_examples=64)
+            ft["transfer"].update(max_images_per_group=3, bootstrap_resamples=20)
+
+    edit_params(path, edit)
 
 
 def dvc_status(repo: Path) -> dict:
@@ -260,9 +266,7 @@ def test_one_models_param_reruns_only_its_stages_and_metrics_params_show(pipelin
     params = repo / "params.yaml"
     original = params.read_text()
     try:
-        cfg = OmegaConf.load(params)
-        cfg.models["always-yes"].note = "changed"
-        OmegaConf.save(cfg, params)
+        edit_params(params, lambda cfg: cfg["models"]["always-yes"].update(note="changed"))
         changed = set(dvc_status(repo))
         assert changed == {"plan", "predict@probmed-always-yes-vanilla", "track"}, changed
         diff = json.loads(sh(f"{BIN}/dvc", "params", "diff", "--json", cwd=repo).stdout)
@@ -384,3 +388,19 @@ def test_dvc_exp_run_with_set_param(pipeline_repo):
     assert subset["image_id"].nunique() == 3
     sh("git", "checkout", "-q", "--", "params.yaml", "dvc.lock", cwd=repo)
     sh(f"{BIN}/dvc", "checkout", "-q", cwd=repo, check=False)
+
+
+@pytest.mark.slow
+def test_bad_config_stops_dvc_repro_before_any_work(tmp_path, repo_root, shared_data):
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    copy_project(repo_root, repo)
+    edit_params(repo / "params.yaml",  # llava-med: configured, but disabled
+                lambda cfg: cfg["pipeline"]["runs"]["probmed-tiny-cot"].update(model="llava-med"))
+    sh("git", "init", "-q", cwd=repo)
+    sh(f"{BIN}/probmed", "fetch-data", "--source", str(shared_data), cwd=repo)
+    proc = sh(f"{BIN}/dvc", "repro", cwd=repo, check=False)
+    assert proc.returncode != 0
+    assert "pipeline.runs.probmed-tiny-cot.model = 'llava-med' is disabled" in proc.stderr + proc.stdout
+    assert "Running stage 'curate" not in proc.stdout
+    assert not (repo / "build").exists()

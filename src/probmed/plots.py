@@ -99,20 +99,27 @@ def figure_per_image_type(runs: Sequence["Run"], question_set: str, path: Path) 
     categories = _present(runs, CATEGORIES)
     if not image_types or not categories:
         return None
-    fig, axes = plt.subplots(
-        1, len(categories), figsize=(2.2 + 1.2 * len(image_types) * len(categories), 1.5 + 0.45 * len(runs)),
-        squeeze=False,
-    )
-    for ax, category in zip(axes[0], categories):
+    ncols = min(3, len(categories))
+    nrows = math.ceil(len(categories) / ncols)
+    panel_w, panel_h = 1.5 + 0.6 * len(image_types), 1.6 + 0.35 * len(runs)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2 + panel_w * ncols, panel_h * nrows), squeeze=False)
+    cmap = matplotlib.colormaps["viridis"].copy()
+    cmap.set_bad("#dddddd")  # not asked in this image type: grey, never a colour that reads as 0
+    for k, category in enumerate(categories):
+        ax = axes[k // ncols][k % ncols]
         grid = np.array([[_val(r, category, "accuracy_adv_pairs", it) for it in image_types] for r in runs])
-        ax.imshow(np.nan_to_num(grid, nan=-1), vmin=0, vmax=100, cmap="viridis", aspect="auto")
+        ax.imshow(np.ma.masked_invalid(grid), vmin=0, vmax=100, cmap=cmap, aspect="auto")
         for i in range(grid.shape[0]):
             for j in range(grid.shape[1]):
                 text = "—" if math.isnan(grid[i, j]) else f"{grid[i, j]:.0f}"
-                ax.text(j, i, text, ha="center", va="center", fontsize=7, color="white")
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        color="black" if math.isnan(grid[i, j]) or grid[i, j] > 60 else "white")
         ax.set_title(category)
         ax.set_xticks(range(len(image_types)), image_types, rotation=45, ha="right", fontsize=7)
-        ax.set_yticks(range(len(runs)), [r.label for r in runs] if ax is axes[0][0] else [], fontsize=7)
+        ax.set_yticks(range(len(runs)), [r.label for r in runs] if k % ncols == 0 else [], fontsize=7)
+    for k in range(len(categories), nrows * ncols):
+        axes[k // ncols][k % ncols].axis("off")
+    fig.tight_layout()
     fig.suptitle(f"{question_set}: accuracy with adversarial pairs per image type", y=1.04)
     return _save(fig, path)
 
