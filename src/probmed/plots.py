@@ -103,8 +103,7 @@ def figure_per_image_type(runs: Sequence["Run"], question_set: str, path: Path) 
     nrows = math.ceil(len(categories) / ncols)
     panel_w, panel_h = 1.5 + 0.6 * len(image_types), 1.6 + 0.35 * len(runs)
     fig, axes = plt.subplots(nrows, ncols, figsize=(2 + panel_w * ncols, panel_h * nrows), squeeze=False)
-    cmap = matplotlib.colormaps["viridis"].copy()
-    cmap.set_bad("#dddddd")  # not asked in this image type: grey, never a colour that reads as 0
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")  # not asked: grey, never "0"
     for k, category in enumerate(categories):
         ax = axes[k // ncols][k % ncols]
         grid = np.array([[_val(r, category, "accuracy_adv_pairs", it) for it in image_types] for r in runs])
