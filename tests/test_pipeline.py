@@ -404,3 +404,16 @@ def test_bad_config_stops_dvc_repro_before_any_work(tmp_path, repo_root, shared_
     assert "pipeline.runs.probmed-tiny-cot.model = 'llava-med' is disabled" in proc.stderr + proc.stdout
     assert "Running stage 'curate" not in proc.stdout
     assert not (repo / "build").exists()
+
+
+def test_params_read_the_same_after_dvc_rewrites_them(repo_root, tmp_path):
+    """`dvc exp run -S` re-dumps params.yaml without quotes; values must not change meaning."""
+    from dvc.utils.serialize import modify_yaml
+
+    path = tmp_path / "params.yaml"
+    shutil.copy(repo_root / "params.yaml", path)
+    before = to_plain(load_params(path))
+    with modify_yaml(path) as data:  # what `dvc exp run -S seed=0` does to the file
+        data["seed"] = before["seed"]
+    assert to_plain(load_params(path)) == before
+    assert "{yes: yes" in path.read_text() or "yes: yes" in path.read_text()  # quotes really are gone

@@ -24,7 +24,7 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"parameter file {path} not found")
-    cfg = OmegaConf.load(path)
+    cfg = OmegaConf.create(read_yaml_12(path))
     bad = [o for o in overrides if "=" not in o]
     if bad:
         raise ConfigError(f"override(s) {bad} are not of the form key=value")
@@ -32,6 +32,34 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()
         cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
     assert isinstance(cfg, DictConfig)
     return cfg
+
+
+def read_yaml_12(path: str | Path) -> Any:
+    """Parse YAML with YAML 1.2 booleans (only true/false), the way DVC reads params.yaml.
+
+    OmegaConf's own loader follows YAML 1.1, where ``yes``/``no``/``on``/``off`` are
+    booleans. DVC rewrites params.yaml on ``dvc exp run -S`` and drops quotes, so a
+    quoted ``"yes"`` key would come back as ``True``; reading with 1.2 rules keeps
+    both tools agreeing on every value.
+    """
+    import re
+
+    import yaml
+    from omegaconf._utils import get_yaml_loader
+
+    base = get_yaml_loader()
+    bool_tag = "tag:yaml.org,2002:bool"
+
+    class Yaml12Loader(base):  # type: ignore[misc, valid-type]
+        pass
+
+    Yaml12Loader.yaml_implicit_resolvers = {
+        first: [(tag, rx) for tag, rx in resolvers if tag != bool_tag]
+        for first, resolvers in base.yaml_implicit_resolvers.items()
+    }
+    Yaml12Loader.add_implicit_resolver(bool_tag, re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$"), list("tTfF"))
+    with open(path, encoding="utf-8") as fh:
+        return yaml.load(fh, Loader=Yaml12Loader) or {}
 
 
 def require(cfg: DictConfig, key: str) -> Any:
