@@ -318,7 +318,7 @@ def test_mlflow_server_serves_the_pipeline_runs(pipeline_repo, tmp_path):
         params = lambda r: {p["key"]: p["value"] for p in r["data"].get("params", [])}  # noqa: E731
         metrics = lambda r: {m["key"]: m["value"] for m in r["data"].get("metrics", [])}  # noqa: E731
         vanilla = runs[ids["probmed-tiny-vanilla"]]
-        assert params(vanilla)["model.model_id"] == "build/models/tiny-llava"
+        assert params(vanilla)["model.model_id"] == "build/finetune/pretrain/model"
         assert params(vanilla)["prompt_version"] == "v1" and params(vanilla)["seed"] == "0"
         assert tags(vanilla)["probmed.questions_dvc_md5"] == md5(repo / "build/questions/probmed.parquet")
         assert len(tags(vanilla)["probmed.git_commit"].split("+")[0]) == 40

@@ -143,8 +143,8 @@ def write_plan(cfg: Mapping[str, Any], out_dir: str | Path, root: str | Path = "
     """Check everything, then write the constant gate file and the resolved plan (for people)."""
     from probmed.records import write_json_atomic, write_text_atomic
 
+    plan = {"evaluations": [e.__dict__ for e in evaluations(cfg)]}  # params first, then the filesystem
     check_datasets(cfg, root)
-    plan = {"evaluations": [e.__dict__ for e in evaluations(cfg)]}
     out = Path(out_dir)
     write_json_atomic(plan, out / "plan.json")
     write_text_atomic(GATE_TEXT, out / "gate")
@@ -222,6 +222,21 @@ def fetch_data(repo: str | Path = ".", dvc_file: str = "data.dvc", source: str |
 
 
 # --- seeded subsets of a question set ------------------------------------------------
+
+
+def drop_training_images(frame: "pd.DataFrame", splits: "pd.DataFrame") -> "pd.DataFrame":
+    """The questions whose image the local default model never trained on.
+
+    Why: the offline default model is the tiny LLaVA after `probmed finetune
+    --stage pretrain`, which trains on the `train` images of the fine-tuning
+    split (build/finetune/splits.parquet); scoring it on those would measure
+    memorisation. Images the split does not list were never trained on and stay.
+    """
+    missing = [c for c in ("image_id", "split") if c not in splits.columns]
+    if missing:
+        raise ConfigError(f"fine-tuning split table lacks column(s) {missing}")
+    trained = set(splits.loc[splits["split"] == "train", "image_id"])
+    return frame[~frame["image_id"].isin(trained)].reset_index(drop=True)
 
 
 def subset_questions(frame: "pd.DataFrame", max_images: int | None, seed: int) -> "pd.DataFrame":

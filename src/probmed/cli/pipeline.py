@@ -43,6 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--question-set", required=True, help="name under datasets.question_sets")
     s.add_argument("--out", required=True, help="subset question table (Parquet)")
     s.add_argument("--official", help="also write the subset in the original question-file format (JSON)")
+    s.add_argument("--splits", help="fine-tuning split table: with datasets.question_sets.<name>."
+                   "exclude_training_images, images the default model trained on are left out")
     s.set_defaults(func=cmd_subset)
 
     t = sub.add_parser("track", help="log every planned evaluation as an MLflow run (ablations as child runs)")
@@ -87,7 +89,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_subset(args: argparse.Namespace) -> int:
-    from probmed.pipeline import subset_questions
+    from probmed.pipeline import drop_training_images, subset_questions
     from probmed.records import read_questions, write_questions
 
     cfg = _cfg(args)
@@ -102,7 +104,14 @@ def cmd_subset(args: argparse.Namespace) -> int:
     if not Path(args.questions).is_file():
         raise UserError(f"question file {args.questions} not found")
     full = read_questions(args.questions)
-    frame = subset_questions(full, max_images, int(seed or 0))
+    pool = full
+    if qset.get("exclude_training_images"):
+        if not args.splits or not Path(args.splits).is_file():
+            raise UserError(f"{key}.exclude_training_images is set but no split table was given (--splits)")
+        import pandas as pd
+
+        pool = drop_training_images(full, pd.read_parquet(args.splits))
+    frame = subset_questions(pool, max_images, int(seed or 0))
     write_questions(frame, args.out)
     if args.official:
         from probmed.formats import write_question_file
