@@ -30,7 +30,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from probmed.records import read_predictions
     from probmed.scoring.run import evaluate, write_run
 
-    settings = _score_settings(args.params, args.overrides)
+    settings = _score_settings(args.params, args.overrides + args.dotted)
     questions = read_questions_any(args.questions)
     predictions = read_predictions(args.predictions)
     metrics = evaluate(questions, predictions, settings, name=args.name)
@@ -53,7 +53,7 @@ def cmd_score_responses(args: argparse.Namespace) -> int:
     from probmed.formats import read_response_file
     from probmed.scoring.run import evaluate, from_response_records, write_run
 
-    settings = _score_settings(args.params, args.overrides)
+    settings = _score_settings(args.params, args.overrides + args.dotted)
     questions, predictions = from_response_records(read_response_file(args.responses), str(args.responses))
     metrics = evaluate(questions, predictions, settings, name=args.name or Path(args.responses).stem)
     write_run(metrics, args.out_dir, label=args.name or Path(args.responses).stem)
@@ -121,6 +121,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("questions", help="question set: project Parquet table or original-format JSON question file")
     p.add_argument("predictions", help="prediction table (Parquet, records.PREDICTION_COLUMNS)")
+    p.add_argument("dotted", nargs="*", metavar="KEY=VALUE",
+                   help="dotted params overrides, as for every other command (score.bootstrap_resamples=200)")
     p.add_argument("--out-dir", required=True, help="directory for metrics.json and the tables")
     p.add_argument("--name", default=None, help="row label in the tables (default: the predictions' model)")
     p.add_argument("--params", default=None, help="parameter file (default: params.yaml if present)")
@@ -142,6 +144,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(yes/no/refusal/unparsed) and write the same outputs as `probmed score`.",
     )
     p.add_argument("responses", help="response file in the original format (JSON list)")
+    p.add_argument("dotted", nargs="*", metavar="KEY=VALUE", help="dotted params overrides")
     p.add_argument("--out-dir", required=True, help="directory for metrics.json and the tables")
     p.add_argument("--name", default=None, help="row label in the tables (default: the file name)")
     p.add_argument("--params", default=None, help="parameter file (default: params.yaml if present)")
