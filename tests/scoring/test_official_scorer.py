@@ -59,7 +59,7 @@ HAND = [
     rec("d", T2, "modality_hallu", "no", "No, it is not."),
     rec("d", T2, "body_part_gt", "yes", "Yes"),
     rec("d", T2, "body_part_hallu", "no", "No"),
-    rec("d", T2, "entity_gt_1", "yes", "Yes"),
+    rec("d", T2, "entity_gt_1", "yes", "Yes"),  # never closed: not a pair, as in the original
     rec("d", T2, "entity_hallu_2", "no", "No"),  # k differs from the open pair: skipped
     rec("d", T2, "grounding_hallu_1", "no", "No"),  # no open pair on the first image: skipped + warning
     # T1, image b: short modality list on a non-last image is dropped
@@ -90,7 +90,7 @@ def test_per_image_type(hand: dict) -> None:
     assert t1["position"] == {"acc": 100.0, "acc_wo_adv": 100.0, "num": 3}
     t2 = hand["by_image_type"][T2]
     assert t2["abnormality"] == {"acc": None, "acc_wo_adv": None, "num": 0}
-    assert t2["condition"] == {"acc": 100.0, "acc_wo_adv": 100.0, "num": 1}
+    assert t2["condition"] == {"acc": None, "acc_wo_adv": None, "num": 1}  # no closed pair
     assert t2["position"] == {"acc": None, "acc_wo_adv": None, "num": 1}
 
 
@@ -99,9 +99,9 @@ def test_across_types_and_overall(hand: dict) -> None:
     assert cats["modality"] == pytest.approx({"acc": 200 / 3, "acc_wo_adv": 200 / 3, "num": 3})
     assert cats["organ"] == pytest.approx({"acc": 75.0, "acc_wo_adv": 100.0, "num": 4})
     assert cats["abnormality"] == pytest.approx({"acc": 200 / 3, "acc_wo_adv": None, "num": 3})
-    assert cats["condition"] == pytest.approx({"acc": 62.5, "acc_wo_adv": 62.5, "num": 4})
+    assert cats["condition"] == pytest.approx({"acc": 50.0, "acc_wo_adv": 50.0, "num": 3})
     assert cats["position"] == pytest.approx({"acc": 100.0, "acc_wo_adv": 100.0, "num": 3})
-    assert hand["overall"] == pytest.approx({"acc": 1250 / 17, "num": 17, "acc_wo_adv": 1150 / 14, "num_wo_adv": 14})
+    assert hand["overall"] == pytest.approx({"acc": 1150 / 16, "num": 16, "acc_wo_adv": 1050 / 13, "num_wo_adv": 13})
 
 
 def test_crash_cases_are_warned(hand: dict) -> None:
@@ -109,7 +109,8 @@ def test_crash_cases_are_warned(hand: dict) -> None:
     assert "grounding_hallu_1): adversarial record without an open pair on the first image" in text
     assert "'MRI - Brain': no abnormality questions" in text
     assert "'MRI - Brain': no position questions" in text
-    assert len(hand["warnings"]) == 3  # the silently skipped entity_hallu_2 is the original's normal path
+    assert "'MRI - Brain': no condition questions" in text
+    assert len(hand["warnings"]) == 4  # the silently skipped entity_hallu_2 is the original's normal path
 
 
 def test_naive_reference_agrees(hand: dict) -> None:
@@ -128,6 +129,39 @@ def test_second_adversarial_for_closed_pair_is_skipped() -> None:
     out = score_official(recs)
     assert out["by_image_type"][T1]["condition"]["acc"] == 100.0
     assert any("second adversarial record for closed pair 1" in w for w in out["warnings"])
+
+
+def test_unclosed_gt_records_and_reopened_pairs_as_the_original() -> None:
+    """The original appends a pair to the image's list only when its adversary closes it: a gt
+    record left open is not a pair; a gt record reopening k starts a new pair beside the old."""
+    recs = [
+        rec("a", T1, "entity_gt_1", "yes", "No"),  # left open by gt_2: dropped
+        rec("a", T1, "entity_gt_2", "yes", "Yes"),
+        rec("a", T1, "entity_hallu_2", "no", "No"),
+        rec("a", T1, "grounding_gt_1", "yes", "Yes"),
+        rec("a", T1, "grounding_hallu_1", "no", "No"),
+        rec("b", T1, "grounding_gt_1", "yes", "No"),  # never closed: b has no position pair
+        rec("c", T1, "entity_gt_1", "yes", "Yes"),
+        rec("c", T1, "entity_hallu_1", "no", "Yes"),  # pair [1, 0]
+        rec("c", T1, "entity_gt_1", "yes", "Yes"),
+        rec("c", T1, "entity_hallu_1", "no", "No"),  # a second pair [1, 1]
+    ]
+    out = score_official(recs)
+    t1 = out["by_image_type"][T1]
+    assert t1["condition"] == {"acc": 50.0, "acc_wo_adv": 100.0, "num": 3}  # a right, c wrong, b skipped
+    assert t1["position"] == {"acc": 100.0, "acc_wo_adv": 100.0, "num": 3}  # a only
+    naive = score_official_naive(recs)
+    assert naive["condition"] == {"acc": 50.0, "acc_wo_adv": 100.0}
+    assert naive["position"] == {"acc": 100.0, "acc_wo_adv": 100.0}
+
+
+def test_abnormality_is_the_exact_qa_type() -> None:
+    """The original tests ``qa_type == 'abnormality'``; anything else falls through to position."""
+    recs = [rec("a", T1, "abnormality", "yes", "Yes"), rec("b", T1, "abnormality_extra", "yes", "No")]
+    out = score_official(recs)
+    assert out["by_image_type"][T1]["abnormality"] == {"acc": 100.0, "acc_wo_adv": None, "num": 1}
+    assert out["by_image_type"][T1]["position"]["acc"] is None
+    assert score_official_naive(recs)["abnormality"]["acc"] == 100.0
 
 
 def test_category_null_everywhere_is_left_out_of_overall() -> None:

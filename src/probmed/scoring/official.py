@@ -9,15 +9,16 @@ included. The rules (DESIGN.md, "The official-compatible scorer"):
   "Not sure" count) or lower-cases to ``no``/``no.``.
 * Records are grouped by ``image_type`` and walked in file order; a new image
   starts whenever ``id`` changes within the type. ``qa_type`` containing
-  ``modality`` / ``body_part`` / ``abnormality`` / ``entity`` selects the
-  category, anything else is position.
+  ``modality`` / ``body_part``, equal to ``abnormality``, containing ``entity``
+  selects the category, anything else is position.
 * Modality / organ: one list of scores per image; a list whose length is not 2
   is dropped, except on the last image of a type (kept whatever its length).
 * Abnormality: one flat list of scores per type; accuracy is their mean.
 * Condition / position: bare ``entity_hallu`` makes the image's entry a single
   score; ``*_gt_<k>`` opens pair k; a following non-gt record with the same
-  trailing k closes it; a non-gt record whose k differs from the open pair is
-  skipped. An image is right iff every pair is all 1 (or its single score is
+  trailing k closes it (only a closed pair counts; a gt record left open is
+  dropped, as the original appends a pair when it closes); a non-gt record whose
+  k differs from the open pair is skipped. An image is right iff every pair is all 1 (or its single score is
   1); ``acc_wo_adv`` iff every first score is 1; images without such questions
   are skipped in the accuracy but counted in ``num``.
 * ``num``: kept images (modality/organ), questions (abnormality), all images of
@@ -69,7 +70,7 @@ def _category(qa_type: str) -> str:
         return "modality"
     if "body_part" in qa_type:
         return "organ"
-    if "abnormality" in qa_type:
+    if qa_type == "abnormality":
         return "abnormality"
     if "entity" in qa_type:
         return "condition"
@@ -79,16 +80,17 @@ def _category(qa_type: str) -> str:
 class _Image:
     """Scores of one image within one image type."""
 
-    __slots__ = ("id", "first_record", "modality", "organ", "entries", "open_k")
+    __slots__ = ("id", "first_record", "modality", "organ", "entries", "open_k", "open_pair")
 
     def __init__(self, image_id: Any, first_record: int) -> None:
         self.id = image_id
         self.first_record = first_record
         self.modality: list[int] = []
         self.organ: list[int] = []
-        # condition/position: dict k -> [scores] or an int (single score)
-        self.entries: dict[str, dict[str, list[int]] | int] = {"condition": {}, "position": {}}
+        # condition/position: the closed pairs in order, or an int (single score)
+        self.entries: dict[str, list[list[int]] | int] = {"condition": [], "position": []}
         self.open_k: dict[str, str | None] = {"condition": None, "position": None}
+        self.open_pair: dict[str, list[int] | None] = {"condition": None, "position": None}
 
 
 class _TypeState:
@@ -101,8 +103,8 @@ class _TypeState:
         self.mod_lists: list[list[int]] = []
         self.org_lists: list[list[int]] = []
         self.abn: list[int] = []
-        self.cond: list[dict[str, list[int]] | int] = []
-        self.pos: list[dict[str, list[int]] | int] = []
+        self.cond: list[list[list[int]] | int] = []
+        self.pos: list[list[list[int]] | int] = []
 
     def flush(self, last: bool, warnings: list[str]) -> None:
         img = self.current
@@ -128,13 +130,14 @@ def _pair_record(
 ) -> None:
     entry = img.entries[cat]
     if cat == "condition" and qa_type == "entity_hallu":
-        if isinstance(entry, dict) and entry:
+        if isinstance(entry, list) and entry:
             warnings.append(
                 f"record {idx} (image {img.id!r}, {qa_type}): bare entity_hallu after condition pairs; "
                 "the image's entry becomes this single score"
             )
         img.entries[cat] = score
         img.open_k[cat] = None
+        img.open_pair[cat] = None
         return
     k = qa_type.rsplit("_", 1)[-1]
     if isinstance(entry, int):
@@ -144,7 +147,7 @@ def _pair_record(
         )
         return
     if "_gt" in qa_type:
-        entry[k] = [score]
+        img.open_pair[cat] = [score]
         img.open_k[cat] = k
         return
     open_k = img.open_k[cat]
@@ -158,20 +161,22 @@ def _pair_record(
         return
     if k != open_k:
         return  # the original skips it silently
-    pair = entry[k]
+    pair = img.open_pair[cat]
+    assert pair is not None
     if len(pair) >= 2:
         warnings.append(
             f"record {idx} (image {img.id!r}, {qa_type}): second adversarial record for closed pair {k}; skipped"
         )
         return
     pair.append(score)
+    entry.append(pair)
 
 
 def _pct(num: float, den: float) -> float | None:
     return None if den == 0 else 100.0 * num / den
 
 
-def _pair_image_scores(entries: list[dict[str, list[int]] | int]) -> tuple[int, int, int]:
+def _pair_image_scores(entries: list[list[list[int]] | int]) -> tuple[int, int, int]:
     """(images with questions, images all right, images with all first scores right)."""
     n = right = first = 0
     for e in entries:
@@ -183,8 +188,8 @@ def _pair_image_scores(entries: list[dict[str, list[int]] | int]) -> tuple[int, 
         if not e:
             continue
         n += 1
-        right += all(all(s == 1 for s in pair) for pair in e.values())
-        first += all(pair[0] == 1 for pair in e.values())
+        right += all(all(s == 1 for s in pair) for pair in e)
+        first += all(pair[0] == 1 for pair in e)
     return n, right, first
 
 
@@ -282,9 +287,11 @@ def score_official_naive(records: list[dict[str, Any]]) -> dict[str, dict[str, f
         n_img = 0
         m: list[int] = []
         o: list[int] = []
-        c: Any = {}
-        p: Any = {}
+        c: Any = []
+        p: Any = []
         ck = pk = None
+        ct: list[int] = []
+        pt: list[int] = []
         for rec in records:
             if rec["image_type"] != itype:
                 continue
@@ -298,32 +305,32 @@ def score_official_naive(records: list[dict[str, Any]]) -> dict[str, dict[str, f
                     pos.append(p)
                 cur = rec["id"]
                 n_img += 1
-                m, o, c, p, ck, pk = [], [], {}, {}, None, None
+                m, o, c, p, ck, pk = [], [], [], [], None, None
             s = official_correct(rec["gt_ans"], rec["response"])
             q = rec["qa_type"]
             if "modality" in q:
                 m.append(s)
             elif "body_part" in q:
                 o.append(s)
-            elif "abnormality" in q:
+            elif q == "abnormality":
                 abn.append(s)
             elif "entity" in q:
                 if q == "entity_hallu":
                     c, ck = s, None
-                elif isinstance(c, dict):
+                elif isinstance(c, list):
                     k = q.split("_")[-1]
                     if "_gt" in q:
-                        c[k] = [s]
-                        ck = k
-                    elif k == ck and len(c[k]) < 2:
-                        c[k].append(s)
-            elif isinstance(p, dict):
+                        ct, ck = [s], k
+                    elif k == ck and len(ct) < 2:
+                        ct.append(s)
+                        c.append(ct)
+            elif isinstance(p, list):
                 k = q.split("_")[-1]
                 if "_gt" in q:
-                    p[k] = [s]
-                    pk = k
-                elif k == pk and len(p[k]) < 2:
-                    p[k].append(s)
+                    pt, pk = [s], k
+                elif k == pk and len(pt) < 2:
+                    pt.append(s)
+                    p.append(pt)
         if n_img:
             if m:
                 mod.append(m)
@@ -345,8 +352,8 @@ def score_official_naive(records: list[dict[str, Any]]) -> dict[str, dict[str, f
                     n, right, first = n + 1, right + e, first + e
                 elif e:
                     n += 1
-                    right += min(min(v) for v in e.values()) == 1
-                    first += min(v[0] for v in e.values()) == 1
+                    right += min(min(v) for v in e) == 1
+                    first += min(v[0] for v in e) == 1
             row[name] = (_pct(right, n), _pct(first, n), n_img)
         per_type.append(row)
     out: dict[str, dict[str, float | None]] = {}
