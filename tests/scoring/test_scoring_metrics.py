@@ -196,3 +196,23 @@ def test_exact_random_baseline_agrees_with_simulation() -> None:
     overall = np.array([r["overall"]["accuracy_adv_pairs_original_weighting"] for r in runs])
     se = overall.std(ddof=1) / np.sqrt(len(overall))
     assert abs(overall.mean() - exact["overall"]["accuracy_adv_pairs_original_weighting"]) < 4 * se
+
+
+def test_condition_with_single_questions_only_has_no_pair_accuracy() -> None:
+    """An image type whose only condition questions are normal images' single hallucinated
+    questions has no condition pairs: its accuracy with adversarial pairs is undefined (the
+    singles are reported beside it, never passed off as pair accuracy)."""
+    spine = "MRI - Spine"
+    spec = [
+        ("N", spine, pair("modality", "yes", "no") + [("abnormality", "no", "no"), ("entity_hallu", "no", "no")]),
+        ("A", CHEST, pair("modality", "yes", "no") + pair("entity", "yes", "yes", 1)),
+    ]
+    questions, predictions = build(spec)
+    res = score(questions, predictions, resamples=50, seed=0)
+    cond = res["by_image_type"][spine]["condition"]
+    assert cond["accuracy_adv_pairs"] is None
+    assert (cond["ci95_low"], cond["ci95_high"]) == (None, None)
+    assert cond["single_accuracy"] == approx(100.0) and cond["n_single"] == 1
+    assert res["random_baseline"]["by_image_type"][spine]["condition"]["accuracy_adv_pairs"] is None
+    assert res["by_category"]["condition"]["accuracy_adv_pairs"] == approx(0.0)  # A's pair, singles apart
+    assert res["by_category"]["abnormality"]["accuracy_adv_pairs"] == approx(100.0)  # singles-only category

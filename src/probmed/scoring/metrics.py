@@ -16,8 +16,9 @@ Scoring units (DESIGN.md "Scoring"):
   averaged holds for pair units; for per-image units it holds when images carry
   equally many pairs, since a small all-right image can outweigh a large
   all-wrong one); they are reported beside them as ``single_accuracy``.
-  A category with singles only (abnormality) reports its single-question
-  accuracy as ``accuracy_adv_pairs`` (the paper's Table 3 column).
+  The category of singles (abnormality) reports its single-question
+  accuracy as ``accuracy_adv_pairs`` (the paper's Table 3 column); a paired
+  category with no pairs in a set (condition on normal images only) has none.
 
 metrics.json (every accuracy / rate in percent, null where undefined)::
 
@@ -63,7 +64,7 @@ import pandas as pd
 
 from probmed.records import RecordError
 from probmed.scoring.bootstrap import interval, resample_weights
-from probmed.vocab import CATEGORIES, LABELS
+from probmed.vocab import CATEGORIES, LABELS, PAIRED_CATEGORIES
 
 METRIC_KEYS: tuple[str, ...] = (
     "accuracy_adv_pairs",
@@ -216,10 +217,13 @@ class _Group:
         self.img_single_ok = np.bincount(img[singles], weights=corr[singles], minlength=n_img)
         self.img_questions = np.bincount(img, minlength=n_img).astype(np.float64)
         self.n_images = int(np.count_nonzero(self.img_questions))
+        paired_codes = [CATEGORIES.index(c) for c in PAIRED_CATEGORIES]
+        self._paired_category = bool(np.isin(p.cat[rows], paired_codes).any())
 
     @property
     def paired_category(self) -> bool:
-        return self.n_units > 0
+        """A paired category's rows (singles beside its pairs are never its strict accuracy)."""
+        return self._paired_category
 
     def strict(self) -> float | None:
         if self.paired_category:
