@@ -369,8 +369,9 @@ def score_official_vqarad(records: list[dict[str, Any]]) -> dict[str, Any]:
     position (``i % 2``: ground truth first), parsed with the same substring rule.
 
     Returns ``{"averaged_accuracy", "accuracy_adv_pairs", "num_questions", "num_pairs",
-    "warnings"}`` in percent. A trailing unpaired record (odd count) is reported and left
-    out of the pair accuracy (the original would index past the end).
+    "warnings"}`` in percent; averaged accuracy is over the questions of the pairs. A
+    trailing unpaired record (odd count) is reported and left out of both accuracies (the
+    original drops it too); ``num_questions`` still counts it.
     """
     warnings: list[str] = []
     scores = [official_correct(r["gt_ans"], r["response"]) for r in records]
@@ -386,7 +387,7 @@ def score_official_vqarad(records: list[dict[str, Any]]) -> dict[str, Any]:
             )
     right_pairs = sum(scores[2 * k] == 1 and scores[2 * k + 1] == 1 for k in range(n_pairs))
     return {
-        "averaged_accuracy": _pct(sum(scores), len(scores)),
+        "averaged_accuracy": _pct(sum(scores[: 2 * n_pairs]), 2 * n_pairs),
         "accuracy_adv_pairs": _pct(right_pairs, n_pairs),
         "num_questions": len(scores),
         "num_pairs": n_pairs,
