@@ -155,6 +155,23 @@ def test_unclosed_gt_records_and_reopened_pairs_as_the_original() -> None:
     assert naive["position"] == {"acc": 100.0, "acc_wo_adv": 100.0}
 
 
+def test_pairs_closing_after_a_single_condition_score_as_the_original() -> None:
+    """The original keeps appending closed pairs to a normal image's ``[score]`` list; such a
+    list is read as a single entry: first score from its head, never all right."""
+    recs = [
+        rec("a", T1, "entity_gt_1", "yes", "Yes"),
+        rec("a", T1, "entity_hallu", "no", "No"),  # entry becomes [1] (pair 1 stays open)
+        rec("a", T1, "entity_hallu_1", "no", "No"),  # closes pair 1: [1, [1, 1]]
+        rec("b", T1, "entity_hallu", "no", "No"),
+        rec("b", T1, "entity_gt_2", "yes", "Yes"),
+        rec("b", T1, "entity_hallu_2", "no", "No"),  # [1, [1, 1]]
+    ]
+    out = score_official(recs)
+    assert out["by_image_type"][T1]["condition"] == {"acc": 0.0, "acc_wo_adv": 100.0, "num": 2}
+    assert not any("after a single" in w for w in out["warnings"])  # not skipped
+    assert score_official_naive(recs)["condition"] == {"acc": 0.0, "acc_wo_adv": 100.0}
+
+
 def test_abnormality_is_the_exact_qa_type() -> None:
     """The original tests ``qa_type == 'abnormality'``; anything else falls through to position."""
     recs = [rec("a", T1, "abnormality", "yes", "Yes"), rec("b", T1, "abnormality_extra", "yes", "No")]

@@ -87,8 +87,9 @@ class _Image:
         self.first_record = first_record
         self.modality: list[int] = []
         self.organ: list[int] = []
-        # condition/position: the closed pairs in order, or an int (single score)
-        self.entries: dict[str, list[list[int]] | int] = {"condition": [], "position": []}
+        # condition/position: the closed pairs in order; a bare entity_hallu replaces it with
+        # [score], to which later closed pairs are appended (the original's list)
+        self.entries: dict[str, list[Any]] = {"condition": [], "position": []}
         self.open_k: dict[str, str | None] = {"condition": None, "position": None}
         self.open_pair: dict[str, list[int] | None] = {"condition": None, "position": None}
 
@@ -103,8 +104,8 @@ class _TypeState:
         self.mod_lists: list[list[int]] = []
         self.org_lists: list[list[int]] = []
         self.abn: list[int] = []
-        self.cond: list[list[list[int]] | int] = []
-        self.pos: list[list[list[int]] | int] = []
+        self.cond: list[list[Any]] = []
+        self.pos: list[list[Any]] = []
 
     def flush(self, last: bool, warnings: list[str]) -> None:
         img = self.current
@@ -130,22 +131,14 @@ def _pair_record(
 ) -> None:
     entry = img.entries[cat]
     if cat == "condition" and qa_type == "entity_hallu":
-        if isinstance(entry, list) and entry:
+        if entry and isinstance(entry[0], list):
             warnings.append(
                 f"record {idx} (image {img.id!r}, {qa_type}): bare entity_hallu after condition pairs; "
                 "the image's entry becomes this single score"
             )
-        img.entries[cat] = score
-        img.open_k[cat] = None
-        img.open_pair[cat] = None
+        img.entries[cat] = [score]  # an open pair stays open, as the original's pair id
         return
     k = qa_type.rsplit("_", 1)[-1]
-    if isinstance(entry, int):
-        warnings.append(
-            f"record {idx} (image {img.id!r}, {qa_type}): pair record after a single {cat} score "
-            "(the original would fail); skipped"
-        )
-        return
     if "_gt" in qa_type:
         img.open_pair[cat] = [score]
         img.open_k[cat] = k
@@ -176,18 +169,17 @@ def _pct(num: float, den: float) -> float | None:
     return None if den == 0 else 100.0 * num / den
 
 
-def _pair_image_scores(entries: list[list[list[int]] | int]) -> tuple[int, int, int]:
+def _pair_image_scores(entries: list[list[Any]]) -> tuple[int, int, int]:
     """(images with questions, images all right, images with all first scores right)."""
     n = right = first = 0
     for e in entries:
-        if isinstance(e, int):
-            n += 1
-            right += e == 1
-            first += e == 1
-            continue
         if not e:
             continue
         n += 1
+        if not isinstance(e[0], list):  # a single score, then any pairs closed after it
+            right += all(s == 1 for s in e)  # a pair is never == 1, as in the original
+            first += e[0] == 1
+            continue
         right += all(all(s == 1 for s in pair) for pair in e)
         first += all(pair[0] == 1 for pair in e)
     return n, right, first
@@ -316,15 +308,15 @@ def score_official_naive(records: list[dict[str, Any]]) -> dict[str, dict[str, f
                 abn.append(s)
             elif "entity" in q:
                 if q == "entity_hallu":
-                    c, ck = s, None
-                elif isinstance(c, list):
+                    c = [s]
+                else:
                     k = q.split("_")[-1]
                     if "_gt" in q:
                         ct, ck = [s], k
                     elif k == ck and len(ct) < 2:
                         ct.append(s)
                         c.append(ct)
-            elif isinstance(p, list):
+            else:
                 k = q.split("_")[-1]
                 if "_gt" in q:
                     pt, pk = [s], k
@@ -348,8 +340,10 @@ def score_official_naive(records: list[dict[str, Any]]) -> dict[str, dict[str, f
         for name, entries in (("condition", cond), ("position", pos)):
             n = right = first = 0
             for e in entries:
-                if isinstance(e, int):
-                    n, right, first = n + 1, right + e, first + e
+                if e and not isinstance(e[0], list):
+                    n += 1
+                    right += min(x == 1 for x in e)
+                    first += e[0] == 1
                 elif e:
                     n += 1
                     right += min(min(v) for v in e) == 1
