@@ -108,8 +108,8 @@ def test_crash_cases_are_warned(hand: dict) -> None:
     text = "\n".join(hand["warnings"])
     assert "grounding_hallu_1): adversarial record without an open pair on the first image" in text
     assert "'MRI - Brain': no abnormality questions" in text
-    assert "'MRI - Brain': no position questions" in text
-    assert "'MRI - Brain': no condition questions" in text
+    assert "'MRI - Brain': no scored position image" in text
+    assert "'MRI - Brain': no scored condition image" in text
     assert len(hand["warnings"]) == 4  # the silently skipped entity_hallu_2 is the original's normal path
 
 

@@ -120,7 +120,7 @@ class _TypeState:
                 else:
                     warnings.append(
                         f"image type {self.name!r}: last image {img.id!r} has no {cat} questions; "
-                        "the original would fail on its empty list; dropped"
+                        "its empty list is dropped, as the original drops it"
                     )
         self.cond.append(img.entries["condition"])
         self.pos.append(img.entries["position"])
@@ -202,7 +202,10 @@ def _type_result(st: _TypeState, warnings: list[str]) -> dict[str, dict[str, Any
         n, right, first = _pair_image_scores(entries)
         out[cat] = {"acc": _pct(right, n), "acc_wo_adv": _pct(first, n), "num": st.n_images}
         if n == 0:
-            warnings.append(f"image type {st.name!r}: no {cat} questions (the original divides by zero); acc null")
+            warnings.append(
+                f"image type {st.name!r}: no scored {cat} image (no {cat} questions or no closed pair; "
+                "the original divides by zero); acc null"
+            )
     return {cat: out[cat] for cat in CATS}
 
 
