@@ -34,6 +34,7 @@ from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from probmed.markdown import markdown_table
 from probmed.records import write_json_atomic, write_text_atomic
 from probmed.vocab import CATEGORIES, PAIRED_CATEGORIES
 
@@ -254,10 +255,7 @@ def to_markdown(frame: pd.DataFrame, digits: int = 2) -> str:
             return "—" if math.isnan(value) else f"{value:.{digits}f}"
         return str(value).replace("|", "\\|")
 
-    header = "| " + " | ".join(map(str, frame.columns)) + " |"
-    rule = "|" + "|".join("---" for _ in frame.columns) + "|"
-    body = ["| " + " | ".join(cell(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join([header, rule, *body]) + "\n"
+    return markdown_table(frame, cell=cell)
 
 
 def slug(text: str) -> str:

@@ -7,6 +7,7 @@ from typing import Iterable
 
 import pandas as pd
 
+from probmed.markdown import markdown_table
 from probmed.records import ImageRecord
 
 TABLE1_COLUMNS = ["image_type", "images", "questions", "yes_answers", "unique_conditions", "unique_positions"]
@@ -48,7 +49,4 @@ def record_counts(records: Iterable[ImageRecord]) -> pd.DataFrame:
 
 
 def to_markdown(frame: pd.DataFrame) -> str:
-    cols = list(frame.columns)
-    lines = ["| " + " | ".join(cols) + " |", "|" + "---|" * len(cols)]
-    lines += ["| " + " | ".join(str(v) for v in row) + " |" for row in frame.itertuples(index=False)]
-    return "\n".join(lines) + "\n"
+    return markdown_table(frame)

@@ -31,6 +31,7 @@ from omegaconf import DictConfig
 from probmed.config import ConfigError, to_plain
 from probmed.finetune import data
 from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
+from probmed.markdown import markdown_table
 from probmed.records import QUESTION_COLUMNS, read_questions, write_json_atomic, write_parquet, write_text_atomic
 from probmed.vocab import CATEGORIES, image_type
 
@@ -152,13 +153,14 @@ def to_markdown(table: pd.DataFrame) -> str:
             "base_averaged_accuracy", "adapted_averaged_accuracy"]
     head = ["source", "image type", "comparison", "category", "images", "base strict %", "adapted strict %",
             "Δ strict", "base avg %", "adapted avg %"]
-    lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
-    for row in table[cols].itertuples(index=False):
-        cells = ["—" if v is None or (isinstance(v, float) and math.isnan(v)) else
-                 (f"{v:+.2f}" if i == 7 else f"{v:.2f}") if isinstance(v, float) else str(v)
-                 for i, v in enumerate(row)]
-        lines.append("| " + " | ".join(cells) + " |")
-    return "\n".join(lines) + "\n"
+    def cell(v: Any, signed: bool = False) -> str:
+        if v is None or (isinstance(v, float) and math.isnan(v)):
+            return "—"
+        return (f"{v:+.2f}" if signed else f"{v:.2f}") if isinstance(v, float) else str(v)
+
+    shown = table[cols].astype(object)
+    shown["delta_accuracy_adv_pairs"] = [cell(v, signed=True) for v in shown["delta_accuracy_adv_pairs"]]
+    return markdown_table(shown, headers=head, cell=cell)
 
 
 def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title: str) -> Path:

@@ -32,14 +32,10 @@ from typing import Any
 
 import numpy as np
 
-from probmed.scoring.metrics import Prepared
+from probmed.scoring.metrics import Prepared, _pct
 from probmed.vocab import CATEGORIES
 
 _CAT = {c: i for i, c in enumerate(CATEGORIES)}
-
-
-def _pct(num: float, den: float) -> float | None:
-    return None if den == 0 else float(100.0 * num / den)
 
 
 def procedural(p: Prepared) -> dict[str, Any]:

@@ -24,6 +24,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
+from probmed.markdown import markdown_table
 from probmed.vocab import CATEGORIES
 
 CATEGORY_TITLES: dict[str, str] = {
@@ -238,13 +239,8 @@ def _cell(value: Any) -> str:
 
 def to_markdown(frame: pd.DataFrame, title: str = "") -> str:
     """A GitHub-flavoured Markdown table (no extra dependency)."""
-    headers = [_HEADERS.get(c, c) for c in frame.columns]
-    lines = [f"**{title}**", ""] if title else []
-    lines.append("| " + " | ".join(headers) + " |")
-    lines.append("|" + "|".join("---" for _ in headers) + "|")
-    for row in frame.itertuples(index=False):
-        lines.append("| " + " | ".join(_cell(v) for v in row) + " |")
-    return "\n".join(lines) + "\n"
+    table = markdown_table(frame, headers=[_HEADERS.get(c, c) for c in frame.columns], cell=_cell)
+    return f"**{title}**\n\n{table}" if title else table
 
 
 def to_csv(frame: pd.DataFrame) -> str:
