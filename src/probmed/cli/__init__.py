@@ -26,6 +26,12 @@ class UserError(Exception):
     """An error caused by the user's input or configuration: no traceback, exit 2."""
 
 
+def add_params_arguments(p: argparse.ArgumentParser, example: str = "seed=1") -> None:
+    """`--params FILE` and trailing dotted ``key=value`` overrides: the same on every command."""
+    p.add_argument("overrides", nargs="*", help=f"dotted params overrides, e.g. {example}")
+    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="probmed", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")

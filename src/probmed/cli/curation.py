@@ -9,7 +9,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from probmed.cli import UserError
+from probmed.cli import UserError, add_params_arguments
 from probmed.config import load_params
 from probmed.records import read_image_records, read_questions, write_image_records, write_json_atomic, write_questions, write_text_atomic
 
@@ -21,8 +21,7 @@ def _params(args: argparse.Namespace) -> Any:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
-    p.add_argument("overrides", nargs="*", help="dotted key=value overrides of params.yaml")
+    add_params_arguments(p, "curate.chestxray14.image_size=224")
 
 
 def _extractor(cfg: Any, method: str):

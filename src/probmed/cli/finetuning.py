@@ -11,12 +11,12 @@ import argparse
 import json
 from pathlib import Path
 
+from probmed.cli import add_params_arguments
 from probmed.config import load_params
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("overrides", nargs="*", help="dotted params overrides, e.g. finetune.adapt.epochs=1")
-    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
+    add_params_arguments(p, "finetune.adapt.epochs=1")
     p.add_argument("--questions", help="question table (Parquet); default finetune.questions")
     p.add_argument("--image-root", help="directory image_path is relative to; default finetune.image_root")
     p.add_argument("--out-dir", help="fine-tuning directory; default finetune.out_dir")

@@ -16,13 +16,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probmed.cli import UserError
+from probmed.cli import UserError, add_params_arguments
 from probmed.config import ConfigError, load_params, to_plain
 
 
 def _params(p: argparse.ArgumentParser) -> None:
-    p.add_argument("overrides", nargs="*", help="dotted params overrides, e.g. tracking.experiment=demo")
-    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
+    add_params_arguments(p, "tracking.experiment=demo")
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -13,13 +13,12 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probmed.cli import UserError
+from probmed.cli import UserError, add_params_arguments
 from probmed.config import ConfigError, load_params, to_plain
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    p.add_argument("overrides", nargs="*", help="dotted params overrides, e.g. model=tiny setting=cot")
-    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
+    add_params_arguments(p, "model=tiny setting=cot")
     p.add_argument("--questions", help="question table (Parquet); default predict.questions")
     p.add_argument("--image-root", help="directory image_path is relative to; default predict.image_root")
     p.add_argument("--shard", help="i/N: answer only the images of shard i of N")
