@@ -12,9 +12,9 @@ import argparse
 import random
 import time
 
-from probmed.curation.vocabularies import CONDITIONS_BY_ORGAN, CXR14_CONDITIONS, CXR_POSITIONS, POSITIONS_BY_ORGAN
-from probmed.questions import generate_questions
-from probmed.records import Finding, ImageRecord, validate_question_frame
+from probmed.benchmark.curation.vocabularies import CONDITIONS_BY_ORGAN, CXR14_CONDITIONS, CXR_POSITIONS, POSITIONS_BY_ORGAN
+from probmed.benchmark.questions import generate_questions
+from probmed.core.records import Finding, ImageRecord, validate_question_frame
 
 
 def synthetic_records(n: int, seed: int = 0) -> list[ImageRecord]:

@@ -29,17 +29,17 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from probmed.models.base import Item, build_backend  # noqa: E402
-from probmed.models.tiny import build_tiny_llava  # noqa: E402
-from probmed.predict import run_predictions  # noqa: E402
-from probmed.prompting import PromptSet  # noqa: E402
+from probmed.inference.models.base import Item, build_backend  # noqa: E402
+from probmed.inference.models.tiny import build_tiny_llava  # noqa: E402
+from probmed.inference.predict import run_predictions  # noqa: E402
+from probmed.inference.prompting import PromptSet  # noqa: E402
 
 PROMPTS = PromptSet.from_params({})
 
 
 def question_set(data: Path, n_images: int):
-    from probmed.questions import generate_questions
-    from probmed.sources.vqarad import load_vqarad
+    from probmed.benchmark.questions import generate_questions
+    from probmed.benchmark.sources.vqarad import load_vqarad
 
     records = [r for r in load_vqarad(data / "vqa-rad", data).records if r.image_path][:n_images]
     frame, _ = generate_questions(records, seed=0)
@@ -68,7 +68,7 @@ def mock_server_process(latency_ms: float):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "probmed.models.mock_server", "--port", str(port),
+    proc = subprocess.Popen([sys.executable, "-m", "probmed.inference.models.mock_server", "--port", str(port),
                              "--latency-ms", str(latency_ms)], stdout=subprocess.DEVNULL)
     url = f"http://127.0.0.1:{port}"
     try:

@@ -34,7 +34,7 @@ from probmed.scoring.synthetic import (
     synthetic_questions,
     synthetic_responses,
 )
-from probmed.vocab import CATEGORIES
+from probmed.core.vocab import CATEGORIES
 
 TARGET_S = 2.0
 

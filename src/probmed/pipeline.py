@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from omegaconf import OmegaConf
 
-from probmed.config import ConfigError
+from probmed.core.config import ConfigError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -141,7 +141,7 @@ def check_datasets(cfg: Mapping[str, Any], root: str | Path = ".") -> None:
 
 def write_plan(cfg: Mapping[str, Any], out_dir: str | Path, root: str | Path = ".") -> dict[str, Any]:
     """Check everything, then write the constant gate file and the resolved plan (for people)."""
-    from probmed.records import write_json_atomic, write_text_atomic
+    from probmed.core.records import write_json_atomic, write_text_atomic
 
     plan = {"evaluations": [e.__dict__ for e in evaluations(cfg)]}  # params first, then the filesystem
     check_datasets(cfg, root)

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probmed.records import QUESTION_COLUMNS
-from probmed.vocab import image_type
+from probmed.core.records import QUESTION_COLUMNS
+from probmed.core.vocab import image_type
 
 VQARAD_ORGANS = {"CHEST": ("x-ray", "chest"), "ABD": ("ct", "abdomen"), "HEAD": ("mri", "brain")}
 MODALITY_WORDS = {"x-ray": "an X-ray", "ct": "a CT scan", "mri": "an MRI"}
@@ -119,7 +119,7 @@ def questions(image_records: pd.DataFrame) -> pd.DataFrame:
 
 @pytest.fixture(scope="session")
 def tiny_model_dir(tmp_path_factory, questions: pd.DataFrame) -> Path:
-    from probmed.models.tiny import build_tiny_llava
+    from probmed.inference.models.tiny import build_tiny_llava
 
     return build_tiny_llava(tmp_path_factory.mktemp("tiny") / "model", seed=0, corpus=questions["question"].tolist())
 
@@ -127,7 +127,7 @@ def tiny_model_dir(tmp_path_factory, questions: pd.DataFrame) -> Path:
 @pytest.fixture(scope="session")
 def workspace(tmp_path_factory, image_records: pd.DataFrame, questions: pd.DataFrame) -> dict[str, Path]:
     """Record and question tables on disk, as the pipeline writes them."""
-    from probmed.records import ImageRecord, write_image_records, write_questions
+    from probmed.core.records import ImageRecord, write_image_records, write_questions
 
     root = tmp_path_factory.mktemp("finetune-inputs")
     records = []

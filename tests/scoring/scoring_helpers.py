@@ -6,7 +6,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from probmed.formats import questions_from_official
+from probmed.core.release_format import questions_from_official
 
 MISSING = "missing"  # a label that means: no prediction row for this question
 

@@ -234,7 +234,7 @@ def test_agrees_with_project_scorer_on_clean_answers() -> None:
     import numpy as np
     import pandas as pd
 
-    from probmed.formats import responses_to_official
+    from probmed.core.release_format import responses_to_official
     from probmed.scoring.metrics import score
     from probmed.scoring.synthetic import synthetic_labels, synthetic_questions
 
@@ -289,7 +289,7 @@ wild_record = st.fixed_dictionaries(
 def test_any_file_the_original_scores_is_scored(records: list[dict[str, Any]]) -> None:
     import json
 
-    from probmed.formats import validate_response_records
+    from probmed.core.release_format import validate_response_records
 
     records = json.loads(json.dumps(records))  # what a JSON file can hold
     validate_response_records(records)

@@ -12,8 +12,8 @@ import pytest
 from scoring_helpers import build, pair
 
 from probmed.cli import main
-from probmed.formats import write_question_file
-from probmed.records import read_predictions, write_predictions
+from probmed.core.release_format import write_question_file
+from probmed.core.records import read_predictions, write_predictions
 
 CHEST = "X-ray - Chest"
 SPEC = [
@@ -147,7 +147,7 @@ def test_console_script_exit_code(tmp_path: Path) -> None:
 def test_real_vqarad_set_scores_always_yes_at_zero(shared_data: Path, tmp_path: Path) -> None:
     """The real VQA-RAD adversarial set (built from ../shared/data) passes the strict reader and
     scores the paired properties: always-yes 0% with adversarial pairs, 50% averaged."""
-    from probmed.vqarad_adversarial import build_vqarad_adversarial
+    from probmed.benchmark.vqarad_adversarial import build_vqarad_adversarial
 
     frame, _report = build_vqarad_adversarial(shared_data / "vqa-rad", shared_data / "vqa-rad")
     qfile = tmp_path / "vqarad.json"
@@ -165,7 +165,7 @@ def test_real_vqarad_set_scores_always_yes_at_zero(shared_data: Path, tmp_path: 
     table2 = pd.read_csv(out / "table2.csv")
     assert table2.loc[0, "accuracy_adv_pairs"] == 0.0
     # the same answers through the original VQA-RAD ablation scorer (pairs by position)
-    from probmed.formats import read_question_file, write_response_file
+    from probmed.core.release_format import read_question_file, write_response_file
 
     rfile = tmp_path / "responses.json"
     write_response_file(read_question_file(qfile), read_predictions(pfile), rfile)

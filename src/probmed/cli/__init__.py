@@ -47,8 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from probmed.config import ConfigError
-    from probmed.records import RecordError
+    from probmed.core.config import ConfigError
+    from probmed.core.records import RecordError
 
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -10,8 +10,8 @@ from pathlib import Path
 from typing import Any
 
 from probmed.cli import UserError, add_params_arguments
-from probmed.config import load_params
-from probmed.records import read_image_records, read_questions, write_image_records, write_json_atomic, write_questions, write_text_atomic
+from probmed.core.config import load_params
+from probmed.core.records import read_image_records, read_questions, write_image_records, write_json_atomic, write_questions, write_text_atomic
 
 SOURCES = ("chestxray14", "vqarad", "medicat", "roco", "dicom")
 
@@ -26,18 +26,18 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 def _extractor(cfg: Any, method: str):
     if method == "rules":
-        from probmed.curation.extract_rules import extract
+        from probmed.benchmark.curation.extract_rules import extract
 
         return extract
     if method == "llm":
-        from probmed.curation.extract_llm import LLMExtractor, LLMSettings
+        from probmed.benchmark.curation.extract_llm import LLMExtractor, LLMSettings
 
         return LLMExtractor(LLMSettings.from_params(cfg.extract.llm)).extract
     raise UserError(f"--method {method!r}: expected rules or llm")
 
 
 def curate_one(cfg: Any, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
-    from probmed.sources.base import SourceError
+    from probmed.benchmark.sources.base import SourceError
 
     root = Path(image_root or cfg.curate.image_root)
     scfg = cfg.curate[source]
@@ -45,20 +45,20 @@ def curate_one(cfg: Any, source: str, data: str | None, out: str | None, image_r
     t0 = time.perf_counter()
     try:
         if source == "chestxray14":
-            from probmed.sources.chestxray14 import load_chestxray14
+            from probmed.benchmark.sources.chestxray14 import load_chestxray14
 
             res = load_chestxray14(data_dir, Path(scfg.images_dir), root, scfg.image_size, scfg.resample, scfg.workers)
         elif source == "vqarad":
-            from probmed.sources.vqarad import load_vqarad
+            from probmed.benchmark.sources.vqarad import load_vqarad
 
             res = load_vqarad(data_dir, root)
         elif source in ("medicat", "roco"):
-            from probmed.sources.captions import load_medicat, load_roco
+            from probmed.benchmark.sources.captions import load_medicat, load_roco
 
             ex = _extractor(cfg, cfg.extract.method)
             res = load_medicat(data_dir, root, ex) if source == "medicat" else load_roco(data_dir, ex)
         elif source == "dicom":
-            from probmed.sources.dicom import load_dicom_dir
+            from probmed.benchmark.sources.dicom import load_dicom_dir
 
             res = load_dicom_dir(data_dir, root)
         else:
@@ -86,8 +86,8 @@ def cmd_curate(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from probmed.formats import write_question_file
-    from probmed.questions import generate_questions
+    from probmed.core.release_format import write_question_file
+    from probmed.benchmark.questions import generate_questions
 
     cfg = _params(args)
     paths = args.records or list(cfg.questions.records)
@@ -113,14 +113,14 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
-    from probmed.formats import write_question_file
-    from probmed.vqarad_adversarial import Twin, build_vqarad_adversarial, official_records, report_markdown
+    from probmed.core.release_format import write_question_file
+    from probmed.benchmark.vqarad_adversarial import Twin, build_vqarad_adversarial, official_records, report_markdown
 
     cfg = _params(args)
     vcfg = cfg.questions.vqarad_adversarial
     llm = None
     if vcfg.use_llm and cfg.extract.llm.base_url:
-        from probmed.curation.extract_llm import LLMAnswerError, LLMClient, LLMSettings
+        from probmed.benchmark.curation.extract_llm import LLMAnswerError, LLMClient, LLMSettings
 
         client = LLMClient(LLMSettings.from_params(cfg.extract.llm))
         schema = {"type": "object", "required": ["question", "entity"], "properties": {"question": {"type": "string", "minLength": 5}, "entity": {"type": "string"}}}
@@ -151,8 +151,8 @@ def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from probmed.sources.base import SourceError, SourceResult
-    from probmed.sources.captions import read_caption_tsv, run_extractor
+    from probmed.benchmark.sources.base import SourceError, SourceResult
+    from probmed.benchmark.sources.captions import read_caption_tsv, run_extractor
 
     cfg = _params(args)
     ex = _extractor(cfg, args.method)
@@ -172,7 +172,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from probmed.stats import balance, record_counts, table1, to_markdown
+    from probmed.reporting.table1 import balance, record_counts, table1, to_markdown
 
     cfg = _params(args)
     q = read_questions(args.questions or cfg.questions.out)
@@ -192,8 +192,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from probmed.records import read_predictions
-    from probmed.review import export_review, read_verdicts, review_report
+    from probmed.core.records import read_predictions
+    from probmed.benchmark.review import export_review, read_verdicts, review_report
 
     cfg = _params(args)
     rcfg = cfg.questions.review
@@ -212,7 +212,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_import_release(args: argparse.Namespace) -> int:
-    from probmed.sources.probmed_release import import_release
+    from probmed.benchmark.sources.probmed_release import import_release
 
     frame = import_release(Path(args.question_file), args.image_prefix)
     write_questions(frame, args.out)

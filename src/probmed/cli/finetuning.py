@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 
 from probmed.cli import add_params_arguments
-from probmed.config import load_params
+from probmed.core.config import load_params
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -50,7 +50,7 @@ def _paths(args: argparse.Namespace, cfg) -> tuple[str, str, Path]:
 
 
 def cmd_finetune(args: argparse.Namespace) -> int:
-    from probmed.config import to_plain
+    from probmed.core.config import to_plain
     from probmed.finetune.train import finetune_params, run_stage
 
     cfg = load_params(args.params, args.overrides)

@@ -1,7 +1,7 @@
 """`probmed fetch-data`, `plan`, `track`, `report`: the pipeline's own stages.
 
 Thin: read params.yaml (+ dotted overrides), call probmed.pipeline,
-probmed.tracking or probmed.report, print a one-line JSON summary.
+probmed.reporting.tracking or probmed.reporting.report, print a one-line JSON summary.
 File layout the DVC stages share (dvc.yaml writes it, these commands read it):
 
     build/questions/<question_set>.parquet
@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from probmed.cli import UserError, add_params_arguments
-from probmed.config import ConfigError, load_params, to_plain
+from probmed.core.config import ConfigError, load_params, to_plain
 
 
 def _params(p: argparse.ArgumentParser) -> None:
@@ -89,7 +89,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_subset(args: argparse.Namespace) -> int:
     from probmed.pipeline import drop_training_images, subset_questions
-    from probmed.records import read_questions, write_questions
+    from probmed.core.records import read_questions, write_questions
 
     cfg = _cfg(args)
     key = f"datasets.question_sets.{args.question_set}"
@@ -113,7 +113,7 @@ def cmd_subset(args: argparse.Namespace) -> int:
     frame = subset_questions(pool, max_images, int(seed or 0))
     write_questions(frame, args.out)
     if args.official:
-        from probmed.formats import write_question_file
+        from probmed.core.release_format import write_question_file
 
         write_question_file(frame, args.official)
     print(json.dumps({"question_set": args.question_set, "images": int(frame["image_id"].nunique()),
@@ -122,7 +122,7 @@ def cmd_subset(args: argparse.Namespace) -> int:
 
 
 def _tracker(cfg: dict[str, Any]):
-    from probmed.tracking import Tracker
+    from probmed.reporting.tracking import Tracker
 
     tracking = cfg.get("tracking") or {}
     for key in ("uri", "experiment"):
@@ -147,8 +147,8 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, 
 
 def cmd_track(args: argparse.Namespace) -> int:
     from probmed.pipeline import evaluations
-    from probmed.records import write_json_atomic
-    from probmed.tracking import RunSpec, TrackingError, log_model_runs
+    from probmed.core.records import write_json_atomic
+    from probmed.reporting.tracking import RunSpec, TrackingError, log_model_runs
 
     cfg = _cfg(args)
     if not (cfg.get("tracking") or {}).get("enabled", True):
@@ -185,7 +185,7 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from probmed.report import ReportError, build_report
+    from probmed.reporting.report import ReportError, build_report
 
     cfg = _cfg(args)
     rcfg = cfg.get("report") or {}

@@ -1,7 +1,7 @@
 """`probmed predict`, `describe`, `merge`, `export-responses`, `build-tiny-model`.
 
 Thin: read params.yaml (+ dotted overrides such as `model=tiny setting=cot`),
-call probmed.predict, print a one-line JSON summary. Backend failures that the
+call probmed.inference.predict, print a one-line JSON summary. Backend failures that the
 user must fix (unreachable endpoint, bad credentials, unknown model) exit 2
 with one line; every answer received before is already in the store.
 """
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from probmed.cli import UserError, add_params_arguments
-from probmed.config import ConfigError, load_params, to_plain
+from probmed.core.config import ConfigError, load_params, to_plain
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -57,8 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_questions(path: str):
-    from probmed.formats import read_question_file
-    from probmed.records import read_questions
+    from probmed.core.release_format import read_question_file
+    from probmed.core.records import read_questions
 
     if not Path(path).is_file():
         raise UserError(f"question file {path} not found")
@@ -66,7 +66,7 @@ def _read_questions(path: str):
 
 
 def _setup(args: argparse.Namespace):
-    from probmed.prompting import PromptSet, check_setting
+    from probmed.inference.prompting import PromptSet, check_setting
 
     cfg = load_params(args.params, args.overrides)
     predict_cfg = to_plain(cfg.get("predict")) or {}
@@ -85,14 +85,14 @@ def _setup(args: argparse.Namespace):
 
 
 def _backend(models: dict, name: str, context: dict):
-    from probmed.models.base import build_backend
+    from probmed.inference.models.base import build_backend
 
     return build_backend(models, name, **context)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from probmed.models.base import BackendError
-    from probmed.predict import parse_shard, run_predictions, write_predictions_table
+    from probmed.inference.models.base import BackendError
+    from probmed.inference.predict import parse_shard, run_predictions, write_predictions_table
 
     cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
     name = str(cfg.get("model", ""))
@@ -131,10 +131,10 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    from probmed.describe import describe_images, export_descriptions
-    from probmed.models.base import BackendError
-    from probmed.predict import parse_shard, resolve_images, shard_questions, store_file_name
-    from probmed.store import AnswerStore
+    from probmed.inference.describe import describe_images, export_descriptions
+    from probmed.inference.models.base import BackendError
+    from probmed.inference.predict import parse_shard, resolve_images, shard_questions, store_file_name
+    from probmed.inference.answer_store import AnswerStore
     from tqdm import tqdm
 
     cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
@@ -160,8 +160,8 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from probmed.predict import merge_shards, write_predictions_table
-    from probmed.records import read_predictions
+    from probmed.inference.predict import merge_shards, write_predictions_table
+    from probmed.core.records import read_predictions
 
     questions = _read_questions(args.questions)
     frame = merge_shards(questions, [read_predictions(p) for p in args.shards])
@@ -171,8 +171,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from probmed.formats import write_response_file
-    from probmed.records import read_predictions
+    from probmed.core.release_format import write_response_file
+    from probmed.core.records import read_predictions
 
     questions = _read_questions(args.questions)
     missing = write_response_file(questions, read_predictions(args.predictions), args.out)
@@ -181,7 +181,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_build_tiny(args: argparse.Namespace) -> int:
-    from probmed.models.tiny import build_tiny_llava
+    from probmed.inference.models.tiny import build_tiny_llava
 
     corpus: list[Any] = []
     if args.questions:

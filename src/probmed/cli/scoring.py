@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from probmed.cli import UserError
-from probmed.config import DEFAULT_PARAMS, load_params
+from probmed.core.config import DEFAULT_PARAMS, load_params
 
 
 def _score_settings(params: str | None, overrides: list[str]):
@@ -26,8 +26,8 @@ def _score_settings(params: str | None, overrides: list[str]):
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from probmed.formats import read_questions_any
-    from probmed.records import read_predictions
+    from probmed.core.release_format import read_questions_any
+    from probmed.core.records import read_predictions
     from probmed.scoring.run import evaluate, write_run
 
     settings = _score_settings(args.params, args.overrides + args.dotted)
@@ -50,7 +50,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_score_responses(args: argparse.Namespace) -> int:
-    from probmed.formats import read_response_file
+    from probmed.core.release_format import read_response_file
     from probmed.scoring.run import evaluate, from_response_records, write_run
 
     settings = _score_settings(args.params, args.overrides + args.dotted)
@@ -72,8 +72,8 @@ def _fmt(value: float | None) -> str:
 
 
 def cmd_score_official(args: argparse.Namespace) -> int:
-    from probmed.formats import read_response_file
-    from probmed.records import write_json_atomic
+    from probmed.core.release_format import read_response_file
+    from probmed.core.records import write_json_atomic
     from probmed.scoring.official import score_official, score_official_vqarad
 
     records = read_response_file(args.responses)
@@ -96,8 +96,8 @@ def cmd_score_official(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    from probmed.formats import read_questions_any
-    from probmed.records import write_predictions
+    from probmed.core.release_format import read_questions_any
+    from probmed.core.records import write_predictions
     from probmed.scoring.baselines import always_no, always_yes, random_predictions
 
     questions = read_questions_any(args.questions)

@@ -22,8 +22,8 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from probmed.config import ConfigError
-from probmed.records import RecordError
+from probmed.core.config import ConfigError
+from probmed.core.records import RecordError
 
 GROUP_KEYS: tuple[str, ...] = ("source", "modality", "organ")
 IGNORE_INDEX = -100
@@ -125,8 +125,8 @@ def balance_answers(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
 
 
 def render_prompt(question: str, prompts: Any = None) -> str:
-    """The evaluation prompt for a closed question (vanilla setting of probmed.prompting)."""
-    from probmed.prompting import PromptSet
+    """The evaluation prompt for a closed question (vanilla setting of probmed.inference.prompting)."""
+    from probmed.inference.prompting import PromptSet
 
     return (prompts or PromptSet.from_params(None)).question_prompt("vanilla", question)
 

@@ -28,9 +28,9 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from probmed.config import ConfigError, to_plain
+from probmed.core.config import ConfigError, to_plain
 from probmed.finetune import data
-from probmed.records import image_records_to_frame, read_image_records, read_questions, write_json_atomic, write_parquet
+from probmed.core.records import image_records_to_frame, read_image_records, read_questions, write_json_atomic, write_parquet
 
 STAGES: tuple[str, ...] = ("pretrain", "adapt")
 PARENT_TAG = "probmed.parent_training_run"
@@ -59,7 +59,7 @@ def finetune_params(cfg: DictConfig) -> DictConfig:
 
 def prompt_set(cfg: DictConfig):
     """The evaluation prompts (params `settings`), so training sees what probing asks."""
-    from probmed.prompting import PromptSet
+    from probmed.inference.prompting import PromptSet
 
     return PromptSet.from_params(to_plain(cfg.get("settings")) if cfg.get("settings") is not None else None)
 
@@ -369,7 +369,7 @@ def _initial_model(fcfg: DictConfig, frame: pd.DataFrame, prompts, where: Path) 
     """The model the pretrain stage starts from: the tiny LLaVA built from config, or a checkpoint."""
     base = str(fcfg.base_model)
     if base == "tiny":
-        from probmed.models.tiny import build_tiny_llava
+        from probmed.inference.models.tiny import build_tiny_llava
 
         corpus = [prompts.question_prompt("vanilla", q) for q in frame["question"].drop_duplicates()]
         return str(build_tiny_llava(where, seed=int(fcfg.seed), corpus=corpus))

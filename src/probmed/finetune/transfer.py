@@ -28,12 +28,12 @@ from typing import Any, Mapping
 import pandas as pd
 from omegaconf import DictConfig
 
-from probmed.config import ConfigError, to_plain
+from probmed.core.config import ConfigError, to_plain
 from probmed.finetune import data
 from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
-from probmed.markdown import markdown_table
-from probmed.records import QUESTION_COLUMNS, read_questions, write_json_atomic, write_parquet, write_text_atomic
-from probmed.vocab import CATEGORIES, image_type
+from probmed.core.markdown import markdown_table
+from probmed.core.records import QUESTION_COLUMNS, read_questions, write_json_atomic, write_parquet, write_text_atomic
+from probmed.core.vocab import CATEGORIES, image_type
 
 MODELS: tuple[str, ...] = ("finetune-base", "finetune-adapted")
 QUESTION_SET = "finetune-heldout"  # the held-out questions, as a question-set name in the scores layout
@@ -218,8 +218,8 @@ def run_transfer(
     progress: bool = True,
 ) -> TransferResult:
     """Probe base and adapted model on every held-out group; write table, plot, scores and MLflow runs."""
-    from probmed.models.hf import HFBackend
-    from probmed.predict import run_predictions
+    from probmed.inference.models.hf import HFBackend
+    from probmed.inference.predict import run_predictions
     from probmed.scoring.metrics import score
 
     fcfg = finetune_params(cfg)

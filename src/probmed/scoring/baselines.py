@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from probmed.records import PREDICTION_COLUMNS
+from probmed.core.records import PREDICTION_COLUMNS
 
 
 def _predictions(questions: pd.DataFrame, labels: np.ndarray, model: str) -> pd.DataFrame:

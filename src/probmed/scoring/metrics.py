@@ -62,9 +62,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probmed.records import RecordError
+from probmed.core.records import RecordError
 from probmed.scoring.bootstrap import interval, resample_weights
-from probmed.vocab import CATEGORIES, LABELS, PAIRED_CATEGORIES
+from probmed.core.vocab import CATEGORIES, LABELS, PAIRED_CATEGORIES
 
 METRIC_KEYS: tuple[str, ...] = (
     "accuracy_adv_pairs",

@@ -33,7 +33,7 @@ from typing import Any
 import numpy as np
 
 from probmed.scoring.metrics import Prepared, _pct
-from probmed.vocab import CATEGORIES
+from probmed.core.vocab import CATEGORIES
 
 _CAT = {c: i for i, c in enumerate(CATEGORIES)}
 

@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from probmed.records import write_json_atomic, write_text_atomic
+from probmed.core.records import write_json_atomic, write_text_atomic
 from probmed.scoring.metrics import prepare, score_prepared
 from probmed.scoring.procedural import procedural
 from probmed.scoring.robustness import DEFAULT_FRACTIONS, subset_robustness_prepared
@@ -36,7 +36,7 @@ class ScoreSettings:
         section = dict(section or {})
         unknown = sorted(set(section) - set(cls.__dataclass_fields__))
         if unknown:
-            from probmed.config import ConfigError
+            from probmed.core.config import ConfigError
 
             raise ConfigError(f"params: unknown key(s) under 'score': {unknown}")
         if "subset_fractions" in section:
@@ -48,11 +48,11 @@ def from_response_records(records: list[dict[str, Any]], where: str = "responses
     """(questions, predictions) from original-format response records, for the project's scorer.
 
     The question set is rebuilt from the records (``gt_ans`` is the answer) and checked by
-    the strict question reader; each response is parsed with probmed.answers.parse_answer.
+    the strict question reader; each response is parsed with probmed.inference.answer_parser.parse_answer.
     """
-    from probmed.answers import parse_answer
-    from probmed.formats import questions_from_official
-    from probmed.records import RecordError
+    from probmed.inference.answer_parser import parse_answer
+    from probmed.core.release_format import questions_from_official
+    from probmed.core.records import RecordError
 
     question_records = [
         {

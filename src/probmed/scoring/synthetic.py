@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probmed.formats import question_id
-from probmed.records import QUESTION_COLUMNS
-from probmed.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
+from probmed.core.release_format import question_id
+from probmed.core.records import QUESTION_COLUMNS
+from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
 
 PROBMED_IMAGES = 6303
 PROBMED_QUESTIONS = 57132

@@ -24,8 +24,8 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from probmed.markdown import markdown_table
-from probmed.vocab import CATEGORIES
+from probmed.core.markdown import markdown_table
+from probmed.core.vocab import CATEGORIES
 
 CATEGORY_TITLES: dict[str, str] = {
     "modality": "Modality",

@@ -1,0 +1,1 @@
+"""Benchmark construction: sources -> image records -> probing questions (and their audit)."""

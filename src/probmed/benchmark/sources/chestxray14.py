@@ -1,0 +1,208 @@
+"""ChestX-ray14 -> ImageRecords (box list + label table + the images present).
+
+* Abnormal images: every image of the box list. Conditions come from the box
+  labels (``Infiltrate`` normalised to ``infiltration``) with positions from
+  positional reasoning on the 1024 px box; labels the label table gives the
+  image without a box are known present with no position (never hallucinated);
+  the 14 labels the table does not give the image are known absent.
+* Normal images: the ``No Finding`` images (all 14 labels known absent).
+* Pixels: the 1024 px original where present, else the 256 px thumbnail (boxes
+  are always kept in the 1024 px frame; ``provenance.boxes_256`` holds them
+  scaled by 0.25 for the curated 256 px image). Both kinds are normalised
+  identically (curation.images), so format and size carry no label.
+"""
+
+from __future__ import annotations
+
+import csv
+import gzip
+import math
+from dataclasses import dataclass
+from pathlib import Path
+
+from probmed.benchmark.curation.images import normalise_many
+from probmed.benchmark.curation.positions import Box, box_position
+from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS, CXR14_LABELS
+from probmed.core.records import Finding, ImageRecord
+from probmed.benchmark.sources.base import SourceError, SourceResult, relative_path, require_file
+
+SOURCE = "ChestX-ray14"
+BOX_FILE = "BBox_List_2017.csv"
+LABEL_FILE = "Data_Entry_2017_v2020.csv.gz"
+
+
+@dataclass
+class RawBox:
+    image: str
+    label: str
+    box: Box
+
+
+def read_boxes(path: Path, result: SourceResult) -> list[RawBox]:
+    """Parse the box list; malformed rows and unknown labels are excluded by row number."""
+    boxes: list[RawBox] = []
+    with open(require_file(path, "ChestX-ray14 box list"), newline="", encoding="utf-8") as fh:
+        rows = csv.reader(fh)
+        header = next(rows, None)
+        if not header or not header[0].startswith("Image Index"):
+            raise SourceError(f"{path}: header {header!r} is not the box list's")
+        for lineno, row in enumerate(rows, start=2):
+            values = [v.strip() for v in row if v.strip() != ""]
+            if not values:
+                continue
+            tag = f"line {lineno} ({values[0]})"
+            if len(values) != 6:
+                result.exclude("malformed box row (expected 6 values)", tag)
+                continue
+            name, label, *coords = values
+            if label not in CXR14_LABELS:
+                result.exclude(f"unknown box label", f"{tag}: {label}")
+                continue
+            try:
+                x, y, w, h = (float(c) for c in coords)
+            except ValueError:
+                result.exclude("malformed box row (non-numeric box)", tag)
+                continue
+            if not all(math.isfinite(v) for v in (x, y, w, h)) or w <= 0 or h <= 0:
+                result.exclude("malformed box row (empty or non-finite box)", tag)
+                continue
+            boxes.append(RawBox(name, label, Box(x, y, w, h)))
+    if not boxes:
+        raise SourceError(f"{path}: no usable box rows")
+    return boxes
+
+
+def read_label_table(path: Path, wanted: set[str]) -> dict[str, dict[str, str]]:
+    """Label-table rows of the wanted image names (the table has 112,120 rows)."""
+    out: dict[str, dict[str, str]] = {}
+    opener = gzip.open if str(path).endswith(".gz") else open
+    with opener(require_file(path, "ChestX-ray14 label table"), "rt", newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        if not reader.fieldnames or "Finding Labels" not in reader.fieldnames:
+            raise SourceError(f"{path}: no 'Finding Labels' column")
+        for row in reader:
+            if row["Image Index"] in wanted:
+                out[row["Image Index"]] = row
+    return out
+
+
+def image_id(name: str) -> str:
+    return f"cxr14-{Path(name).stem}"
+
+
+def load_chestxray14(
+    data_dir: Path,
+    out_dir: Path,
+    image_root: Path,
+    size: int = 256,
+    resample: str = "lanczos",
+    workers: int = 2,
+    write_images: bool = True,
+) -> SourceResult:
+    """Read the ChestX-ray14 copy under data_dir and write curated images to out_dir.
+
+    ``write_images=False`` builds the records only (paths still point at out_dir),
+    for callers that need metadata but not pixels."""
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise SourceError(f"ChestX-ray14 directory not found: {data_dir}")
+    result = SourceResult(SOURCE)
+    boxes = read_boxes(data_dir / BOX_FILE, result)
+    by_image: dict[str, list[RawBox]] = {}
+    for b in boxes:
+        by_image.setdefault(b.image, []).append(b)
+
+    normal_files: dict[str, Path] = {}
+    nf_dir = data_dir / "images_no_finding"
+    for f in sorted(nf_dir.glob("*")) if nf_dir.is_dir() else []:
+        if f.suffix.lower() in (".png", ".jpg", ".jpeg"):
+            normal_files.setdefault(f"{f.stem}.png", f)  # JPEG re-encodes carry the PNG's stem
+    table = read_label_table(data_dir / LABEL_FILE, set(by_image) | set(normal_files))
+
+    pairs: list[tuple[Path, Path]] = []
+    pending: list[tuple[ImageRecord, Path]] = []
+    for name in sorted(by_image):
+        full, thumb = data_dir / "images" / name, data_dir / "thumbnails_256" / name
+        src = full if full.is_file() else thumb if thumb.is_file() else None
+        if src is None:
+            result.exclude("missing image file", name)
+            continue
+        row = table.get(name)
+        if row is None:
+            result.exclude("not in label table", name)
+            continue
+        table_labels = {CXR14_LABELS[l] for l in row["Finding Labels"].split("|") if l in CXR14_LABELS}
+        unknown = [l for l in row["Finding Labels"].split("|") if l not in CXR14_LABELS and l != "No Finding"]
+        if unknown:
+            result.exclude("unknown label in label table", f"{name}: {'|'.join(unknown)}")
+            continue
+        findings: list[Finding] = []
+        for b in by_image[name]:
+            f = Finding(CXR14_LABELS[b.label], box_position(b.box))
+            if f not in findings:
+                findings.append(f)
+        boxed = {f.condition for f in findings}
+        findings += [Finding(c, None) for c in sorted(table_labels - boxed)]
+        present = boxed | table_labels
+        dst = Path(out_dir) / f"{Path(name).stem}.png"
+        rec = ImageRecord(
+            image_id=image_id(name),
+            source=SOURCE,
+            modality="x-ray",
+            organ="chest",
+            abnormal=True,
+            findings=findings,
+            absent_conditions=[c for c in CXR14_CONDITIONS if c not in present],
+            image_path=relative_path(dst, image_root),
+            patient_id=row["Patient ID"],
+            provenance={
+                "origin": name,
+                "pixels": "original_1024" if src == full else "thumbnail_256",
+                "view": row.get("View Position"),
+                "boxes": [{"label": b.label, "x": b.box.x, "y": b.box.y, "w": b.box.w, "h": b.box.h} for b in by_image[name]],
+                "boxes_256": [
+                    {"label": b.label, **vars(b.box.scaled(size / 1024.0))} for b in by_image[name]
+                ],
+                "table_labels": row["Finding Labels"],
+            },
+        )
+        pairs.append((src, dst))
+        pending.append((rec, src))
+
+    for name, src in sorted(normal_files.items()):
+        row = table.get(name)
+        if row is None:
+            result.exclude("not in label table", src.name)
+            continue
+        if row["Finding Labels"] != "No Finding":
+            result.exclude("normal-folder image not labelled 'No Finding'", src.name)
+            continue
+        dst = Path(out_dir) / f"{Path(name).stem}.png"
+        rec = ImageRecord(
+            image_id=image_id(name),
+            source=SOURCE,
+            modality="x-ray",
+            organ="chest",
+            abnormal=False,
+            findings=[],
+            absent_conditions=list(CXR14_CONDITIONS),
+            image_path=relative_path(dst, image_root),
+            patient_id=row["Patient ID"],
+            provenance={"origin": src.name, "pixels": f"no_finding_{src.suffix.lstrip('.').lower()}", "view": row.get("View Position")},
+        )
+        pairs.append((src, dst))
+        pending.append((rec, src))
+
+    errors = normalise_many(pairs, Path(out_dir), size=size, resample=resample, workers=workers) if write_images else {}
+    for rec, src in pending:
+        if str(src) in errors:
+            result.exclude("unreadable image file", f"{src.name}: {errors[str(src)]}")
+        else:
+            result.records.append(rec)
+    if not result.records:
+        raise SourceError(f"{data_dir}: no usable ChestX-ray14 image")
+    result.notes["pixels"] = {
+        k: sum(1 for r in result.records if r.provenance["pixels"] == k)
+        for k in sorted({r.provenance["pixels"] for r in result.records})
+    }
+    return result

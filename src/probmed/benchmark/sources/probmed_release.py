@@ -1,0 +1,21 @@
+"""The original (gated) ProbMed release: its question file imported as-is, so a
+user who holds it can run and score it directly. Validation and conversion are
+probmed.core.release_format' (strict; errors name record, image and field)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from probmed.core.release_format import read_question_file
+
+
+def import_release(question_file: Path, image_root_prefix: str = "") -> pd.DataFrame:
+    """The release's test.json as a question table; image paths get an optional prefix
+    (the directory the release's images live in, relative to the image root)."""
+    frame = read_question_file(question_file)
+    if image_root_prefix:
+        prefix = image_root_prefix.rstrip("/") + "/"
+        frame["image_path"] = [prefix + p if p else p for p in frame["image_path"]]
+    return frame

@@ -1,0 +1,1 @@
+"""Shared foundations every stage reads: records, vocabularies, config, the original release's JSON, I/O helpers."""

@@ -1,0 +1,263 @@
+"""The three records that flow through the pipeline, and their Parquet IO.
+
+ImageRecord (one per image: the paper's D_i) -> Question (closed yes/no, paired
+with an adversarial twin) -> Prediction (one model answer). Tables are Parquet;
+nested fields of ImageRecord (findings, known-absent conditions, provenance) are
+stored as JSON strings so any Parquet reader sees plain columns.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any, Iterable
+
+import pandas as pd
+
+from probmed.core.vocab import CATEGORIES, LABELS, MODALITIES, ORGANS, POLARITIES
+
+
+class RecordError(ValueError):
+    """A record is malformed; the message names the file, record and field."""
+
+
+@dataclass(frozen=True)
+class Finding:
+    condition: str
+    position: str | None = None
+
+
+@dataclass
+class ImageRecord:
+    image_id: str
+    source: str
+    modality: str = "unknown"
+    organ: str = "unknown"
+    abnormal: bool | None = None
+    findings: list[Finding] = field(default_factory=list)
+    absent_conditions: list[str] = field(default_factory=list)
+    image_path: str | None = None
+    split: str = "test"
+    patient_id: str | None = None
+    provenance: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.modality not in MODALITIES:
+            raise RecordError(f"image {self.image_id}: modality {self.modality!r} not in {MODALITIES}")
+        if self.organ not in ORGANS:
+            raise RecordError(f"image {self.image_id}: organ {self.organ!r} not in {ORGANS}")
+        self.findings = [f if isinstance(f, Finding) else Finding(**f) for f in self.findings]
+
+
+IMAGE_JSON_FIELDS = ("findings", "absent_conditions", "provenance")
+
+
+def image_records_to_frame(records: Iterable[ImageRecord]) -> pd.DataFrame:
+    rows = []
+    for rec in records:
+        row = asdict(rec)
+        for name in IMAGE_JSON_FIELDS:
+            row[name] = json.dumps(row[name], sort_keys=True)
+        rows.append(row)
+    columns = [f.name for f in fields(ImageRecord)]
+    frame = pd.DataFrame(rows, columns=columns)
+    frame["abnormal"] = frame["abnormal"].astype("object")
+    return frame
+
+
+def image_records_from_frame(frame: pd.DataFrame) -> list[ImageRecord]:
+    records = []
+    for row in frame.to_dict("records"):
+        for name in IMAGE_JSON_FIELDS:
+            row[name] = json.loads(row[name])
+        for name in ("image_path", "patient_id", "abnormal"):
+            if row.get(name) is not None and pd.isna(row[name]):
+                row[name] = None
+        records.append(ImageRecord(**row))
+    return records
+
+
+def write_image_records(records: Iterable[ImageRecord], path: str | Path) -> None:
+    write_parquet(image_records_to_frame(records), path)
+
+
+def read_image_records(path: str | Path) -> list[ImageRecord]:
+    return image_records_from_frame(pd.read_parquet(path))
+
+
+# --- Questions -----------------------------------------------------------------
+
+QUESTION_COLUMNS: tuple[str, ...] = (
+    "qid",  # stable hash of (image_id, qa_type, question)
+    "image_id",
+    "image_path",
+    "source",
+    "category",  # one of CATEGORIES
+    "polarity",  # gt | adversarial | single
+    "pair_id",  # shared by a gt question and its adversary; own id for singles
+    "question",
+    "answer",  # yes | no
+    "entity",  # the modality / organ / condition / position asked about
+    "image_type",  # "X-ray - Chest"
+    "qa_type",  # the original release's qa_type
+    "strategy",  # random | popular | adversarial | gt
+    "evidence",  # why the adversarial entity is believed absent
+)
+
+
+@dataclass
+class Question:
+    qid: str
+    image_id: str
+    category: str
+    polarity: str
+    pair_id: str
+    question: str
+    answer: str
+    entity: str
+    image_type: str
+    qa_type: str
+    image_path: str | None = None
+    source: str = ""
+    strategy: str = "gt"
+    evidence: str = ""
+
+
+def questions_to_frame(questions: Iterable[Question]) -> pd.DataFrame:
+    return pd.DataFrame([asdict(q) for q in questions], columns=list(QUESTION_COLUMNS))
+
+
+def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd.DataFrame:
+    """Check a question table strictly; raise RecordError naming row, image and field."""
+    missing = [c for c in QUESTION_COLUMNS if c not in frame.columns]
+    if missing:
+        raise RecordError(f"{where}: missing column(s) {missing}")
+    checks = (
+        ("category", CATEGORIES),
+        ("polarity", POLARITIES),
+        ("answer", ("yes", "no")),
+    )
+    for column, allowed in checks:
+        bad = ~frame[column].isin(allowed)
+        if bad.any():
+            i = int(bad.to_numpy().nonzero()[0][0])
+            raise RecordError(
+                f"{where}: record {i} (image {frame['image_id'].iat[i]}): "
+                f"field {column!r} = {frame[column].iat[i]!r}, expected one of {list(allowed)}"
+            )
+    dup = frame["qid"].duplicated()
+    if dup.any():
+        i = int(dup.to_numpy().nonzero()[0][0])
+        raise RecordError(
+            f"{where}: record {i} (image {frame['image_id'].iat[i]}): duplicate qid {frame['qid'].iat[i]!r}"
+        )
+    return frame
+
+
+def write_questions(questions: pd.DataFrame | Iterable[Question], path: str | Path) -> None:
+    frame = questions if isinstance(questions, pd.DataFrame) else questions_to_frame(questions)
+    validate_question_frame(frame, str(path))
+    write_parquet(frame[list(QUESTION_COLUMNS)], path)
+
+
+def read_questions(path: str | Path) -> pd.DataFrame:
+    return validate_question_frame(pd.read_parquet(path), str(path))
+
+
+# --- Predictions ---------------------------------------------------------------
+
+PREDICTION_COLUMNS: tuple[str, ...] = (
+    "qid",
+    "model",  # registry name of the model
+    "setting",  # vanilla | cot | described
+    "response",  # raw text ("" when scored by logits or failed)
+    "label",  # yes | no | refusal | unparsed (parsed from response or from p_yes)
+    "p_yes",  # P(yes) / (P(yes) + P(no)) in logit mode; NaN otherwise
+    "latency_s",
+    "prompt_tokens",
+    "completion_tokens",
+    "cost_usd",
+    "cache_key",
+    "error",  # non-empty when the backend gave up on this question
+)
+
+
+@dataclass
+class Prediction:
+    qid: str
+    model: str
+    setting: str
+    response: str
+    label: str
+    p_yes: float | None = None
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    cache_key: str = ""
+    error: str = ""
+
+    def __post_init__(self) -> None:
+        if self.label not in LABELS:
+            raise RecordError(f"prediction {self.qid}: label {self.label!r} not in {LABELS}")
+
+
+def predictions_to_frame(predictions: Iterable[Prediction]) -> pd.DataFrame:
+    frame = pd.DataFrame([asdict(p) for p in predictions], columns=list(PREDICTION_COLUMNS))
+    frame["p_yes"] = frame["p_yes"].astype("float64")
+    return frame
+
+
+def write_predictions(predictions: pd.DataFrame | Iterable[Prediction], path: str | Path) -> None:
+    frame = predictions if isinstance(predictions, pd.DataFrame) else predictions_to_frame(predictions)
+    write_parquet(frame[list(PREDICTION_COLUMNS)], path)
+
+
+def read_predictions(path: str | Path) -> pd.DataFrame:
+    frame = pd.read_parquet(path)
+    missing = [c for c in ("qid", "label") if c not in frame.columns]
+    if missing:
+        raise RecordError(f"{path}: missing column(s) {missing}")
+    bad = ~frame["label"].isin(LABELS)
+    if bad.any():
+        i = int(bad.to_numpy().nonzero()[0][0])
+        raise RecordError(f"{path}: record {i} (qid {frame['qid'].iat[i]}): field 'label' = {frame['label'].iat[i]!r}")
+    return frame
+
+
+# --- Atomic writes -------------------------------------------------------------
+
+
+def write_parquet(frame: pd.DataFrame, path: str | Path) -> None:
+    """Write via a temporary file and rename, so a crash never leaves half a table."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    os.close(fd)
+    try:
+        frame.to_parquet(tmp, index=False)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_text_atomic(text: str, path: str | Path) -> None:
+    """Same promise as :func:`write_parquet` for JSON, CSV and Markdown outputs."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+        os.replace(tmp, path)
+    finally:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+
+
+def write_json_atomic(obj: Any, path: str | Path) -> None:
+    write_text_atomic(json.dumps(obj, indent=2, sort_keys=False) + "\n", path)

@@ -1,0 +1,390 @@
+"""The original ProbMed release's JSON formats, read and written.
+
+Two readers with two promises:
+
+* :func:`read_question_file` is the project's own reader of a question file
+  (``test.json`` style). It validates strictly and converts to the project's
+  question table (records.QUESTION_COLUMNS): unknown ``qa_type``, an answer
+  that is not yes/no (or does not match the record's polarity), a missing or
+  mistyped field, a duplicate record, an image whose records are not
+  contiguous, an adversarial record whose ground-truth twin is missing: each
+  raises :class:`~probmed.core.records.RecordError` naming the file, record index,
+  image id and field.
+* :func:`read_response_file` feeds the official-compatible scorer. It checks
+  structure only (a JSON list of objects with the six fields, ``gt_ans`` and
+  ``response`` strings), because that scorer must score every file the original
+  ``calculate_score.py`` scores, quirks included.
+
+Conversion between the formats (decisions where the original format is silent):
+
+* ``qid`` = first 16 hex digits of sha1(image_id, qa_type, question): stable
+  across runs and machines.
+* ``pair_id`` = ``"<image_id>:<pair key>"`` where the pair key is ``modality``,
+  ``body_part``, ``entity_<k>``, ``grounding_<k>``, ``vqarad_<k>``; single
+  questions get ``"<image_id>:abnormality"`` / ``"<image_id>:entity_hallu"``.
+* The original format has no category for VQA-RAD records (``vqarad_*``); a
+  record may carry an optional ``category`` field (ignored by the original
+  tools), otherwise such records get category ``condition``.
+* ``entity``, ``evidence`` are not in the original format (empty on import);
+  ``strategy`` is ``gt`` for ground-truth records and ``official`` otherwise.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import re
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from probmed.core.records import QUESTION_COLUMNS, RecordError, validate_question_frame, write_json_atomic
+from probmed.core.vocab import CATEGORIES
+
+log = logging.getLogger(__name__)
+
+QUESTION_FILE_FIELDS: tuple[str, ...] = ("id", "i", "image", "image_type", "qa_type", "question", "answer", "src_dataset")
+RESPONSE_FILE_FIELDS: tuple[str, ...] = ("id", "image_type", "qa_type", "question", "gt_ans", "response")
+
+# qa_type -> (category, polarity, pair key template). <k> is the trailing pair index.
+_QA_TYPE = re.compile(
+    r"^(?:(?P<mb>modality|body_part)_(?P<mbp>gt|hallu)"
+    r"|(?P<abn>abnormality)"
+    r"|(?P<bare>entity_hallu)"
+    r"|(?P<kind>entity|grounding|vqarad)_(?P<kp>gt|hallu)_(?P<k>\d+))$"
+)
+_KIND_CATEGORY = {"modality": "modality", "body_part": "organ", "entity": "condition", "grounding": "position"}
+
+
+def parse_qa_type(qa_type: str) -> tuple[str | None, str, str] | None:
+    """``(category, polarity, pair_key)`` of an original qa_type, or None if unknown.
+
+    category is None for ``vqarad_*`` records (the format does not say).
+    """
+    m = _QA_TYPE.match(qa_type) if isinstance(qa_type, str) else None
+    if m is None:
+        return None
+    if m.group("mb"):
+        kind = m.group("mb")
+        return _KIND_CATEGORY[kind], "gt" if m.group("mbp") == "gt" else "adversarial", kind
+    if m.group("abn"):
+        return "abnormality", "single", "abnormality"
+    if m.group("bare"):
+        return "condition", "single", "entity_hallu"
+    kind, k = m.group("kind"), m.group("k")
+    polarity = "gt" if m.group("kp") == "gt" else "adversarial"
+    return _KIND_CATEGORY.get(kind), polarity, f"{kind}_{k}"
+
+
+def question_id(image_id: str, qa_type: str, question: str) -> str:
+    """Stable question id: a hash of what identifies the question."""
+    digest = hashlib.sha1(f"{image_id}\x1f{qa_type}\x1f{question}".encode("utf-8")).hexdigest()
+    return digest[:16]
+
+
+def _load_json_list(path: str | Path) -> list[Any]:
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise RecordError(f"{path}: not valid JSON ({exc})") from None
+    except UnicodeDecodeError as exc:
+        raise RecordError(f"{path}: not UTF-8 text ({exc})") from None
+    if not isinstance(data, list):
+        raise RecordError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
+    return data
+
+
+def _is_scalar_id(value: Any) -> bool:
+    return isinstance(value, (str, int)) and not isinstance(value, bool)
+
+
+def questions_from_official(records: list[dict[str, Any]], where: str = "questions") -> pd.DataFrame:
+    """Validate original-format question records strictly and convert them to a question table."""
+    rows: list[dict[str, Any]] = []
+    seen_keys: dict[tuple[str, str], int] = {}
+    seen_i: dict[int, int] = {}
+    finished_images: set[str] = set()
+    current: str | None = None
+    current_type: str | None = None
+    open_gt: set[str] = set()  # pair keys of the current image with a gt record
+    closed: set[str] = set()
+    for idx, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise RecordError(f"{where}: record {idx}: expected an object, got {type(rec).__name__}")
+        raw_id = rec.get("id")
+        image = str(raw_id) if raw_id is not None else "?"
+
+        def fail(field: str, msg: str) -> RecordError:
+            return RecordError(f"{where}: record {idx} (image {image}): field {field!r}: {msg}")
+
+        for name in QUESTION_FILE_FIELDS:
+            if name not in rec:
+                raise fail(name, "missing")
+        if not _is_scalar_id(raw_id) or str(raw_id) == "":
+            raise fail("id", f"expected a non-empty string or integer, got {raw_id!r}")
+        if not isinstance(rec["i"], int) or isinstance(rec["i"], bool):
+            raise fail("i", f"expected an integer, got {rec['i']!r}")
+        for name in ("image", "image_type", "qa_type", "question", "src_dataset"):
+            if not isinstance(rec[name], str) or (name != "image" and not rec[name].strip()):
+                raise fail(name, f"expected a non-empty string, got {rec[name]!r}")
+        parsed = parse_qa_type(rec["qa_type"])
+        if parsed is None:
+            raise fail("qa_type", f"unknown qa_type {rec['qa_type']!r}")
+        category, polarity, pair_key = parsed
+        if "category" in rec:
+            if rec["category"] not in CATEGORIES:
+                raise fail("category", f"{rec['category']!r} not in {list(CATEGORIES)}")
+            category = rec["category"]
+        if category is None:
+            category = "condition"
+        answer = rec["answer"]
+        if answer not in ("yes", "no"):
+            raise fail("answer", f"{answer!r} is not 'yes' or 'no'")
+        if polarity == "gt" and answer != "yes":
+            raise fail("answer", f"ground-truth record ({rec['qa_type']}) must be answered 'yes', got {answer!r}")
+        if polarity == "adversarial" and answer != "no":
+            raise fail("answer", f"adversarial record ({rec['qa_type']}) must be answered 'no', got {answer!r}")
+        if rec["i"] in seen_i:
+            raise fail("i", f"duplicate record: i={rec['i']} already used by record {seen_i[rec['i']]}")
+        seen_i[rec["i"]] = idx
+
+        if image != current:
+            if image in finished_images:
+                raise fail("id", "records of this image are not contiguous (the image appeared earlier)")
+            if current is not None:
+                finished_images.add(current)
+            current, current_type = image, rec["image_type"]
+            open_gt, closed = set(), set()
+        elif rec["image_type"] != current_type:
+            raise fail("image_type", f"{rec['image_type']!r} differs from the image's earlier {current_type!r}")
+        key = (image, rec["qa_type"])
+        if key in seen_keys:
+            raise fail("qa_type", f"duplicate record: {rec['qa_type']} already given by record {seen_keys[key]}")
+        seen_keys[key] = idx
+        if polarity == "gt":
+            open_gt.add(pair_key)
+        elif polarity == "adversarial":
+            if pair_key not in open_gt:
+                raise fail("qa_type", f"adversarial record {rec['qa_type']} has no ground-truth twin before it")
+            if pair_key in closed:
+                raise fail("qa_type", f"pair {pair_key} already has an adversarial record")
+            closed.add(pair_key)
+
+        rows.append(
+            {
+                "qid": question_id(image, rec["qa_type"], rec["question"]),
+                "image_id": image,
+                "image_path": rec["image"],
+                "source": rec["src_dataset"],
+                "category": category,
+                "polarity": polarity,
+                "pair_id": f"{image}:{pair_key}",
+                "question": rec["question"],
+                "answer": answer,
+                "entity": "",
+                "image_type": rec["image_type"],
+                "qa_type": rec["qa_type"],
+                "strategy": "gt" if polarity == "gt" else "official",
+                "evidence": "",
+            }
+        )
+    frame = pd.DataFrame(rows, columns=list(QUESTION_COLUMNS))
+    return validate_question_frame(frame, where)
+
+
+def questions_to_official(frame: pd.DataFrame, with_category: bool = False) -> list[dict[str, Any]]:
+    """A question table as original-format records, in table order (``i`` = position).
+
+    ``with_category`` adds the optional ``category`` field (needed to round-trip
+    VQA-RAD records; the original tools ignore it).
+    """
+    validate_question_frame(frame)
+    out: list[dict[str, Any]] = []
+    for i, row in enumerate(frame.itertuples(index=False)):
+        rec: dict[str, Any] = {
+            "id": row.image_id,
+            "i": i,
+            "image": row.image_path if isinstance(row.image_path, str) else "",
+            "image_type": row.image_type,
+            "qa_type": row.qa_type,
+            "question": row.question,
+            "answer": row.answer,
+            "src_dataset": row.source,
+        }
+        if with_category:
+            rec["category"] = row.category
+        out.append(rec)
+    return out
+
+
+def read_question_file(path: str | Path) -> pd.DataFrame:
+    """Read an original-format question file into a validated question table (strict)."""
+    return questions_from_official(_load_json_list(path), str(path))
+
+
+def write_question_file(frame: pd.DataFrame, path: str | Path, with_category: bool = False) -> None:
+    """Write a question table in the original question-file format (atomically)."""
+    records = questions_to_official(frame, with_category=with_category)
+    questions_from_official(records, str(path))  # never write a file our own reader would refuse
+    write_json_atomic(records, path)
+
+
+def validate_response_records(records: list[Any], where: str = "responses") -> list[dict[str, Any]]:
+    """Structural check only, no stricter than the original scorer: objects with the six
+    fields; ``qa_type`` and ``response`` strings (the original calls ``in`` and ``strip()`` on
+    them); ``image_type`` a scalar (it is a grouping key); ``id`` a string or number (a null
+    id would be indistinguishable from the original's start-of-walk state). ``gt_ans`` may be
+    anything: any value other than "yes" selects the no-rule, as in the original."""
+    for idx, rec in enumerate(records):
+        if not isinstance(rec, dict):
+            raise RecordError(f"{where}: record {idx}: expected an object, got {type(rec).__name__}")
+        image = rec.get("id", "?")
+        for name in RESPONSE_FILE_FIELDS:
+            if name not in rec:
+                raise RecordError(f"{where}: record {idx} (image {image}): field {name!r}: missing")
+        if not isinstance(rec["id"], (str, int, float)) or isinstance(rec["id"], bool):
+            raise RecordError(f"{where}: record {idx} (image {image}): field 'id': expected a string or number")
+        if isinstance(rec["image_type"], (list, dict)):
+            raise RecordError(f"{where}: record {idx} (image {image}): field 'image_type': expected a string")
+        for name in ("qa_type", "response"):
+            if not isinstance(rec[name], str):
+                raise RecordError(
+                    f"{where}: record {idx} (image {image}): field {name!r}: expected a string, "
+                    f"got {type(rec[name]).__name__}"
+                )
+    return records
+
+
+def read_response_file(path: str | Path) -> list[dict[str, Any]]:
+    """Read an original-format response file (structure validated only)."""
+    return validate_response_records(_load_json_list(path), str(path))
+
+
+def _response_text(pred: dict[str, Any] | None) -> str:
+    if pred is None:
+        return ""
+    text = pred.get("response")
+    if isinstance(text, str) and text.strip():
+        return text
+    label = pred.get("label")  # logit mode: no text, the label is the answer
+    return label if label in ("yes", "no") else ("" if not isinstance(text, str) else text)
+
+
+def responses_to_official(questions: pd.DataFrame, predictions: pd.DataFrame) -> tuple[list[dict[str, Any]], int]:
+    """Join predictions to questions by qid, in question order; returns (records, n_missing).
+
+    A question without a prediction gets response ``""`` (the original scores it
+    0); the caller reports the count, nothing is dropped.
+    """
+    by_qid: dict[str, dict[str, Any]] = {}
+    if len(predictions):
+        dup = predictions["qid"].duplicated()
+        if dup.any():
+            i = int(dup.to_numpy().nonzero()[0][0])
+            raise RecordError(f"predictions: record {i}: duplicate qid {predictions['qid'].iat[i]!r}")
+        by_qid = {r["qid"]: r for r in predictions.to_dict("records")}
+    out, missing = [], 0
+    for row in questions.itertuples(index=False):
+        pred = by_qid.get(row.qid)
+        missing += pred is None
+        out.append(
+            {
+                "id": row.image_id,
+                "image_type": row.image_type,
+                "qa_type": row.qa_type,
+                "question": row.question,
+                "gt_ans": row.answer,
+                "response": _response_text(pred),
+            }
+        )
+    return out, missing
+
+
+def write_response_file(questions: pd.DataFrame, predictions: pd.DataFrame, path: str | Path) -> int:
+    """Write predictions in the original response-file format; returns the number of missing answers."""
+    records, missing = responses_to_official(questions, predictions)
+    if missing:
+        log.warning("%s: %d of %d questions have no prediction (written with an empty response)", path, missing, len(records))
+    write_json_atomic(records, path)
+    return missing
+
+
+__all__ = [
+    "QUESTION_FILE_FIELDS",
+    "RESPONSE_FILE_FIELDS",
+    "parse_qa_type",
+    "question_id",
+    "questions_from_official",
+    "questions_to_official",
+    "read_question_file",
+    "write_question_file",
+    "validate_response_records",
+    "read_response_file",
+    "responses_to_official",
+    "write_response_file",
+    "validate_question_table",
+    "read_questions_any",
+]
+
+
+def validate_question_table(frame: pd.DataFrame, where: str = "questions") -> pd.DataFrame:
+    """The strict checks of :func:`read_question_file` on a project question table (Parquet).
+
+    Besides records.validate_question_frame: an image's rows are contiguous and
+    carry one image_type, an adversarial row's gt twin (same pair_id) comes
+    before it, a pair has at most one adversarial row, a (image, qa_type) is unique.
+    """
+    validate_question_frame(frame, where)
+    finished: set[str] = set()
+    current: str | None = None
+    current_type: str | None = None
+    gt_pairs: set[str] = set()
+    adv_pairs: set[str] = set()
+    qa_seen: set[str] = set()
+    cols = ("image_id", "image_type", "polarity", "pair_id", "qa_type")
+    for idx, (image, itype, polarity, pair, qa_type) in enumerate(zip(*(frame[c].to_numpy() for c in cols))):
+        image = str(image)
+        if image != current:
+            if image in finished:
+                raise RecordError(f"{where}: record {idx} (image {image}): field 'image_id': records of this image are not contiguous")
+            if current is not None:
+                finished.add(current)
+            current, current_type = image, itype
+            gt_pairs, adv_pairs, qa_seen = set(), set(), set()
+        elif itype != current_type:
+            raise RecordError(
+                f"{where}: record {idx} (image {image}): field 'image_type': {itype!r} differs from the image's earlier {current_type!r}"
+            )
+        if qa_type in qa_seen:
+            raise RecordError(f"{where}: record {idx} (image {image}): field 'qa_type': duplicate record {qa_type!r}")
+        qa_seen.add(qa_type)
+        if polarity == "gt":
+            gt_pairs.add(pair)
+        elif polarity == "adversarial":
+            if pair not in gt_pairs:
+                raise RecordError(
+                    f"{where}: record {idx} (image {image}): field 'pair_id': adversarial record of pair {pair!r} has no ground-truth twin before it"
+                )
+            if pair in adv_pairs:
+                raise RecordError(f"{where}: record {idx} (image {image}): field 'pair_id': pair {pair!r} has two adversarial records")
+            adv_pairs.add(pair)
+    return frame
+
+
+def read_questions_any(path: str | Path) -> pd.DataFrame:
+    """A question set from Parquet (project table) or JSON (original question file), strictly validated."""
+    path = Path(path)
+    if not path.exists():
+        raise FileNotFoundError(f"{path}: no such file")
+    if path.suffix.lower() == ".json":
+        return read_question_file(path)
+    try:
+        frame = pd.read_parquet(path)
+    except Exception as exc:  # pyarrow raises several types for a non-Parquet file
+        raise RecordError(f"{path}: not a readable Parquet question table ({exc.__class__.__name__}: {exc})") from None
+    return validate_question_table(frame, str(path))

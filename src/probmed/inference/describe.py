@@ -1,0 +1,80 @@
+"""Image descriptions for the `cot` and `described` settings, generated once and cached.
+
+A description depends on the describer (its fingerprint), the describe prompt
+and the image content, never on the question, so each image is described once
+per describer and the text is kept in its own answer store (a DVC-tracked
+cache like the answers). `cot` uses the evaluated model as its own describer;
+`described` uses the configured describer (GPT-4o in the paper, the local
+model offline).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from probmed.inference.models.base import Answer, Backend, Item
+from probmed.inference.prompting import PromptSet
+from probmed.core.records import write_parquet
+from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
+
+
+def description_key(describer: Backend, prompts: PromptSet, image_hash: str) -> str:
+    fingerprint = {**describer.fingerprint(), "describe_max_new_tokens": prompts.describe_max_new_tokens}
+    return cache_key(fingerprint, "describe", prompts.version, prompts.describe, image_hash, "")
+
+
+def describe_images(
+    describer: Backend,
+    images: list[tuple[str, Path]],
+    prompts: PromptSet,
+    store: AnswerStore,
+    batch_size: int = 8,
+    on_progress: Callable[[int], None] | None = None,
+) -> dict[str, str | None]:
+    """image_id -> description (None where the describer gave up), asking only for uncached images."""
+    out: dict[str, str | None] = {}
+    todo: list[tuple[str, Path, str]] = []
+    for image_id, path in images:
+        key = description_key(describer, prompts, file_hash(path))
+        rec = store.get(key)
+        if rec is not None:
+            out[image_id] = rec["response"]
+        else:
+            todo.append((image_id, path, key))
+    for start in range(0, len(todo), batch_size):
+        chunk = todo[start : start + batch_size]
+        items = [
+            Item(qid=f"describe:{image_id}", image_id=image_id, image_path=path, prompt=prompts.describe,
+                 question="", task="describe", max_new_tokens=prompts.describe_max_new_tokens)
+            for image_id, path, _ in chunk
+        ]
+
+        def on_answer(i: int, ans: Answer, chunk=chunk) -> None:
+            image_id, path, key = chunk[i]
+            store.append([{
+                "key": key, "image_id": image_id, "describer": describer.name, "response": ans.response,
+                "error": ans.error, "latency_s": ans.latency_s, "prompt_tokens": ans.prompt_tokens,
+                "completion_tokens": ans.completion_tokens, "cost_usd": ans.cost_usd,
+            }], sync=False)
+            out[image_id] = None if ans.error else ans.response
+            if on_progress is not None:
+                on_progress(1)
+
+        describer.answer(items, on_answer=on_answer)
+        store.sync()
+    return out
+
+
+def export_descriptions(store: AnswerStore, path: str | Path) -> pd.DataFrame:
+    """The cached descriptions as a table (image_id, describer, description, key)."""
+    rows = [
+        {"image_id": r["image_id"], "describer": r.get("describer", ""), "description": r["response"], "key": r["key"]}
+        for r in store.records()
+        if not r.get("error")
+    ]
+    frame = pd.DataFrame(rows, columns=["image_id", "describer", "description", "key"]).sort_values(["describer", "image_id"])
+    write_parquet(frame, path)
+    return frame

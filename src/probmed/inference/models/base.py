@@ -1,0 +1,153 @@
+"""One small backend interface and the registry that builds backends from params.yaml.
+
+Every backend answers a batch of (image, prompt) items and reports each answer
+through a callback the moment it has it, so the run loop can put it on disk
+before anything else can go wrong. `fingerprint()` names everything about the
+backend that can change an answer; it goes into the answer-store key.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Mapping
+
+import pandas as pd
+
+from probmed.core.config import ConfigError
+
+
+class BackendError(RuntimeError):
+    """The backend cannot go on at all (unreachable endpoint, bad credentials, bad model)."""
+
+
+@dataclass(frozen=True)
+class Item:
+    """One question to ask: the rendered prompt plus the image it is about."""
+
+    qid: str
+    image_id: str
+    image_path: Path | None
+    prompt: str
+    question: str
+    category: str = ""
+    task: str = "answer"  # "answer": a yes/no question; "describe": free text about the image
+    max_new_tokens: int | None = None  # None: the backend's own default
+
+
+@dataclass
+class Answer:
+    """One backend answer. `label` is set only when the backend knows better than the parser
+    (logit mode, refusals signalled by the API); `error` is non-empty when it gave up."""
+
+    response: str = ""
+    label: str | None = None
+    p_yes: float | None = None
+    latency_s: float = 0.0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    cost_usd: float = 0.0
+    retries: int = 0
+    error: str = ""
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+AnswerCallback = Callable[[int, Answer], None]
+
+
+class Backend:
+    """Base class: subclasses implement `_answer` (synchronous) or override `answer`."""
+
+    kind: str = "base"
+    supports_images: bool = True  # False: a blind baseline; settings that describe images make no sense
+    batch_by_image: bool = True  # True: the run loop hands over the questions of one image at a time
+
+    def __init__(self, name: str, cfg: Mapping[str, Any], context: Mapping[str, Any] | None = None):
+        self.name = name
+        self.cfg = dict(cfg)
+        self.context = dict(context or {})  # run-wide values: seed, pricing table
+
+    def fingerprint(self) -> dict[str, Any]:
+        """Everything that can change an answer (no secrets)."""
+        keep = {k: v for k, v in self.cfg.items() if k not in NON_ANSWER_KEYS}
+        return {"backend": self.kind, **keep}
+
+    def prepare(self, questions: pd.DataFrame) -> None:
+        """Called once with the whole question table before any answer (baselines train or seed here)."""
+
+    def answer(self, items: list[Item], on_answer: AnswerCallback | None = None) -> list[Answer]:
+        answers = self._answer(items)
+        if on_answer is not None:
+            for i, ans in enumerate(answers):
+                on_answer(i, ans)
+        return answers
+
+    def _answer(self, items: list[Item]) -> list[Answer]:
+        raise NotImplementedError
+
+    def stats(self) -> dict[str, Any]:
+        """Counters for the progress bar (retries, cost so far, requests)."""
+        return {}
+
+    def close(self) -> None:
+        """Release models, clients and event loops."""
+
+
+# Config keys that steer how a backend runs but never what it answers.
+NON_ANSWER_KEYS = frozenset(
+    {
+        "enabled",
+        "description",
+        "concurrency",
+        "rpm",
+        "max_retries",
+        "timeout_s",
+        "backoff_base_s",
+        "backoff_max_s",
+        "api_key_env",
+        "base_url_env",
+        "device",
+        "threads",
+        "batch_size",
+        "price",
+    }
+)
+
+
+def _registry() -> dict[str, Callable[..., Backend]]:
+    from probmed.inference.models import baselines, hf, openai_api
+
+    return {
+        "random": baselines.RandomBackend,
+        "always_yes": baselines.AlwaysYesBackend,
+        "always_no": baselines.AlwaysNoBackend,
+        "blind": baselines.BlindBackend,
+        "hf": hf.HFBackend,
+        "openai": openai_api.OpenAIBackend,
+    }
+
+
+BACKEND_KINDS = ("random", "always_yes", "always_no", "blind", "hf", "openai")
+
+
+def model_config(models: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The registry entry for `name`, checked: known, enabled, with a known backend."""
+    if name not in models:
+        raise ConfigError(f"unknown model {name!r}; params 'models' defines: {', '.join(sorted(models))}")
+    cfg = dict(models[name] or {})
+    if not cfg.get("enabled", True):
+        raise ConfigError(f"model {name!r} is disabled in params.yaml; enable it with models.{name}.enabled=true")
+    kind = cfg.get("backend")
+    if kind not in BACKEND_KINDS:
+        raise ConfigError(f"models.{name}.backend = {kind!r}, expected one of {list(BACKEND_KINDS)}")
+    return cfg
+
+
+def build_backend(models: Mapping[str, Any], name: str, **context: Any) -> Backend:
+    """Build the backend registered as `name` in the params `models` section.
+
+    `context` carries run-wide values a backend may need (seed, pricing table).
+    """
+    cfg = model_config(models, name)
+    cls = _registry()[cfg["backend"]]
+    return cls(name, cfg, context)

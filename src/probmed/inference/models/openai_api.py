@@ -1,0 +1,340 @@
+"""OpenAI-compatible backend: GPT-4o and anything speaking the same protocol.
+
+vLLM, `transformers serve`, Azure and gateways all take the same chat request.
+Images go as base64 data URLs (optionally shrunk to a longest side). Requests
+run async with bounded concurrency and a requests-per-minute limit; 429, 5xx,
+timeouts and malformed replies are retried with exponential backoff that honours
+Retry-After, up to `max_retries`, after which the question is recorded as failed
+(never dropped). Refusals (`message.refusal`, `finish_reason == "content_filter"`,
+content-filter 400s) are recorded as refusals. Bad credentials, an unknown model
+or an unreachable endpoint stop the run with a clear error. Where the endpoint
+returns logprobs, P(yes) vs P(no) is read from the first answer token. The key
+comes only from the environment variable named by `api_key_env` and is
+redacted from every message this module produces.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import functools
+import io
+import json
+import math
+import os
+import random
+import time
+from pathlib import Path
+from typing import Any
+
+from probmed.core.config import ConfigError
+from probmed.inference.models.base import Answer, AnswerCallback, Backend, BackendError, Item
+from probmed.inference.models.pricing import cost_usd
+
+MIME = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif", ".webp": "image/webp"}
+
+
+class _Retryable(Exception):
+    def __init__(self, message: str, retry_after: float | None = None):
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+def image_data_url(path: Path, max_side: int | None = None) -> str:
+    """The image as a data URL; re-encoded as PNG only when it must shrink (or is not web-safe).
+    Memoised by (path, size, mtime, max_side): the questions of one image share one encoding."""
+    st = os.stat(path)
+    return _data_url(str(path), st.st_size, st.st_mtime_ns, max_side)
+
+
+@functools.lru_cache(maxsize=64)
+def _data_url(path: str, size: int, mtime_ns: int, max_side: int | None) -> str:
+    data = Path(path).read_bytes()
+    mime = MIME.get(Path(path).suffix.lower())
+    if max_side or mime is None:
+        from PIL import Image
+
+        with Image.open(io.BytesIO(data)) as im:
+            if mime is None or max(im.size) > (max_side or 10**9):
+                im = im.convert("RGB") if im.mode not in ("L", "RGB") else im.copy()
+                if max_side and max(im.size) > max_side:
+                    im.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
+                buf = io.BytesIO()
+                im.save(buf, format="PNG")
+                data, mime = buf.getvalue(), "image/png"
+    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+
+
+def _retry_after(exc: Any) -> float | None:
+    response = getattr(exc, "response", None)
+    headers = getattr(response, "headers", None) or {}
+    for name, scale in (("retry-after-ms", 0.001), ("retry-after", 1.0)):
+        value = headers.get(name)
+        if value is not None:
+            try:
+                return max(0.0, float(value) * scale)
+            except ValueError:
+                return None
+    return None
+
+
+def p_yes_from_logprobs(choice: Any) -> float | None:
+    """P(yes)/(P(yes)+P(no)) over the first generated token's top logprobs, if any."""
+    content = getattr(getattr(choice, "logprobs", None), "content", None)
+    if not content:
+        return None
+    first = content[0]
+    py = pn = 0.0
+    for cand in list(getattr(first, "top_logprobs", None) or []) + [first]:
+        word = str(getattr(cand, "token", "")).strip().lower()
+        lp = getattr(cand, "logprob", None)
+        if lp is None:
+            continue
+        if word == "yes":
+            py = max(py, math.exp(lp))
+        elif word == "no":
+            pn = max(pn, math.exp(lp))
+    if py + pn == 0:
+        return None
+    return py / (py + pn)
+
+
+class OpenAIBackend(Backend):
+    kind = "openai"
+    batch_by_image = False
+
+    def __init__(self, name, cfg, context=None):
+        super().__init__(name, cfg, context)
+        self.model_id = cfg.get("model_id")
+        if not self.model_id:
+            raise ConfigError(f"models.{name}.model_id is required")
+        base_url = cfg.get("base_url")
+        if not base_url and cfg.get("base_url_env"):
+            base_url = os.environ.get(str(cfg["base_url_env"]))
+        self.base_url = base_url or None
+        key_env = cfg.get("api_key_env")
+        key = os.environ.get(str(key_env)) if key_env else None
+        if not key:
+            if self.base_url is None or cfg.get("require_key", False):
+                raise ConfigError(
+                    f"models.{name}: the API key environment variable {key_env or '(models.' + name + '.api_key_env)'}"
+                    " is not set"
+                )
+            key = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
+        self._key = key
+        self.concurrency = int(cfg.get("concurrency", 8))
+        self.rpm = float(cfg.get("rpm", 0) or 0)
+        self.max_retries = int(cfg.get("max_retries", 5))
+        self.timeout_s = float(cfg.get("timeout_s", 60))
+        self.backoff_base_s = float(cfg.get("backoff_base_s", 1.0))
+        self.backoff_max_s = float(cfg.get("backoff_max_s", 60.0))
+        self.max_tokens = int(cfg.get("max_tokens", cfg.get("max_new_tokens", 64)))
+        self.temperature = float(cfg.get("temperature", 0.0))
+        self.logprobs = bool(cfg.get("logprobs", False))
+        self.max_image_side = cfg.get("max_image_side")
+        self.prices = self.context.get("pricing") or {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._client = None
+        self._next_slot = 0.0
+        self._rng = random.Random(0)
+        self._stats = {"requests": 0, "retries": 0, "failed": 0, "refusals": 0, "cost_usd": 0.0}
+
+    # --- identity and secrets -----------------------------------------------------
+
+    def fingerprint(self) -> dict[str, Any]:
+        return {
+            "backend": self.kind,
+            "model_id": self.model_id,
+            "revision": self.cfg.get("revision"),
+            "max_tokens": self.max_tokens,
+            "temperature": self.temperature,
+            "logprobs": self.logprobs,
+            "max_image_side": self.max_image_side,
+            "system_prompt": self.context.get("system_prompt"),
+        }
+
+    def redact(self, text: str) -> str:
+        """`text` with the API key (and any bearer token of it) removed."""
+        text = str(text)
+        if self._key and self._key != "EMPTY":
+            text = text.replace(self._key, "***")
+        return text
+
+    def stats(self) -> dict[str, Any]:
+        return dict(self._stats)
+
+    # --- the async machinery ----------------------------------------------------
+
+    def _ensure_client(self):
+        if self._loop is None:
+            self._loop = asyncio.new_event_loop()
+        if self._client is None:
+            import openai
+
+            self._client = openai.AsyncOpenAI(
+                api_key=self._key, base_url=self.base_url, max_retries=0, timeout=self.timeout_s
+            )
+        return self._client
+
+    async def _rate_limit(self) -> None:
+        if self.rpm <= 0:
+            return
+        now = time.monotonic()
+        slot = max(now, self._next_slot)
+        self._next_slot = slot + 60.0 / self.rpm
+        if slot > now:
+            await asyncio.sleep(slot - now)
+
+    def _messages(self, item: Item) -> list[dict[str, Any]]:
+        messages: list[dict[str, Any]] = []
+        system = self.context.get("system_prompt")
+        if system:
+            messages.append({"role": "system", "content": system})
+        content: list[dict[str, Any]] = []
+        if item.image_path is not None:
+            try:
+                url = image_data_url(item.image_path, self.max_image_side)
+            except (OSError, ValueError) as exc:
+                raise FileNotFoundError(f"image {item.image_id}: cannot read {item.image_path}: {exc}") from None
+            content.append({"type": "image_url", "image_url": {"url": url}})
+        content.append({"type": "text", "text": item.prompt})
+        messages.append({"role": "user", "content": content})
+        return messages
+
+    async def _request_once(self, client, item: Item, messages) -> Answer:
+        import openai
+
+        kwargs: dict[str, Any] = {
+            "model": self.model_id,
+            "messages": messages,
+            # newer OpenAI models take max_completion_tokens; vLLM, transformers serve and gpt-4o max_tokens
+            str(self.cfg.get("max_tokens_param", "max_tokens")): item.max_new_tokens or self.max_tokens,
+            "temperature": self.temperature,
+        }
+        if self.logprobs and item.task == "answer":
+            kwargs["logprobs"] = True
+            kwargs["top_logprobs"] = 5
+        t0 = time.perf_counter()
+        self._stats["requests"] += 1
+        try:
+            resp = await client.chat.completions.create(**kwargs)
+        except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
+            raise BackendError(
+                f"model {self.name}: the endpoint rejected the credentials (HTTP {exc.status_code}); "
+                f"check the key in ${self.cfg.get('api_key_env')}"
+            ) from None
+        except openai.NotFoundError as exc:
+            raise BackendError(
+                f"model {self.name}: the endpoint does not know model {self.model_id!r} (HTTP {exc.status_code})"
+            ) from None
+        except openai.RateLimitError as exc:
+            raise _Retryable("HTTP 429 rate limited", _retry_after(exc)) from None
+        except openai.BadRequestError as exc:
+            body = json.dumps(getattr(exc, "body", None), default=str)
+            if "content_filter" in body or "content_policy" in body:
+                return Answer(response="", label="refusal", latency_s=time.perf_counter() - t0,
+                              extra={"finish_reason": "content_filter"})
+            return Answer(error=self.redact(f"HTTP 400 bad request: {exc.message}"[:300]))
+        except openai.APITimeoutError:
+            raise _Retryable(f"timed out after {self.timeout_s:g} s") from None
+        except openai.APIConnectionError:
+            raise _Retryable("connection failed", None) from None
+        except openai.APIStatusError as exc:
+            if exc.status_code >= 500 or exc.status_code in (408, 409):
+                raise _Retryable(f"HTTP {exc.status_code} server error", _retry_after(exc)) from None
+            return Answer(error=self.redact(f"HTTP {exc.status_code}: {exc.message}"[:300]))
+        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
+            raise _Retryable(f"malformed response ({type(exc).__name__})") from None
+        latency = time.perf_counter() - t0
+        try:
+            choice = resp.choices[0]
+            message = choice.message
+            text = message.content or ""
+            refusal = getattr(message, "refusal", None)
+            finish = choice.finish_reason
+        except (AttributeError, IndexError, TypeError):
+            raise _Retryable("malformed response (no choices)") from None
+        usage = getattr(resp, "usage", None)
+        pt = int(getattr(usage, "prompt_tokens", 0) or 0)
+        ct = int(getattr(usage, "completion_tokens", 0) or 0)
+        cost = cost_usd(str(self.model_id), pt, ct, self.prices)
+        self._stats["cost_usd"] += cost
+        ans = Answer(response=text, latency_s=latency, prompt_tokens=pt, completion_tokens=ct, cost_usd=cost,
+                     extra={"finish_reason": finish})
+        if refusal or finish == "content_filter":
+            ans.label = "refusal"
+            ans.response = refusal or text
+            self._stats["refusals"] += 1
+        elif item.task == "answer" and self.logprobs:
+            ans.p_yes = p_yes_from_logprobs(choice)
+        return ans
+
+    async def _ask(self, client, item: Item, sem: asyncio.Semaphore) -> Answer:
+        messages = self._messages(item)
+        attempt = 0
+        while True:
+            async with sem:
+                await self._rate_limit()
+                try:
+                    ans = await self._request_once(client, item, messages)
+                    ans.retries = attempt
+                    return ans
+                except _Retryable as exc:
+                    last = exc
+            if attempt >= self.max_retries:
+                self._stats["failed"] += 1
+                if str(last) == "connection failed":
+                    raise BackendError(
+                        f"model {self.name}: endpoint {self.base_url or 'api.openai.com'} is unreachable "
+                        f"(connection failed {attempt + 1} times)"
+                    )
+                return Answer(error=self.redact(f"gave up after {attempt + 1} attempts: {last}"), retries=attempt)
+            delay = last.retry_after
+            if delay is None:
+                delay = min(self.backoff_max_s, self.backoff_base_s * 2**attempt) * (0.5 + self._rng.random() / 2)
+            attempt += 1
+            self._stats["retries"] += 1
+            await asyncio.sleep(min(delay, self.backoff_max_s))
+
+    async def _run(self, items: list[Item], on_answer: AnswerCallback | None) -> list[Answer]:
+        client = self._ensure_client()
+        sem = asyncio.Semaphore(max(1, self.concurrency))
+        results: list[Answer | None] = [None] * len(items)
+
+        async def one(i: int) -> None:
+            ans = await self._ask(client, items[i], sem)
+            results[i] = ans
+            if on_answer is not None:
+                on_answer(i, ans)
+
+        tasks = [asyncio.ensure_future(one(i)) for i in range(len(items))]
+        try:
+            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+            for t in done:
+                if t.exception() is not None:
+                    raise t.exception()  # type: ignore[misc]
+        finally:
+            for t in tasks:
+                if not t.done():
+                    t.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+        return [r for r in results if r is not None]
+
+    def answer(self, items: list[Item], on_answer: AnswerCallback | None = None) -> list[Answer]:
+        self._ensure_client()
+        assert self._loop is not None
+        try:
+            return self._loop.run_until_complete(self._run(items, on_answer))
+        except BackendError as exc:
+            raise BackendError(self.redact(str(exc))) from None
+
+    def close(self) -> None:
+        if self._loop is not None:
+            if self._client is not None:
+                try:
+                    self._loop.run_until_complete(self._client.close())
+                except Exception:  # noqa: BLE001 - closing a broken client must not mask the real error
+                    pass
+            self._loop.close()
+        self._loop = None
+        self._client = None

@@ -1,0 +1,235 @@
+"""The report's figures as PNG (matplotlib, headless).
+
+One function per figure of the paper, each taking the runs the report found:
+Figure 1 (accuracy with adversarial pairs vs averaged accuracy per category),
+per image type (Appendix A as heatmaps), the yes-ratio / response distribution
+per category (Appendix F), ablation deltas for cot and described (Figure 4 /
+Appendix D) and transfer across image types (Figure 5). A figure whose inputs
+are absent (no ablation runs, no transfer models) is not drawn, so the HTML
+never links an empty picture.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import tempfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from probmed.core.vocab import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
+
+if TYPE_CHECKING:
+    from probmed.reporting.report import Run
+
+ABLATIONS = ("cot", "described")
+
+
+def _val(run: "Run", category: str, key: str, image_type: str | None = None) -> float:
+    if image_type is None:
+        block = (run.metrics.get("by_category") or {}).get(category) or {}
+    else:
+        block = ((run.metrics.get("by_image_type") or {}).get(image_type) or {}).get(category) or {}
+    value = block.get(key)
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _save(fig: plt.Figure, path: Path) -> Path:
+    """Save atomically: a crash never leaves a truncated PNG the HTML links to."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
+    os.close(fd)
+    try:
+        fig.savefig(tmp, dpi=100, bbox_inches="tight")
+        os.replace(tmp, path)
+    finally:
+        plt.close(fig)
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+    return path
+
+
+def _by_set(runs: Sequence["Run"]) -> dict[str, list["Run"]]:
+    out: dict[str, list["Run"]] = {}
+    for run in runs:
+        out.setdefault(run.question_set, []).append(run)
+    return out
+
+
+def _present(runs: Sequence["Run"], categories: Sequence[str]) -> list[str]:
+    return [c for c in categories if any(c in (r.metrics.get("by_category") or {}) for r in runs)]
+
+
+def figure_strict_vs_averaged(runs: Sequence["Run"], question_set: str, path: Path) -> Path | None:
+    """Figure 1: per category, averaged accuracy beside accuracy with adversarial pairs, per run."""
+    categories = _present(runs, PAIRED_CATEGORIES)
+    if not categories:
+        return None
+    fig, axes = plt.subplots(1, len(categories), figsize=(4 * len(categories), 4), squeeze=False, sharey=True)
+    x = np.arange(len(runs))
+    for ax, category in zip(axes[0], categories):
+        averaged = [_val(r, category, "averaged_accuracy") for r in runs]
+        strict = [_val(r, category, "accuracy_adv_pairs") for r in runs]
+        ax.bar(x - 0.2, averaged, 0.4, label="averaged (without adversarial pairs)", color="#9ecae1")
+        ax.bar(x + 0.2, strict, 0.4, label="with adversarial pairs", color="#08519c")
+        ax.set_title(category)
+        ax.set_xticks(x, [r.label for r in runs], rotation=45, ha="right", fontsize=8)
+        ax.set_ylim(0, 100)
+    axes[0][0].set_ylabel("accuracy (%)")
+    axes[0][0].legend(fontsize=8, loc="upper left")
+    fig.suptitle(f"{question_set}: accuracy with and without adversarial pairs", y=1.04)
+    return _save(fig, path)
+
+
+def figure_per_image_type(runs: Sequence["Run"], question_set: str, path: Path) -> Path | None:
+    """Appendix A as heatmaps: accuracy with adversarial pairs per image type, one panel per category."""
+    image_types = sorted({it for r in runs for it in (r.metrics.get("by_image_type") or {})})
+    categories = _present(runs, CATEGORIES)
+    if not image_types or not categories:
+        return None
+    ncols = min(3, len(categories))
+    nrows = math.ceil(len(categories) / ncols)
+    panel_w, panel_h = 1.5 + 0.6 * len(image_types), 1.6 + 0.35 * len(runs)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(2 + panel_w * ncols, panel_h * nrows), squeeze=False)
+    cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")  # not asked: grey, never "0"
+    for k, category in enumerate(categories):
+        ax = axes[k // ncols][k % ncols]
+        grid = np.array([[_val(r, category, "accuracy_adv_pairs", it) for it in image_types] for r in runs])
+        ax.imshow(np.ma.masked_invalid(grid), vmin=0, vmax=100, cmap=cmap, aspect="auto")
+        for i in range(grid.shape[0]):
+            for j in range(grid.shape[1]):
+                text = "—" if math.isnan(grid[i, j]) else f"{grid[i, j]:.0f}"
+                ax.text(j, i, text, ha="center", va="center", fontsize=7,
+                        color="black" if math.isnan(grid[i, j]) or grid[i, j] > 60 else "white")
+        ax.set_title(category)
+        ax.set_xticks(range(len(image_types)), image_types, rotation=45, ha="right", fontsize=7)
+        ax.set_yticks(range(len(runs)), [r.label for r in runs] if k % ncols == 0 else [], fontsize=7)
+    for k in range(len(categories), nrows * ncols):
+        axes[k // ncols][k % ncols].axis("off")
+    fig.tight_layout()
+    fig.suptitle(f"{question_set}: accuracy with adversarial pairs per image type", y=1.04)
+    return _save(fig, path)
+
+
+def figure_response_distribution(
+    runs: Sequence["Run"], question_set: str, path: Path, questions: pd.DataFrame | None = None
+) -> Path | None:
+    """Appendix F: yes / no / refusal / unparsed shares per category, beside the ground-truth yes share."""
+    categories = _present(runs, CATEGORIES)
+    if not categories:
+        return None
+    fig, axes = plt.subplots(1, len(categories), figsize=(3.5 * len(categories), 4), squeeze=False, sharey=True)
+    colors = {"yes": "#31a354", "no": "#de2d26", "refusal": "#756bb1", "unparsed": "#969696"}
+    for ax, category in zip(axes[0], categories):
+        labels, shares = [], {k: [] for k in colors}
+        if questions is not None and len(questions):
+            subset = questions[questions["category"] == category]
+            if len(subset):
+                yes = float((subset["answer"] == "yes").mean())
+                labels.append("ground truth")
+                for key, value in zip(colors, (yes, 1 - yes, 0.0, 0.0)):
+                    shares[key].append(value)
+        for run in runs:
+            yes = _val(run, category, "yes_ratio")
+            refusal = _val(run, category, "refusal_rate")
+            unparsed = _val(run, category, "unparsed_rate")
+            parts = [0.0 if math.isnan(v) else v / 100.0 for v in (yes, refusal, unparsed)]  # scorer: percent
+            labels.append(run.label)
+            shares["yes"].append(parts[0])
+            shares["refusal"].append(parts[1])
+            shares["unparsed"].append(parts[2])
+            shares["no"].append(max(0.0, 1.0 - sum(parts)))
+        bottom = np.zeros(len(labels))
+        for key, color in colors.items():
+            ax.bar(range(len(labels)), shares[key], bottom=bottom, color=color, label=key)
+            bottom += np.array(shares[key])
+        ax.set_title(category)
+        ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=8)
+        ax.set_ylim(0, 1.05)
+    axes[0][0].set_ylabel("share of answers")
+    axes[0][-1].legend(fontsize=8, loc="upper right")
+    fig.suptitle(f"{question_set}: response distribution per category", y=1.04)
+    return _save(fig, path)
+
+
+def figure_ablation_deltas(runs: Sequence["Run"], question_set: str, path: Path) -> Path | None:
+    """Figure 4 / Appendix D: change in accuracy with adversarial pairs vs the model's vanilla run."""
+    vanilla = {r.model: r for r in runs if r.setting == "vanilla"}
+    pairs = [(r, vanilla[r.model]) for r in runs if r.setting in ABLATIONS and r.model in vanilla]
+    categories = _present(runs, CATEGORIES)
+    if not pairs or not categories:
+        return None
+    fig, ax = plt.subplots(figsize=(2 + 1.6 * len(categories), 4))
+    width = 0.8 / len(pairs)
+    x = np.arange(len(categories))
+    for k, (run, base) in enumerate(pairs):
+        deltas = [
+            _val(run, c, "accuracy_adv_pairs") - _val(base, c, "accuracy_adv_pairs") for c in categories
+        ]
+        ax.bar(x - 0.4 + width * (k + 0.5), np.nan_to_num(deltas), width, label=f"{run.model}: {run.setting} - vanilla")
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x, categories)
+    ax.set_ylabel("Δ accuracy with adversarial pairs (points)")
+    ax.legend(fontsize=8)
+    ax.set_title(f"{question_set}: chain-of-thought and description ablations")
+    return _save(fig, path)
+
+
+def figure_transfer(
+    runs: Sequence["Run"], question_set: str, path: Path, models: Sequence[str], category: str
+) -> Path | None:
+    """Figure 5: a category's accuracy per image type for the base and fine-tuned models named in params."""
+    chosen = [r for r in runs if r.model in models and r.setting == "vanilla"]
+    image_types = sorted({it for r in chosen for it in (r.metrics.get("by_image_type") or {})})
+    if len(chosen) < 1 or not image_types:
+        return None
+    fig, ax = plt.subplots(figsize=(2 + 1.2 * len(image_types), 4))
+    width = 0.8 / len(chosen)
+    x = np.arange(len(image_types))
+    for k, run in enumerate(chosen):
+        values = [_val(run, category, "accuracy_adv_pairs", it) for it in image_types]
+        ax.bar(x - 0.4 + width * (k + 0.5), np.nan_to_num(values), width, label=run.model)
+    ax.set_xticks(x, image_types, rotation=30, ha="right")
+    ax.set_ylim(0, 100)
+    ax.set_ylabel(f"{category}: accuracy with adversarial pairs (%)")
+    ax.legend(fontsize=8)
+    ax.set_title(f"{question_set}: transfer across image types")
+    return _save(fig, path)
+
+
+def make_all(
+    runs: Sequence["Run"],
+    questions: Mapping[str, pd.DataFrame],
+    out_dir: Path,
+    transfer_models: Sequence[str] = (),
+    transfer_category: str = "condition",
+) -> list[Path]:
+    """Every figure the runs support; returns the files written (the HTML links exactly these)."""
+    written: list[Any] = []
+    for question_set, group in _by_set(runs).items():
+        name = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in question_set)
+        written.append(figure_strict_vs_averaged(group, question_set, out_dir / f"fig1_strict_vs_averaged_{name}.png"))
+        written.append(figure_per_image_type(group, question_set, out_dir / f"per_image_type_{name}.png"))
+        written.append(
+            figure_response_distribution(
+                group, question_set, out_dir / f"response_distribution_{name}.png", questions.get(question_set)
+            )
+        )
+        written.append(figure_ablation_deltas(group, question_set, out_dir / f"ablation_deltas_{name}.png"))
+        if transfer_models:
+            written.append(
+                figure_transfer(group, question_set, out_dir / f"transfer_{name}.png", transfer_models, transfer_category)
+            )
+    return [p for p in written if p is not None]

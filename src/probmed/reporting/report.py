@@ -1,0 +1,380 @@
+"""The paper's tables and figures across all scored runs, bundled in one HTML page.
+
+`probmed score` covers one run (one metrics.json); this module reads every
+``<scores_root>/<question_set>/<model>/<setting>/metrics.json`` and writes, as
+Markdown and CSV with one row per (model, setting):
+
+- Table 1: question-set statistics (images and questions per image type and
+  category), when question tables are given;
+- Table 2: averaged accuracy vs accuracy with adversarial pairs per question
+  set, with the drop (the paper's "Worse than Random?" headline);
+- Table 3: accuracy with adversarial pairs per category plus overall;
+- Table 4: procedural diagnosis and error analysis (every numeric leaf of the
+  scorer's ``procedural`` block);
+- Appendix A: one table per image type;
+
+plus the PNG figures of :mod:`probmed.reporting.plots`, ``per_category.csv`` for
+``dvc plots``, a compact ``metrics.json`` for ``dvc metrics show`` and
+``index.html`` that references only files written here.
+
+Accuracies are percentages as the scorer writes them. Table 2's per-set numbers
+are question-weighted over the paired categories (modality, organ, condition,
+position): single questions are reported beside pairs, never mixed in.
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import math
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Iterable, Mapping
+
+import pandas as pd
+
+from probmed.core.markdown import markdown_table
+from probmed.core.records import write_json_atomic, write_text_atomic
+from probmed.core.vocab import CATEGORIES, PAIRED_CATEGORIES
+
+RUN_COLUMNS = ["question_set", "model", "setting"]
+SETTING_ORDER = {"vanilla": 0, "cot": 1, "described": 2}
+
+
+class ReportError(ValueError):
+    """The report cannot be built (no runs, bad metrics file); the message names the path."""
+
+
+@dataclass
+class Run:
+    question_set: str
+    model: str
+    setting: str
+    metrics: dict[str, Any]
+    path: Path
+
+    @property
+    def label(self) -> str:
+        return f"{self.model} ({self.setting})"
+
+
+# --- inputs ---------------------------------------------------------------------
+
+
+def discover_runs(scores_root: str | Path | Iterable[str | Path]) -> list[Run]:
+    """Every ``<question_set>/<model>/<setting>/metrics.json`` under the score root(s), sorted.
+
+    Several roots let the report join evaluations written elsewhere in the same
+    layout (the fine-tuning transfer study's ``build/finetune/transfer/scores``).
+    """
+    roots = [Path(scores_root)] if isinstance(scores_root, (str, Path)) else [Path(r) for r in scores_root]
+    runs: list[Run] = []
+    for root in roots:
+        runs += _discover(root)
+    if not runs:
+        raise ReportError(f"no <question_set>/<model>/<setting>/metrics.json under {', '.join(map(str, roots))}")
+    seen: set[tuple[str, str, str]] = set()
+    for run in runs:
+        key = (run.question_set, run.model, run.setting)
+        if key in seen:
+            raise ReportError(f"{run.path}: {'/'.join(key)} appears under two score roots")
+        seen.add(key)
+    runs.sort(key=lambda r: (r.question_set, r.model, SETTING_ORDER.get(r.setting, 9), r.setting))
+    return runs
+
+
+def _discover(root: Path) -> list[Run]:
+    if not root.is_dir():
+        raise ReportError(f"scores directory {root} not found")
+    runs = []
+    for path in sorted(root.glob("*/*/*/metrics.json")):
+        question_set, model, setting = path.relative_to(root).parts[:3]
+        try:
+            metrics = json.loads(path.read_text(encoding="utf-8"))
+        except json.JSONDecodeError as exc:
+            raise ReportError(f"{path}: not valid JSON ({exc})") from exc
+        if not isinstance(metrics, dict) or not isinstance(metrics.get("by_category"), dict):
+            raise ReportError(f"{path}: expected an object with key 'by_category'")
+        runs.append(Run(question_set, model, setting, metrics, path))
+    return runs
+
+
+def _num(value: Any) -> float:
+    if isinstance(value, bool) or value is None:
+        return math.nan
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        return math.nan
+
+
+def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
+    if isinstance(obj, Mapping):
+        out: dict[str, Any] = {}
+        for key, value in obj.items():
+            out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
+        return out
+    return {prefix: obj}
+
+
+# --- tables ---------------------------------------------------------------------
+
+
+def long_table(runs: Iterable[Run]) -> pd.DataFrame:
+    """One row per (run, image type or ``all``, category) with every metric the scorer gives."""
+    rows = []
+    for run in runs:
+        blocks = [("all", run.metrics.get("by_category") or {})]
+        blocks += list((run.metrics.get("by_image_type") or {}).items())
+        for image_type, cats in blocks:
+            for category, values in (cats or {}).items():
+                if not isinstance(values, Mapping):
+                    continue
+                row = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+                row.update({"image_type": image_type, "category": category})
+                row.update({k: _num(v) for k, v in values.items() if not isinstance(v, (dict, list))})
+                rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def table_dataset(questions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
+    """Table 1: images and questions per image type and category, per question set."""
+    rows = []
+    for name, frame in questions.items():
+        for image_type, group in frame.groupby("image_type", sort=True):
+            row: dict[str, Any] = {"question_set": name, "image_type": image_type}
+            row["images"] = group["image_id"].nunique()
+            row["questions"] = len(group)
+            for category in CATEGORIES:
+                row[category] = int((group["category"] == category).sum())
+            rows.append(row)
+        row = {"question_set": name, "image_type": "all", "images": frame["image_id"].nunique()}
+        row["questions"] = len(frame)
+        row.update({c: int((frame["category"] == c).sum()) for c in CATEGORIES})
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def _paired_summary(metrics: Mapping[str, Any]) -> tuple[float, float]:
+    """(averaged, strict) accuracy over the paired questions of a run.
+
+    The scorer's pooled ``overall.averaged_accuracy`` / ``overall.accuracy_adv_pairs``
+    (the paper's Table 2 definitions) when present; otherwise the per-category
+    values weighted by their number of questions.
+    """
+    overall = metrics.get("overall") or {}
+    avg, strict = _num(overall.get("averaged_accuracy")), _num(overall.get("accuracy_adv_pairs"))
+    if not (math.isnan(avg) or math.isnan(strict)):
+        return avg, strict
+    num_avg = num_strict = weight = 0.0
+    for category in PAIRED_CATEGORIES:
+        values = (metrics.get("by_category") or {}).get(category) or {}
+        n = _num(values.get("n_questions"))
+        avg, strict = _num(values.get("averaged_accuracy")), _num(values.get("accuracy_adv_pairs"))
+        if math.isnan(n) or n <= 0 or math.isnan(avg) or math.isnan(strict):
+            continue
+        num_avg += avg * n
+        num_strict += strict * n
+        weight += n
+    if weight == 0:
+        return math.nan, math.nan
+    return num_avg / weight, num_strict / weight
+
+
+def table_adversarial_drop(runs: Iterable[Run]) -> pd.DataFrame:
+    """Table 2: per (model, setting), each question set's averaged vs strict accuracy and the drop."""
+    rows: dict[tuple[str, str], dict[str, Any]] = {}
+    for run in runs:
+        avg, strict = _paired_summary(run.metrics)
+        row = rows.setdefault((run.model, run.setting), {"model": run.model, "setting": run.setting})
+        row[f"{run.question_set} averaged"] = avg
+        row[f"{run.question_set} adv. pairs"] = strict
+        row[f"{run.question_set} drop %"] = (avg - strict) / avg * 100 if avg and not math.isnan(avg) else math.nan
+    return pd.DataFrame(list(rows.values()))
+
+
+def _category_row(head: dict[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
+    row = dict(head)
+    for category in CATEGORIES:
+        values = (metrics.get("by_category") or {}).get(category) or {}
+        row[category] = _num(values.get("accuracy_adv_pairs"))
+    for key, value in _flat(metrics.get("overall") or {}).items():
+        if key.startswith("accuracy") or key.endswith("_accuracy"):
+            row[f"overall {key}"] = _num(value)
+    return row
+
+
+def table_categories(runs: Iterable[Run]) -> pd.DataFrame:
+    """Table 3: accuracy with adversarial pairs per category and the overall accuracies.
+
+    Each question set also gets a ``random (exact)`` row: the scorer's exact
+    expectation under uniform yes/no answers on the same questions.
+    """
+    rows, seen = [], set()
+    for run in runs:  # runs come sorted by question set: the exact baseline heads each set's rows
+        baseline = run.metrics.get("random_baseline") or {}
+        if run.question_set not in seen and baseline.get("by_category"):
+            seen.add(run.question_set)
+            rows.append(_category_row({"question_set": run.question_set, "model": "random (exact)", "setting": "-"},
+                                      baseline))
+        rows.append(_category_row({"question_set": run.question_set, "model": run.model, "setting": run.setting},
+                                  run.metrics))
+    return pd.DataFrame(rows)
+
+
+def table_procedural(runs: Iterable[Run]) -> pd.DataFrame:
+    """Table 4: every numeric leaf of the scorer's procedural diagnosis / error analysis."""
+    rows = []
+    for run in runs:
+        row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+        for key, value in _flat(run.metrics.get("procedural") or {}).items():
+            if not isinstance(value, (list, str)):
+                row[key] = _num(value)
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def tables_by_image_type(runs: Iterable[Run]) -> dict[str, pd.DataFrame]:
+    """Appendix A: for each image type, strict accuracy per category, one row per run."""
+    out: dict[str, list[dict[str, Any]]] = {}
+    for run in runs:
+        for image_type, cats in sorted((run.metrics.get("by_image_type") or {}).items()):
+            row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+            for category in CATEGORIES:
+                row[category] = _num(((cats or {}).get(category) or {}).get("accuracy_adv_pairs"))
+            out.setdefault(image_type, []).append(row)
+    return {k: pd.DataFrame(v) for k, v in out.items()}
+
+
+def to_markdown(frame: pd.DataFrame, digits: int = 2) -> str:
+    """A GitHub Markdown table; NaN shows as an em dash so missing never reads as 0."""
+
+    def cell(value: Any) -> str:
+        if isinstance(value, float):
+            return "—" if math.isnan(value) else f"{value:.{digits}f}"
+        return str(value).replace("|", "\\|")
+
+    return markdown_table(frame, cell=cell)
+
+
+def slug(text: str) -> str:
+    """``"X-ray - Chest"`` -> ``"x_ray_chest"`` (file names for the appendix tables)."""
+    return re.sub(r"[^a-z0-9]+", "_", text.lower()).strip("_")
+
+
+# --- the report -----------------------------------------------------------------
+
+
+def build_report(
+    scores_root: str | Path | Iterable[str | Path],
+    out_dir: str | Path,
+    questions: Mapping[str, str | Path] | None = None,
+    transfer_models: Iterable[str] = (),
+    transfer_category: str = "condition",
+    title: str = "ProbMed probing evaluation",
+) -> dict[str, Any]:
+    """Write every table, plot and index.html into ``out_dir``; returns the manifest written too."""
+    from probmed.reporting import plots
+
+    runs = discover_runs(scores_root)
+    out = Path(out_dir)
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    question_frames = {name: pd.read_parquet(path) for name, path in (questions or {}).items()}
+
+    tables: dict[str, tuple[str, pd.DataFrame]] = {}
+    if question_frames:
+        tables["table1_dataset"] = ("Table 1: question-set statistics", table_dataset(question_frames))
+    tables["table2_adversarial_drop"] = (
+        "Table 2: averaged accuracy vs accuracy with adversarial pairs (question-weighted, paired categories)",
+        table_adversarial_drop(runs),
+    )
+    tables["table3_categories"] = ("Table 3: accuracy with adversarial pairs per category", table_categories(runs))
+    tables["table4_procedural"] = ("Table 4: procedural diagnosis and error analysis", table_procedural(runs))
+    for image_type, frame in tables_by_image_type(runs).items():
+        tables[f"appendix_{slug(image_type)}"] = (f"Appendix A: {image_type}", frame)
+
+    files: dict[str, list[str]] = {"tables": [], "plots": [], "data": []}
+    for name, (_, frame) in tables.items():
+        write_text_atomic(frame.to_csv(index=False), out / "tables" / f"{name}.csv")
+        write_text_atomic(to_markdown(frame), out / "tables" / f"{name}.md")
+        files["tables"] += [f"tables/{name}.csv", f"tables/{name}.md"]
+
+    long = long_table(runs)
+    write_text_atomic(long.to_csv(index=False), out / "all_metrics.csv")
+    per_category = long[long["image_type"] == "all"].copy()
+    per_category["run"] = per_category["question_set"] + "-" + per_category["model"] + "-" + per_category["setting"]
+    per_category["label"] = per_category["run"] + ": " + per_category["category"]
+    keep = ["label", "run", "category", "accuracy_adv_pairs", "averaged_accuracy"]
+    write_text_atomic(per_category.reindex(columns=keep).to_csv(index=False), out / "per_category.csv")
+    files["data"] += ["all_metrics.csv", "per_category.csv"]
+
+    write_json_atomic(summary_metrics(runs), out / "metrics.json")
+    files["data"].append("metrics.json")
+
+    figures = plots.make_all(
+        runs, question_frames, out / "plots", transfer_models=list(transfer_models), transfer_category=transfer_category
+    )
+    files["plots"] = [f"plots/{p.name}" for p in figures]
+
+    page = render_html(title, runs, tables, files)
+    write_text_atomic(page, out / "index.html")
+    manifest = {"runs": [f"{r.question_set}/{r.model}/{r.setting}" for r in runs], "files": files}
+    missing = [f for group in files.values() for f in group if not (out / f).is_file()]
+    if missing:  # render_html only links what was written; this guards that promise
+        raise ReportError(f"report would reference missing file(s): {missing}")
+    write_json_atomic(manifest, out / "manifest.json")
+    return manifest
+
+
+def summary_metrics(runs: Iterable[Run]) -> dict[str, Any]:
+    """The compact metrics `dvc metrics show` lists: per run, overall and per-category headline numbers."""
+
+    def clean(value: Any) -> float | None:
+        number = _num(value)
+        return None if math.isnan(number) else round(number, 4)
+
+    out: dict[str, Any] = {}
+    for run in runs:
+        overall = run.metrics.get("overall") or {}
+        entry: dict[str, Any] = {
+            "overall": {k: clean(overall.get(k)) for k in (
+                "accuracy_adv_pairs_original_weighting", "accuracy_adv_pairs", "averaged_accuracy")},
+        }
+        for category, values in (run.metrics.get("by_category") or {}).items():
+            if isinstance(values, Mapping):
+                entry[category] = {k: clean(values.get(k)) for k in ("accuracy_adv_pairs", "averaged_accuracy")}
+        out[f"{run.question_set}-{run.model}-{run.setting}"] = entry
+    return out
+
+
+def render_html(
+    title: str, runs: list[Run], tables: Mapping[str, tuple[str, pd.DataFrame]], files: Mapping[str, list[str]]
+) -> str:
+    """One static page: run list, every table, every figure, links to CSV/Markdown."""
+    esc = html.escape
+    parts = [
+        "<!doctype html>",
+        f"<html><head><meta charset='utf-8'><title>{esc(title)}</title>",
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ccc;padding:3px 6px}"
+        "img{max-width:100%;border:1px solid #eee;margin:1em 0}</style></head><body>",
+        f"<h1>{esc(title)}</h1>",
+        "<p>Accuracies in percent. <b>Accuracy with adversarial pairs</b>: a pair counts only when both"
+        " answers are right (condition and position all-or-nothing per image). <b>Averaged accuracy</b>:"
+        " mean correctness over the questions of the pairs. A dash means not available, never zero.</p>",
+        "<h2>Runs</h2><ul>",
+        *[f"<li>{esc(r.question_set)} / {esc(r.model)} / {esc(r.setting)}</li>" for r in runs],
+        "</ul><h2>Figures</h2>",
+        *[f"<figure><img src='{esc(p)}' alt='{esc(p)}'><figcaption>{esc(p)}</figcaption></figure>" for p in files["plots"]],
+        "<h2>Tables</h2>",
+    ]
+    for name, (caption, frame) in tables.items():
+        parts.append(f"<h3>{esc(caption)}</h3>")
+        parts.append(frame.to_html(index=False, na_rep="—", float_format=lambda v: f"{v:.2f}", border=0))
+        parts.append(f"<p><a href='tables/{esc(name)}.csv'>CSV</a> · <a href='tables/{esc(name)}.md'>Markdown</a></p>")
+    parts.append("<h2>Data</h2><ul>")
+    parts += [f"<li><a href='{esc(p)}'>{esc(p)}</a></li>" for p in files["data"]]
+    parts.append("</ul></body></html>")
+    return "\n".join(parts) + "\n"

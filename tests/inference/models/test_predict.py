@@ -1,0 +1,252 @@
+"""`probmed predict` end to end: tiny model, cache, shards + merge, export, crash safety,
+key hygiene and bad input, through the real CLI and the real params.yaml."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pandas as pd
+import pytest
+from omegaconf import OmegaConf
+
+from predict_helpers import make_questions
+from probmed.cli import main
+from probmed.inference.models.mock_server import MockChatServer
+from probmed.core.records import read_predictions, write_questions
+
+
+def run_cli(args: list[str]) -> int:
+    return main(args)
+
+
+@pytest.fixture()
+def qfile(tmp_path, questions) -> Path:
+    path = tmp_path / "questions.parquet"
+    write_questions(questions, path)
+    return path
+
+
+def base_args(repo_root, qfile, shared_data, tmp_path, *extra) -> list[str]:
+    return ["--params", str(repo_root / "params.yaml"), "--questions", str(qfile), "--image-root", str(shared_data),
+            "--no-progress", f"predict.store_dir={tmp_path / 'answers'}", f"predict.describe_dir={tmp_path / 'desc'}",
+            *extra]
+
+
+@pytest.mark.slow
+def test_predict_tiny_cached_sharded_merged_exported(tmp_path, repo_root, qfile, shared_data, tiny_dir, capsys):
+    args = base_args(repo_root, qfile, shared_data, tmp_path, "model=tiny", f"models.tiny.model_id={tiny_dir}")
+    full = tmp_path / "full.parquet"
+    assert run_cli(["predict", *args, "--out", str(full)]) == 0
+    first = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert first["asked"] == 15 and first["cached"] == 0
+    preds = read_predictions(full)
+    assert len(preds) == 15 and preds["cache_key"].is_unique and (preds["model"] == "tiny").all()
+    # a re-run asks nothing
+    assert run_cli(["predict", *args, "--out", str(tmp_path / "again.parquet")]) == 0
+    again = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
+    assert again["asked"] == 0 and again["cached"] == 15
+    # shards cover disjoint images; merged they equal the unsharded table (from a fresh store)
+    shard_args = base_args(repo_root, qfile, shared_data, tmp_path / "sharded", "model=tiny",
+                           f"models.tiny.model_id={tiny_dir}")
+    outs = []
+    for i in range(2):
+        out = tmp_path / f"shard{i}.parquet"
+        assert run_cli(["predict", *shard_args, "--shard", f"{i}/2", "--out", str(out)]) == 0
+        outs.append(out)
+    parts = [read_predictions(o) for o in outs]
+    assert len(parts[0]) == 10 and len(parts[1]) == 5  # images 0 and 2 vs image 1
+    assert sorted((tmp_path / "sharded" / "answers" / "tiny").glob("*.jsonl"))[0].name == "shard-000-of-002.jsonl"
+    merged = tmp_path / "merged.parquet"
+    assert run_cli(["merge", str(qfile), *map(str, outs), "--out", str(merged)]) == 0
+    cols = ["qid", "response", "label", "cache_key"]
+    pd.testing.assert_frame_equal(read_predictions(merged)[cols], preds[cols])
+    # merging an incomplete set is refused
+    assert run_cli(["merge", str(qfile), str(outs[0]), "--out", str(tmp_path / "bad.parquet")]) == 2
+    assert "no prediction" in capsys.readouterr().err
+    # export to the original response format
+    resp = tmp_path / "responses.json"
+    assert run_cli(["export-responses", str(qfile), str(full), "--out", str(resp)]) == 0
+    records = json.loads(resp.read_text())
+    assert [r["response"] for r in records] == list(preds["response"])
+    assert set(records[0]) == {"id", "image_type", "qa_type", "question", "gt_ans", "response"}
+
+
+@pytest.mark.slow
+def test_cot_and_described_use_cached_descriptions(tmp_path, repo_root, qfile, shared_data, tiny_dir, capsys):
+    common = base_args(repo_root, qfile, shared_data, tmp_path, "model=tiny", f"models.tiny.model_id={tiny_dir}")
+    assert run_cli(["predict", *common, "setting=cot", "--out", str(tmp_path / "cot.parquet")]) == 0
+    desc_store = tmp_path / "desc" / "tiny" / "answers.jsonl"
+    assert len(desc_store.read_text().splitlines()) == 3  # one description per image
+    assert run_cli(["predict", *common, "setting=described", "settings.describer=tiny",
+                    "--out", str(tmp_path / "described.parquet")]) == 0
+    assert len(desc_store.read_text().splitlines()) == 3  # same describer: reused, not regenerated
+    vanilla_out = tmp_path / "vanilla.parquet"
+    assert run_cli(["predict", *common, "--out", str(vanilla_out)]) == 0
+    keys = [set(read_predictions(tmp_path / f"{s}.parquet")["cache_key"]) for s in ("cot", "described", "vanilla")]
+    assert keys[0].isdisjoint(keys[2]) and keys[1].isdisjoint(keys[2])
+    assert run_cli(["describe", *common, "--out", str(tmp_path / "d.parquet")]) == 0
+    table = pd.read_parquet(tmp_path / "d.parquet")
+    assert len(table) == 3 and table["description"].str.len().gt(0).all()
+    # a blind baseline cannot take a described setting
+    assert run_cli(["predict", *common, "model=blind", "setting=cot"]) == 2
+    assert "never sees the image" in capsys.readouterr().err
+
+
+def test_bad_input_is_a_clear_error(tmp_path, repo_root, questions, shared_data, tiny_dir, capsys):
+    bad = questions.copy()
+    bad.loc[bad["image_id"] == bad["image_id"].iat[-1], "image_path"] = "vqa-rad/missing.jpg"
+    qfile = tmp_path / "q.parquet"
+    write_questions(bad, qfile)
+    args = base_args(repo_root, qfile, shared_data, tmp_path, "model=tiny", f"models.tiny.model_id={tiny_dir}")
+    out = tmp_path / "out.parquet"
+    assert run_cli(["predict", *args, "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "image vqarad-" in err and "missing.jpg" in err and not out.exists()
+    assert run_cli(["predict", *args, "model=nosuch"]) == 2
+    assert "unknown model 'nosuch'" in capsys.readouterr().err
+    assert run_cli(["predict", *args, "model=gpt-4o"]) == 2
+    assert "disabled" in capsys.readouterr().err
+    assert run_cli(["predict", *args, "--shard", "3/2"]) == 2
+
+
+def write_api_params(repo_root: Path, tmp_path: Path, base_url: str, **extra) -> Path:
+    cfg = OmegaConf.load(repo_root / "params.yaml")
+    api = {"backend": "openai", "model_id": "gpt-4o-mock", "base_url": base_url, "api_key_env": "PROBMED_TEST_KEY",
+           "concurrency": 4, "max_retries": 2, "timeout_s": 2, "backoff_base_s": 0.01, "max_tokens": 8,
+           "logprobs": True, **extra}
+    cfg.models.api = api
+    path = tmp_path / "params.yaml"
+    OmegaConf.save(cfg, path)
+    return path
+
+
+def subprocess_predict(params: Path, qfile: Path, shared_data: Path, store: Path, out: Path, env: dict,
+                       progress: bool = False) -> subprocess.Popen:
+    cmd = [sys.executable, "-m", "probmed", "predict", "--params", str(params), "--questions", str(qfile),
+           "--image-root", str(shared_data), f"predict.store_dir={store}", "model=api", "--out", str(out)]
+    if not progress:
+        cmd.append("--no-progress")
+    return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path, repo_root, shared_data):
+    q = make_questions(shared_data, 12)  # 60 questions
+    qfile = tmp_path / "q.parquet"
+    write_questions(q, qfile)
+    env = {**os.environ, "PROBMED_TEST_KEY": "sk-crash"}
+    with MockChatServer(latency_s=0.04) as srv:
+        params = write_api_params(repo_root, tmp_path, srv.base_url, concurrency=2)
+        ref = subprocess_predict(params, qfile, shared_data, tmp_path / "ref", tmp_path / "ref.parquet", env)
+        assert ref.wait(timeout=120) == 0, ref.stderr.read()
+        n_ref = len(srv.requests)
+        assert n_ref == 60
+
+        store_file = tmp_path / "run" / "api" / "answers.jsonl"
+        proc = subprocess_predict(params, qfile, shared_data, tmp_path / "run", tmp_path / "run.parquet", env)
+        deadline = time.time() + 60
+        while time.time() < deadline:
+            if store_file.exists() and len(store_file.read_text().splitlines()) >= 20:
+                break
+            time.sleep(0.01)
+        os.kill(proc.pid, signal.SIGKILL)
+        proc.wait(timeout=10)
+        assert proc.returncode == -signal.SIGKILL
+        assert not (tmp_path / "run.parquet").exists()
+        on_disk = {json.loads(line)["key"] for line in store_file.read_text().splitlines() if line.endswith("}")}
+        assert 20 <= len(on_disk) < 60
+        before = len(srv.requests)
+        resumed = subprocess_predict(params, qfile, shared_data, tmp_path / "run", tmp_path / "run.parquet", env)
+        assert resumed.wait(timeout=120) == 0, resumed.stderr.read()
+        summary = json.loads(resumed.stdout.read().strip().splitlines()[-1])
+        assert summary["cached"] == len(on_disk) and summary["asked"] == 60 - len(on_disk)
+        assert len(srv.requests) - before == 60 - len(on_disk)  # nothing on disk was asked again
+    cols = ["qid", "response", "label", "p_yes", "prompt_tokens", "completion_tokens", "cost_usd", "cache_key",
+            "error"]
+    pd.testing.assert_frame_equal(read_predictions(tmp_path / "run.parquet")[cols],
+                                  read_predictions(tmp_path / "ref.parquet")[cols])
+    keys = [json.loads(line)["key"] for line in store_file.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 60  # no duplicate keys, the cut line repaired
+
+
+@pytest.mark.slow
+def test_api_key_never_leaks(tmp_path, repo_root, shared_data, questions):
+    secret = "sk-leak-7f3a9c0e1d2b4a68"
+    qfile = tmp_path / "q.parquet"
+    q = questions.copy()
+    q.loc[0, "question"] = "[echo500] " + q.loc[0, "question"]
+    q.loc[1, "question"] = "[echo400] " + q.loc[1, "question"]
+    write_questions(q, qfile)
+    env = {**os.environ, "PROBMED_TEST_KEY": secret}
+    outputs: list[str] = []
+    with MockChatServer(faults={"[echo500]": ["echo500"], "[echo400]": ["echo400"]}) as srv:
+        params = write_api_params(repo_root, tmp_path, srv.base_url)
+        p = subprocess_predict(params, qfile, shared_data, tmp_path / "store", tmp_path / "p.parquet", env,
+                               progress=True)
+        out, err = p.communicate(timeout=120)
+        outputs += [out, err]
+        assert p.returncode == 1  # two questions recorded as failed
+        assert any(r["auth"] == f"Bearer {secret}" for r in srv.requests)  # the key was sent (and echoed)
+    with MockChatServer(required_key="sk-other") as srv:  # bad credentials: the 401 body echoes the key
+        params = write_api_params(repo_root, tmp_path, srv.base_url)
+        p = subprocess_predict(params, qfile, shared_data, tmp_path / "store2", tmp_path / "p2.parquet", env,
+                               progress=True)
+        out, err = p.communicate(timeout=120)
+        outputs += [out, err]
+        assert p.returncode == 2 and "credentials" in err
+    resp = tmp_path / "responses.json"
+    assert main(["export-responses", str(qfile), str(tmp_path / "p.parquet"), "--out", str(resp)]) == 0
+    preds = read_predictions(tmp_path / "p.parquet")
+    assert "Bearer ***" in " ".join(preds["error"])  # the echoed header was stored, redacted
+    files = [f for f in tmp_path.rglob("*") if f.is_file()]
+    assert any(f.suffix == ".jsonl" for f in files)
+    for f in files:
+        assert secret.encode() not in f.read_bytes(), f
+    for text in outputs:
+        assert secret not in text
+
+
+@pytest.mark.slow
+def test_endpoint_dying_mid_run_keeps_received_answers(tmp_path, repo_root, shared_data, questions):
+    qfile = tmp_path / "q.parquet"
+    write_questions(questions, qfile)
+    env = {**os.environ, "PROBMED_TEST_KEY": "sk-x"}
+    with MockChatServer(die_after=6) as srv:
+        params = write_api_params(repo_root, tmp_path, srv.base_url, concurrency=1, max_retries=1)
+        p = subprocess_predict(params, qfile, shared_data, tmp_path / "s", tmp_path / "p.parquet", env)
+        out, err = p.communicate(timeout=120)
+    assert p.returncode == 2 and "unreachable" in err, err
+    lines = (tmp_path / "s" / "api" / "answers.jsonl").read_text().splitlines()
+    assert len(lines) == 6 and all(not json.loads(x)["error"] for x in lines)
+    assert not (tmp_path / "p.parquet").exists()
+
+
+def test_unreadable_image_mid_run_stops_with_answers_on_disk(tmp_path, repo_root, questions, shared_data, tiny_dir,
+                                                              capsys):
+    root = tmp_path / "images"
+    q = questions.copy()
+    for i, rel in enumerate(pd.unique(q["image_path"])):
+        target = root / f"img{i}.jpg"
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if i < 2:
+            target.symlink_to(shared_data / rel)
+        else:
+            target.write_bytes(b"this is not a JPEG")  # the third image is corrupt
+        q.loc[q["image_path"] == rel, "image_path"] = target.name
+    qfile = tmp_path / "q.parquet"
+    write_questions(q, qfile)
+    args = ["--params", str(repo_root / "params.yaml"), "--questions", str(qfile), "--image-root", str(root),
+            "--no-progress", f"predict.store_dir={tmp_path / 'answers'}", "model=tiny",
+            f"models.tiny.model_id={tiny_dir}", "--out", str(tmp_path / "p.parquet")]
+    assert run_cli(["predict", *args]) == 2
+    err = capsys.readouterr().err
+    assert "img2.jpg" in err and "cannot read" in err
+    lines = (tmp_path / "answers" / "tiny" / "answers.jsonl").read_text().splitlines()
+    assert len(lines) == 10  # the two readable images' answers are kept
+    assert not (tmp_path / "p.parquet").exists()

@@ -1,0 +1,164 @@
+"""Report tables, figures and the HTML page from metrics.json files in the scorer's shape."""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from metrics_factory import make_metrics
+from PIL import Image
+
+from probmed.reporting.report import ReportError, build_report, discover_runs, table_adversarial_drop, to_markdown
+
+RUNS = [
+    ("probmed", "tiny", "vanilla"),
+    ("probmed", "tiny", "cot"),
+    ("probmed", "tiny", "described"),
+    ("probmed", "always-yes", "vanilla"),
+    ("probmed", "tiny-lora", "vanilla"),
+    ("vqarad-adv", "tiny", "vanilla"),
+]
+
+
+def assert_nontrivial_png(path: Path) -> None:
+    """Exists, is a real PNG of reasonable size, and is not a blank canvas."""
+    assert path.is_file() and path.stat().st_size > 5_000, path
+    with Image.open(path) as img:
+        assert img.format == "PNG" and img.width >= 300 and img.height >= 200
+        pixels = np.asarray(img.convert("RGB"))
+    assert pixels.std() > 10 and len(np.unique(pixels.reshape(-1, 3), axis=0)) > 20, f"{path} looks blank"
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("report")
+    for seed, (qset, model, setting) in enumerate(RUNS):
+        path = tmp / "scores" / qset / model / setting / "metrics.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(make_metrics(seed)))
+    questions = pd.DataFrame(
+        {
+            "image_id": ["a", "a", "b", "b", "b"],
+            "image_type": ["X-ray - Chest"] * 2 + ["CT Scan - Brain"] * 3,
+            "category": ["modality", "modality", "organ", "organ", "abnormality"],
+            "answer": ["yes", "no", "yes", "no", "yes"],
+        }
+    )
+    questions.to_parquet(tmp / "q.parquet")
+    manifest = build_report(
+        tmp / "scores", tmp / "out", questions={"probmed": tmp / "q.parquet"}, transfer_models=["tiny", "tiny-lora"]
+    )
+    return tmp / "out", manifest
+
+
+def test_tables_have_one_row_per_model_and_setting(report):
+    out, manifest = report
+    assert len(manifest["runs"]) == len(RUNS)
+    table3 = pd.read_csv(out / "tables" / "table3_categories.csv")
+    assert len(table3) == len(RUNS) + 2  # + one exact random-baseline row per question set
+    assert (table3.model == "random (exact)").sum() == 2
+    assert table3[table3.model == "random (exact)"]["modality"].tolist() == [25.0, 25.0]
+    assert list(table3.columns[:8]) == ["question_set", "model", "setting", *
+                                        ["modality", "organ", "abnormality", "condition", "position"]]
+    first = table3[(table3.model == "always-yes")].iloc[0]
+    assert first["organ"] == pytest.approx(make_metrics(3)["by_category"]["organ"]["accuracy_adv_pairs"])
+    table1 = pd.read_csv(out / "tables" / "table1_dataset.csv")
+    assert table1.set_index("image_type").loc["all", "questions"] == 5
+    assert table1.set_index("image_type").loc["CT Scan - Brain", "images"] == 1
+    table2 = pd.read_csv(out / "tables" / "table2_adversarial_drop.csv")
+    assert len(table2) == 5  # (model, setting) rows; question sets are columns
+    assert {"probmed averaged", "probmed adv. pairs", "vqarad-adv drop %"} <= set(table2.columns)
+    appendix = sorted(p.name for p in (out / "tables").glob("appendix_*.csv"))
+    assert appendix == ["appendix_ct_scan_brain.csv", "appendix_mri_abdomen.csv", "appendix_x_ray_chest.csv"]
+    table4 = pd.read_csv(out / "tables" / "table4_procedural.csv")
+    assert "condition.e_accept_hallucination" in table4.columns
+    assert math.isnan(table4["position.accuracy"].iloc[0])  # null stays missing
+
+
+def test_table2_uses_pooled_overall_when_the_scorer_gives_it(report):
+    out, _ = report
+    table2 = pd.read_csv(out / "tables" / "table2_adversarial_drop.csv").set_index(["model", "setting"])
+    overall = make_metrics(0)["overall"]  # RUNS[0] = probmed/tiny/vanilla, seed 0
+    assert table2.loc[("tiny", "vanilla"), "probmed adv. pairs"] == pytest.approx(overall["accuracy_adv_pairs"])
+    assert table2.loc[("tiny", "vanilla"), "probmed averaged"] == pytest.approx(overall["averaged_accuracy"])
+
+
+def test_table2_falls_back_to_question_weighting_over_paired_categories(tmp_path):
+    metrics = {"by_category": {
+        "modality": {"averaged_accuracy": 80, "accuracy_adv_pairs": 60, "n_questions": 10},
+        "organ": {"averaged_accuracy": 40, "accuracy_adv_pairs": 20, "n_questions": 30},
+        "abnormality": {"averaged_accuracy": 0, "accuracy_adv_pairs": 0, "n_questions": 1000},
+    }}
+    path = tmp_path / "s" / "q" / "m" / "vanilla" / "metrics.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(metrics))
+    row = table_adversarial_drop(discover_runs(tmp_path / "s")).iloc[0]
+    assert row["q averaged"] == pytest.approx(50.0) and row["q adv. pairs"] == pytest.approx(30.0)
+    assert row["q drop %"] == pytest.approx(40.0)
+
+
+def test_every_png_is_nontrivial_and_expected_figures_exist(report):
+    out, manifest = report
+    names = {Path(p).name for p in manifest["files"]["plots"]}
+    assert {
+        "fig1_strict_vs_averaged_probmed.png",
+        "per_image_type_probmed.png",
+        "response_distribution_probmed.png",
+        "ablation_deltas_probmed.png",
+        "transfer_probmed.png",
+        "fig1_strict_vs_averaged_vqarad-adv.png",
+    } <= names
+    assert "ablation_deltas_vqarad-adv.png" not in names  # no ablation runs there: no empty figure
+    for png in (out / "plots").glob("*.png"):
+        assert_nontrivial_png(png)
+    assert sorted((out / "plots").glob("*.png")) == sorted(out / p for p in manifest["files"]["plots"])
+
+
+def test_html_references_only_existing_files(report):
+    out, manifest = report
+    page = (out / "index.html").read_text()
+    refs = re.findall(r"(?:src|href)='([^']+)'", page)
+    assert len(refs) >= len(manifest["files"]["plots"]) + 2
+    for ref in refs:
+        assert (out / ref).is_file(), ref
+    assert all(f"src='{p}'" in page for p in manifest["files"]["plots"])
+    per_category = pd.read_csv(out / "per_category.csv")
+    assert set(per_category.columns) == {"label", "run", "category", "accuracy_adv_pairs", "averaged_accuracy"}
+    assert len(per_category) == len(RUNS) * 5 and per_category["label"].is_unique
+    summary = json.loads((out / "metrics.json").read_text())
+    assert set(summary) == {f"{q}-{m}-{s}" for q, m, s in RUNS}
+    expected = make_metrics(0)["by_category"]["organ"]["accuracy_adv_pairs"]
+    assert summary["probmed-tiny-vanilla"]["organ"]["accuracy_adv_pairs"] == pytest.approx(expected)
+
+
+def test_markdown_shows_missing_as_dash():
+    md = to_markdown(pd.DataFrame({"model": ["a|b"], "acc": [float("nan")]}))
+    assert md.splitlines()[2] == "| a\\|b | — |"
+
+
+def test_several_score_roots_join_and_duplicates_are_refused(tmp_path):
+    for root, model in (("a", "base"), ("b", "adapted")):
+        path = tmp_path / root / "heldout" / model / "vanilla" / "metrics.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(make_metrics(1)))
+    runs = discover_runs([tmp_path / "a", tmp_path / "b"])
+    assert [r.model for r in runs] == ["adapted", "base"]
+    with pytest.raises(ReportError, match="two score roots"):
+        discover_runs([tmp_path / "a", tmp_path / "a"])
+
+
+def test_no_runs_or_bad_metrics_is_a_clear_error(tmp_path):
+    with pytest.raises(ReportError, match="not found"):
+        discover_runs(tmp_path / "missing")
+    with pytest.raises(ReportError, match="no <question_set>"):
+        discover_runs(tmp_path)
+    bad = tmp_path / "q" / "m" / "vanilla" / "metrics.json"
+    bad.parent.mkdir(parents=True)
+    bad.write_text("{")
+    with pytest.raises(ReportError, match=str(bad)):
+        discover_runs(tmp_path)
