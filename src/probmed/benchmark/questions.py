@@ -30,7 +30,7 @@ from typing import Sequence
 import pandas as pd
 from tqdm import tqdm
 
-from probmed.benchmark.curation.vocabularies import POSITIONS_BY_ORGAN, GENERIC_POSITIONS, conditions_for, flip_side
+from probmed.benchmark.curation.vocabularies import conditions_for, flip_side, positions_for
 from probmed.core.release_format import question_id
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, RecordError, validate_question_frame
 from probmed.core.vocab import (
@@ -228,7 +228,7 @@ def generate_questions(
         known_pos: dict[str, set[str]] = {}
         for f in positioned:
             known_pos.setdefault(f.condition, set()).add(f.position)  # type: ignore[arg-type]
-        pos_vocab = POSITIONS_BY_ORGAN.get(rec.organ, GENERIC_POSITIONS)
+        pos_vocab = positions_for(rec.organ, rec.modality)
         for k, f in enumerate(positioned):
             flip = flip_side(f.position)  # type: ignore[arg-type]
             cands_p = [p for p in dict.fromkeys([*pos_vocab, *([flip] if flip else [])]) if p not in known_pos[f.condition]]

@@ -40,6 +40,13 @@ CONDITIONS_BY_ORGAN: dict[str, tuple[str, ...]] = {
         "widened mediastinum",
         "lung cancer",
         "tuberculosis",
+        # chest CT (COVID-19 collection, ROCO captions)
+        "covid-19 pneumonia",
+        "ground-glass opacity",
+        "bronchiectasis",
+        "cavity",
+        "embolism",
+        "pericardial effusion",
     ),
     "brain": (
         "infarction",
@@ -58,6 +65,9 @@ CONDITIONS_BY_ORGAN: dict[str, tuple[str, ...]] = {
         "midline shift",
         "calcification",
         "ventricular enlargement",
+        # brain MRI tumour sets (figshare, BraTS) and ROCO captions
+        "pituitary tumor",
+        "demyelination",
     ),
     "abdomen": (
         "mass",
@@ -79,6 +89,14 @@ CONDITIONS_BY_ORGAN: dict[str, tuple[str, ...]] = {
         "biliary dilation",
         "splenomegaly",
         "hepatomegaly",
+        # ROCO captions
+        "pancreatitis",
+        "cholecystitis",
+        "diverticulitis",
+        "intussusception",
+        "volvulus",
+        "hernia",
+        "foreign body",
     ),
     "spine": (
         "fracture",
@@ -91,6 +109,11 @@ CONDITIONS_BY_ORGAN: dict[str, tuple[str, ...]] = {
         "scoliosis",
         "cord compression",
         "abscess",
+        # ROCO captions
+        "spondylodiscitis",
+        "syringomyelia",
+        "kyphosis",
+        "dislocation",
     ),
 }
 GENERIC_CONDITIONS: tuple[str, ...] = ("mass", "tumor", "fracture", "cyst", "lesion", "metastasis")
@@ -245,6 +268,130 @@ CONDITION_SYNONYMS: dict[str, str] = {
     "hypodense lesion": "hypodensity",
     "ventricular enlargement": "ventricular enlargement",
     "ventriculomegaly": "ventricular enlargement",
+    **{  # general radiology terms added with the new sources (brain tumour sets, COVID-19 chest CT, ROCO figures)
+        "pituitary tumor": "pituitary tumor",
+        "pituitary tumour": "pituitary tumor",
+        "pituitary adenoma": "pituitary tumor",
+        "pituitary macroadenoma": "pituitary tumor",
+        "pituitary microadenoma": "pituitary tumor",
+        "macroadenoma": "pituitary tumor",
+        "microadenoma": "pituitary tumor",
+        "astrocytoma": "glioma",
+        "oligodendroglioma": "glioma",
+        "gliomas": "glioma",
+        "meningiomas": "meningioma",
+        "covid-19 pneumonia": "covid-19 pneumonia",
+        "covid pneumonia": "covid-19 pneumonia",
+        "sars-cov-2 pneumonia": "covid-19 pneumonia",
+        "ground-glass opacity": "ground-glass opacity",
+        "ground-glass opacities": "ground-glass opacity",
+        "ground glass opacity": "ground-glass opacity",
+        "ground glass opacities": "ground-glass opacity",
+        "ground-glass opacification": "ground-glass opacity",
+        "ground-glass": "ground-glass opacity",
+        "ground glass": "ground-glass opacity",
+        "ggo": "ground-glass opacity",
+        "ggos": "ground-glass opacity",
+        "bronchiectasis": "bronchiectasis",
+        "cavity": "cavity",
+        "cavitation": "cavity",
+        "cavitary lesion": "cavity",
+        "pulmonary embolism": "embolism",
+        "pulmonary emboli": "embolism",
+        "pericardial effusion": "pericardial effusion",
+        "demyelination": "demyelination",
+        "demyelinating lesion": "demyelination",
+        "demyelinating lesions": "demyelination",
+        "multiple sclerosis": "demyelination",
+        "pancreatitis": "pancreatitis",
+        "cholecystitis": "cholecystitis",
+        "diverticulitis": "diverticulitis",
+        "intussusception": "intussusception",
+        "volvulus": "volvulus",
+        "hernias": "hernia",
+        "foreign body": "foreign body",
+        "foreign bodies": "foreign body",
+        "spondylodiscitis": "spondylodiscitis",
+        "discitis": "spondylodiscitis",
+        "spondylitis": "spondylodiscitis",
+        "syringomyelia": "syringomyelia",
+        "syrinx": "syringomyelia",
+        "hydromyelia": "syringomyelia",
+        "kyphosis": "kyphosis",
+        "dislocation": "dislocation",
+        "subluxation": "dislocation",
+        "fracture-dislocation": "dislocation",
+        "disc protrusion": "disc herniation",
+        "disc extrusion": "disc herniation",
+        "disc prolapse": "disc herniation",
+        "prolapsed disc": "disc herniation",
+        "herniated nucleus pulposus": "disc herniation",
+        "compression fracture": "fracture",
+        "subdural hematoma": "hematoma",
+        "subdural haematoma": "hematoma",
+        "epidural hematoma": "hematoma",
+        "intracerebral hemorrhage": "hemorrhage",
+        "subarachnoid hemorrhage": "hemorrhage",
+        "haemorrhages": "hemorrhage",
+        "hemorrhages": "hemorrhage",
+        "hematomas": "hematoma",
+        "infarctions": "infarction",
+        "thrombi": "thrombosis",
+        "aortic dissection": "dissection",
+        "adenocarcinoma": "tumor",
+        "hepatocellular carcinoma": "tumor",
+        "cholangiocarcinoma": "tumor",
+        "carcinomas": "tumor",
+        "malignancy": "tumor",
+        "schwannoma": "tumor",
+        "neurofibroma": "tumor",
+        "lipoma": "tumor",
+        "liposarcoma": "tumor",
+        "hemangioma": "tumor",
+        "haemangioma": "tumor",
+        "adenoma": "tumor",
+        "teratoma": "tumor",
+        "myeloma": "tumor",
+        "osteosarcoma": "tumor",
+        "chondrosarcoma": "tumor",
+        "leiomyoma": "tumor",
+        "leiomyosarcoma": "tumor",
+        "angiomyolipoma": "tumor",
+        "ependymoma": "tumor",
+        "medulloblastoma": "tumor",
+        "neuroblastoma": "tumor",
+        "mesothelioma": "tumor",
+        "thymoma": "tumor",
+        "hamartoma": "tumor",
+        "gist": "tumor",
+        "enlarged lymph nodes": "lymphadenopathy",
+        "enlarged lymph node": "lymphadenopathy",
+        "lymph node enlargement": "lymphadenopathy",
+        "adenopathy": "lymphadenopathy",
+        "calculus": "calculus",
+        "calculi": "calculus",
+        "stone": "calculus",
+        "gallbladder stone": "cholelithiasis",
+        "gallbladder stones": "cholelithiasis",
+        "ureteral stone": "kidney stone",
+        "ureteric stone": "kidney stone",
+        "stones": "calculus",
+        "urolithiasis": "kidney stone",
+        "renal calculus": "kidney stone",
+        "renal calculi": "kidney stone",
+        "kidney stones": "kidney stone",
+        "renal stones": "kidney stone",
+        "hyperdensity": "hyperdensity",
+        "hypointensity": "hypointensity",
+        "hypointensities": "hypointensity",
+        "consolidations": "consolidation",
+        "fistulae": "fistula",
+        "fistulas": "fistula",
+        "aneurysmal dilatation": "aneurysm",
+        "arteriovenous malformation": "malformation",
+        "pleural thickening": "pleural thickening",
+        "emphysematous": "emphysema",
+    },
 }
 
 # ChestX-ray14 positions: a small fixed vocabulary built from side x zone
@@ -263,28 +410,159 @@ def cxr_position(side: str, zone: str) -> str:
 
 CXR_POSITIONS: tuple[str, ...] = tuple(cxr_position(s, z) for s in CXR_SIDES for z in CXR_ZONES)
 
-# Positions for other organs (caption / VQA-RAD findings); sides are flipped
-# left<->right for the "adversarial" strategy.
-POSITIONS_BY_ORGAN: dict[str, tuple[str, ...]] = {
-    "chest": CXR_POSITIONS,
-    "brain": tuple(
-        f"{s} {r}" for s in ("left", "right") for r in ("frontal lobe", "parietal lobe", "temporal lobe", "occipital lobe", "cerebellum", "basal ganglia")
+# --- Positions named in text (captions, clinical notes) or derived from boxes, per organ ---
+# A position phrase is "<side> <region>": side in SIDE_NAMES (optional), region from the organ's
+# table below. Each entry: (surface regex, canonical region, the sides it takes). A sided region takes
+# the side stated with it ("left frontal lobe"; "bilateral" -> the plural form, "bilateral frontal lobes");
+# a sideless region stands alone ("sellar region", "pancreas"). A side stated with no region is a
+# position of its own ("left", "right", "bilateral"). Anything else is not a position.
+SIDE_NAMES: tuple[str, ...] = ("right", "left", "bilateral")
+BOTH, ONE, RIGHT, NONE = SIDE_NAMES, ("right", "left"), ("right",), ()
+POSITION_REGIONS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
+    "chest": (
+        (r"upper lobes?|\b[rl]ul\b", "upper lobe", BOTH),
+        (r"middle lobe|\brml\b", "middle lobe", RIGHT),
+        (r"lower lobes?|\b[rl]ll\b", "lower lobe", BOTH),
+        (r"lingula(r)?", "lingula", NONE),
+        (r"(lung|pulmonary) apex|apices|apical", "lung apex", BOTH),
+        (r"(lung|pulmonary) bases?|basal|bibasilar|basilar", "lung base", BOTH),
+        (r"peripheral|periphery|subpleural", "lung periphery", BOTH),
+        (r"hil(um|a|ar)\b", "hilum", BOTH),
+        (r"hemithora(x|ces)", "hemithorax", BOTH),
+        (r"pleura[l]?\b", "pleural space", BOTH),
+        (r"chest wall", "chest wall", BOTH),
+        (r"mediastin(um|al)", "mediastinum", NONE),
+        (r"\blungs?\b|pulmonary", "lung", BOTH),
+    ),
+    "brain": (
+        (r"fronto-?parietal", "frontoparietal region", BOTH),
+        (r"temporo-?parietal", "temporoparietal region", BOTH),
+        (r"parieto-?occipital", "parieto-occipital region", BOTH),
+        (r"fronto-?temporal", "frontotemporal region", BOTH),
+        (r"frontal", "frontal lobe", BOTH),
+        (r"parietal", "parietal lobe", BOTH),
+        (r"temporal", "temporal lobe", BOTH),
+        (r"occipital", "occipital lobe", BOTH),
+        (r"cerebellopontine angle", "cerebellopontine angle", BOTH),
+        (r"cerebellar hemispheres?", "cerebellar hemisphere", BOTH),
+        (r"cerebell(um|ar)|vermis", "cerebellum", NONE),
+        (r"basal ganglia|lentiform|putamen|caudate", "basal ganglia", BOTH),
+        (r"thalam(us|i|ic)", "thalamus", BOTH),
+        (r"lateral ventricles?", "lateral ventricle", BOTH),
+        (r"third ventricle", "third ventricle", NONE),
+        (r"fourth ventricle", "fourth ventricle", NONE),
+        (r"brain ?stem|\bpons\b|pontine|midbrain|medulla oblongata", "brainstem", NONE),
+        (r"corpus callosum|callosal", "corpus callosum", NONE),
+        (r"suprasellar", "suprasellar region", NONE),
+        (r"\bsella(r)?\b|pituitary fossa", "sellar region", NONE),
+        (r"pineal", "pineal region", NONE),
+        (r"posterior fossa|infratentorial", "posterior fossa", NONE),
+        (r"periventricular", "periventricular white matter", BOTH),
+        (r"hemispheres?|hemispheric", "hemisphere", BOTH),
+        (r"\bmidline\b", "midline", NONE),
     ),
     "abdomen": (
-        "liver",
-        "right kidney",
-        "left kidney",
-        "spleen",
-        "pancreas",
-        "gallbladder",
-        "small bowel",
-        "colon",
-        "right lower quadrant",
-        "left lower quadrant",
-        "right upper quadrant",
-        "left upper quadrant",
+        (r"lobe of the liver|hepatic lobe", "lobe of the liver", ONE),
+        (r"\bliver\b|hepatic", "liver", NONE),
+        (r"\bkidneys?\b|\brenal\b", "kidney", BOTH),
+        (r"adrenal", "adrenal gland", BOTH),
+        (r"ovar(y|ies|ian)|adnex(a|al)", "adnexa", BOTH),
+        (r"\bspleen\b|splenic", "spleen", NONE),
+        (r"pancreatic head|head of the pancreas", "pancreatic head", NONE),
+        (r"pancreatic tail|tail of the pancreas", "pancreatic tail", NONE),
+        (r"pancrea(s|tic)", "pancreas", NONE),
+        (r"gall ?bladder", "gallbladder", NONE),
+        (r"common bile duct|\bcbd\b", "common bile duct", NONE),
+        (r"\bstomach\b|gastric", "stomach", NONE),
+        (r"duoden(um|al)", "duodenum", NONE),
+        (r"small bowel|small intestin(e|al)|jejun(um|al)|ile(um|al)\b", "small bowel", NONE),
+        (r"appendi(x|ceal)", "appendix", NONE),
+        (r"sigmoid", "sigmoid colon", NONE),
+        (r"\bcolon\b|colonic|c(a)?ecum|cecal", "colon", NONE),
+        (r"rect(um|al)", "rectum", NONE),
+        (r"(urinary )?bladder", "bladder", NONE),
+        (r"uter(us|ine)", "uterus", NONE),
+        (r"prostat(e|ic)", "prostate", NONE),
+        (r"retroperitone(um|al)", "retroperitoneum", NONE),
+        (r"mesenter(y|ic)", "mesentery", NONE),
+        (r"psoas", "psoas muscle", BOTH),
+        (r"abdominal wall", "abdominal wall", BOTH),
+        (r"lower quadrant", "lower quadrant", BOTH),
+        (r"upper quadrant", "upper quadrant", BOTH),
+        (r"iliac fossa", "iliac fossa", BOTH),
+        (r"\bflank\b", "flank", BOTH),
     ),
-    "spine": ("cervical spine", "thoracic spine", "lumbar spine", "sacrum"),
+    "spine": (
+        (r"cranio-?(cervical|vertebral) junction", "craniocervical junction", NONE),
+        (r"cervico-?thoracic|\bc7[- /]t1\b", "cervicothoracic junction", NONE),
+        (r"thoraco-?lumbar|\bt12[- /]l1\b", "thoracolumbar junction", NONE),
+        (r"lumbo-?sacral|\bl5[- /]s1\b", "lumbosacral junction", NONE),
+        (r"cervical|\bc[1-7]\b", "cervical spine", NONE),
+        (r"thoracic (spine|vertebra|cord)|dorsal spine|\b[td](1[0-2]|[1-9])\b", "thoracic spine", NONE),
+        (r"lumbar|\bl[1-5]\b", "lumbar spine", NONE),
+        (r"sacr(um|al)|\bs[1-5]\b", "sacrum", NONE),
+        (r"coccy(x|geal)", "coccyx", NONE),
+    ),
+}
+# Plural of a sided region for "bilateral" ("bilateral lower lobes", "bilateral hila").
+BILATERAL_FORMS: dict[str, str] = {
+    "hilum": "hila",
+    "lung": "lungs",
+    "lung apex": "lung apices",
+    "lung base": "lung bases",
+    "hemithorax": "hemithoraces",
+    "iliac fossa": "iliac fossae",
+    "pleural space": "pleural spaces",
+    "thalamus": "thalami",
+    "basal ganglia": "basal ganglia",
+    "lung periphery": "lung peripheries",
+    "adnexa": "adnexa",
+    "periventricular white matter": "periventricular white matter",
+}
+
+
+def position_phrase(side: str | None, region: str | None, sides: tuple[str, ...] = SIDE_NAMES) -> str | None:
+    """The canonical phrase for a side and/or region ("left frontal lobe", "bilateral lower lobes").
+
+    A side the region does not take (a "left middle lobe", a sideless "sellar region") is dropped.
+    """
+    if side is not None and side not in SIDE_NAMES:
+        raise ValueError(f"side {side!r} not in {SIDE_NAMES}")
+    if region is None:
+        return side
+    if side not in sides:
+        return region
+    if side == "bilateral":
+        plural = BILATERAL_FORMS.get(region) or (region if region.endswith("s") else f"{region}s")
+        return f"bilateral {plural}"
+    return f"{side} {region}"
+
+
+def _phrases(organ: str) -> tuple[str, ...]:
+    out: list[str] = []
+    for _, region, sides in POSITION_REGIONS[organ]:
+        out += [p for s in (sides or (None,)) if (p := position_phrase(s, region, sides)) and p not in out]
+    return tuple(out)
+
+
+# Brain tumour boxes (positions.brain_box_position): hemisphere by the radiological convention on
+# axial and coronal slices, the midline, the sellar region for pituitary tumours.
+BRAIN_BOX_POSITIONS: tuple[str, ...] = ("right hemisphere", "left hemisphere", "midline", "sellar region")
+TEXT_POSITIONS: dict[str, tuple[str, ...]] = {organ: _phrases(organ) for organ in POSITION_REGIONS}
+
+# Adversarial position candidates per organ (captions, VQA-RAD, brain boxes): the text vocabulary of
+# each organ; chest radiographs keep the zones of their boxes. Sides are flipped left<->right for the
+# "adversarial" strategy.
+POSITIONS_BY_ORGAN: dict[str, tuple[str, ...]] = {
+    "chest": CXR_POSITIONS,
+    "brain": TEXT_POSITIONS["brain"],
+    "abdomen": TEXT_POSITIONS["abdomen"],
+    "spine": TEXT_POSITIONS["spine"],
+}
+# Chest images other than radiographs (CT, MRI) name lobes, not radiograph zones.
+POSITIONS_BY_ORGAN_MODALITY: dict[tuple[str, str], tuple[str, ...]] = {
+    ("chest", "ct"): TEXT_POSITIONS["chest"],
+    ("chest", "mri"): TEXT_POSITIONS["chest"],
 }
 GENERIC_POSITIONS: tuple[str, ...] = ("left side", "right side", "upper part", "lower part")
 
@@ -297,3 +575,8 @@ def flip_side(phrase: str) -> str | None:
     if not any(w in SIDE_WORDS for w in words):
         return None
     return " ".join(SIDE_WORDS.get(w, w) for w in words)
+
+
+def positions_for(organ: str, modality: str) -> tuple[str, ...]:
+    """Adversarial position candidates for an image of this organ and modality."""
+    return POSITIONS_BY_ORGAN_MODALITY.get((organ, modality)) or POSITIONS_BY_ORGAN.get(organ, GENERIC_POSITIONS)
