@@ -29,7 +29,8 @@ from pathlib import Path
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
-from probmed.inference.models.base import Item, build_backend  # noqa: E402
+from probmed.inference.models.base import Item  # noqa: E402
+from probmed.inference.models.registry import build_backend  # noqa: E402
 from probmed.inference.models.tiny import build_tiny_llava  # noqa: E402
 from probmed.inference.predict import run_predictions  # noqa: E402
 from probmed.inference.prompting import PromptSet  # noqa: E402

@@ -24,7 +24,8 @@ import pytest
 import yaml
 
 from probmed.cli import main
-from probmed.core.config import ConfigError, load_params, to_plain
+from probmed.core.config import load_params, to_plain
+from probmed.core.errors import ConfigError
 from probmed.pipeline import evaluations, pinned, subset_questions, write_plan
 
 BIN = str(Path(sys.executable).parent)

@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from omegaconf import OmegaConf
 
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError, FetchError
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -34,9 +34,6 @@ if TYPE_CHECKING:
 SETTINGS: tuple[str, ...] = ("vanilla", "cot", "described")
 GATE_TEXT = "params checked\n"
 
-
-class FetchError(RuntimeError):
-    """The pinned data could not be fetched or does not match its pin."""
 
 
 # --- the run plan -----------------------------------------------------------------

@@ -9,7 +9,8 @@ import pytest
 
 from probmed.core.release_format import read_question_file, write_question_file
 from probmed.benchmark.questions import check_no_known_present, generate_questions
-from probmed.core.records import Finding, ImageRecord, RecordError, validate_question_frame
+from probmed.core.records import Finding, ImageRecord, validate_question_frame
+from probmed.core.errors import RecordError
 from probmed.benchmark.sources.captions import load_medicat
 from probmed.benchmark.sources.chestxray14 import load_chestxray14
 from probmed.benchmark.sources.vqarad import load_vqarad

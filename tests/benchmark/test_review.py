@@ -7,7 +7,8 @@ import pytest
 
 from probmed.cli import main
 from probmed.benchmark.questions import generate_questions
-from probmed.core.records import RecordError, write_predictions, write_questions
+from probmed.core.records import write_predictions, write_questions
+from probmed.core.errors import RecordError
 from probmed.benchmark.review import export_review, read_verdicts, review_report
 from probmed.benchmark.sources.vqarad import load_vqarad
 

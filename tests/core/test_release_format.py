@@ -23,7 +23,8 @@ from probmed.core.release_format import (
     write_question_file,
     write_response_file,
 )
-from probmed.core.records import RecordError, write_parquet
+from probmed.core.records import write_parquet
+from probmed.core.errors import RecordError
 
 
 def official_records() -> list[dict[str, Any]]:

@@ -7,9 +7,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError, RecordError
 from probmed.finetune import data
-from probmed.core.records import RecordError
 
 
 def test_no_patient_crosses_the_split(image_records: pd.DataFrame, questions: pd.DataFrame):

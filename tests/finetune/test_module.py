@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError
 from probmed.finetune import data
 from probmed.finetune.module import (
     VisionLanguageFineTuner,

@@ -8,7 +8,8 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probmed.core.config import ConfigError, load_params
+from probmed.core.config import load_params
+from probmed.core.errors import ConfigError
 from probmed.finetune.train import BASE_POINTER, PARENT_TAG, finetune_params, run_stage
 
 

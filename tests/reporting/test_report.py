@@ -13,7 +13,8 @@ import pytest
 from metrics_factory import make_metrics
 from PIL import Image
 
-from probmed.reporting.report import ReportError, build_report, discover_runs, table_adversarial_drop, to_markdown
+from probmed.reporting.report import build_report, discover_runs, table_adversarial_drop, to_markdown
+from probmed.core.errors import ReportError
 
 RUNS = [
     ("probmed", "tiny", "vanilla"),

@@ -10,10 +10,10 @@ import pytest
 from metrics_factory import make_metrics
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
+from probmed.core.errors import TrackingError
 from probmed.reporting.tracking import (
     RunSpec,
     Tracker,
-    TrackingError,
     clean_params,
     file_md5,
     log_model_runs,

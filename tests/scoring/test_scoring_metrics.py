@@ -7,7 +7,7 @@ import pandas as pd
 import pytest
 from scoring_helpers import MISSING, build, pair
 
-from probmed.core.records import RecordError
+from probmed.core.errors import RecordError
 from probmed.scoring.baselines import random_predictions
 from probmed.scoring.metrics import METRIC_KEYS, exact_random_baseline, score
 from probmed.scoring.synthetic import synthetic_questions

@@ -32,7 +32,8 @@ from tqdm import tqdm
 
 from probmed.benchmark.curation.vocabularies import conditions_for, flip_side, positions_for
 from probmed.core.release_format import question_id
-from probmed.core.records import QUESTION_COLUMNS, ImageRecord, RecordError, validate_question_frame
+from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
+from probmed.core.errors import RecordError
 from probmed.core.vocab import (
     ASKABLE_MODALITIES,
     ASKABLE_ORGANS,

@@ -17,7 +17,9 @@ from typing import Any
 
 import pandas as pd
 
-from probmed.core.records import RecordError, write_text_atomic
+from probmed.core.records import write_text_atomic
+from probmed.core.errors import RecordError
+from probmed.core.io import require_file
 
 SHEET_COLUMNS = ["image_id", "image_path", "qid", "category", "qa_type", "question", "answer", "valid", "comment"]
 TRUE = {"1", "y", "yes", "true", "valid", "ok"}
@@ -53,7 +55,7 @@ def export_review(questions: pd.DataFrame, out_dir: Path, n_images: int = 100, s
 
 def read_verdicts(sheet_path: Path) -> pd.DataFrame:
     """The filled sheet with ``valid`` parsed to bool; an unfilled or unknown verdict is an error naming the row."""
-    sheet = pd.read_csv(sheet_path, dtype=str, keep_default_na=False)
+    sheet = pd.read_csv(require_file(sheet_path, "review sheet"), dtype=str, keep_default_na=False)
     missing = [c for c in ("qid", "valid") if c not in sheet.columns]
     if missing:
         raise RecordError(f"{sheet_path}: missing column(s) {missing}")

@@ -9,8 +9,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from probmed.cli import UserError, add_params_arguments
+from probmed.cli.options import add_params_arguments
 from probmed.core.config import load_params
+from probmed.core.errors import UserError
 from probmed.core.records import read_image_records, read_questions, write_image_records, write_json_atomic, write_questions, write_text_atomic
 
 SOURCES = ("chestxray14", "vqarad", "medicat", "roco", "dicom")
@@ -37,34 +38,29 @@ def _extractor(cfg: Any, method: str):
 
 
 def curate_one(cfg: Any, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
-    from probmed.benchmark.sources.base import SourceError
-
     root = Path(image_root or cfg.curate.image_root)
     scfg = cfg.curate[source]
     data_dir = Path(data or scfg.data)
     t0 = time.perf_counter()
-    try:
-        if source == "chestxray14":
-            from probmed.benchmark.sources.chestxray14 import load_chestxray14
+    if source == "chestxray14":
+        from probmed.benchmark.sources.chestxray14 import load_chestxray14
 
-            res = load_chestxray14(data_dir, Path(scfg.images_dir), root, scfg.image_size, scfg.resample, scfg.workers)
-        elif source == "vqarad":
-            from probmed.benchmark.sources.vqarad import load_vqarad
+        res = load_chestxray14(data_dir, Path(scfg.images_dir), root, scfg.image_size, scfg.resample, scfg.workers)
+    elif source == "vqarad":
+        from probmed.benchmark.sources.vqarad import load_vqarad
 
-            res = load_vqarad(data_dir, root)
-        elif source in ("medicat", "roco"):
-            from probmed.benchmark.sources.captions import load_medicat, load_roco
+        res = load_vqarad(data_dir, root)
+    elif source in ("medicat", "roco"):
+        from probmed.benchmark.sources.captions import load_medicat, load_roco
 
-            ex = _extractor(cfg, cfg.extract.method)
-            res = load_medicat(data_dir, root, ex) if source == "medicat" else load_roco(data_dir, ex)
-        elif source == "dicom":
-            from probmed.benchmark.sources.dicom import load_dicom_dir
+        ex = _extractor(cfg, cfg.extract.method)
+        res = load_medicat(data_dir, root, ex) if source == "medicat" else load_roco(data_dir, ex)
+    elif source == "dicom":
+        from probmed.benchmark.sources.dicom import load_dicom_dir
 
-            res = load_dicom_dir(data_dir, root)
-        else:
-            raise UserError(f"unknown source {source!r}; expected one of {SOURCES} or all")
-    except SourceError as exc:
-        raise UserError(str(exc)) from None
+        res = load_dicom_dir(data_dir, root)
+    else:
+        raise UserError(f"unknown source {source!r}; expected one of {SOURCES} or all")
     out_path = Path(out or Path(cfg.curate.records_dir) / f"{source}.parquet")
     write_image_records(res.records, out_path)
     summary = res.summary()
@@ -136,10 +132,7 @@ def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
             return Twin(obj["question"], "llm", obj["entity"], "written by the LLM twin prompt")
 
     data = Path(args.data or cfg.curate.vqarad.data)
-    try:
-        frame, report = build_vqarad_adversarial(data, Path(args.image_root or cfg.curate.image_root), int(cfg.seed), llm)
-    except ValueError as exc:
-        raise UserError(str(exc)) from None
+    frame, report = build_vqarad_adversarial(data, Path(args.image_root or cfg.curate.image_root), int(cfg.seed), llm)
     write_questions(frame, args.out or vcfg.out)
     write_question_file(official_records(frame), args.official or vcfg.official, with_category=True)
     rep_path = Path(args.report or vcfg.report)
@@ -151,16 +144,13 @@ def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    from probmed.benchmark.sources.base import SourceError, SourceResult
+    from probmed.benchmark.sources.base import SourceResult
     from probmed.benchmark.sources.captions import read_caption_tsv, run_extractor
 
     cfg = _params(args)
     ex = _extractor(cfg, args.method)
     res = SourceResult("captions")
-    try:
-        items = read_caption_tsv(Path(args.captions), res)
-    except SourceError as exc:
-        raise UserError(str(exc)) from None
+    items = read_caption_tsv(Path(args.captions), res)
     outs = run_extractor(items, ex, res)
     write_text_atomic("".join(json.dumps(o.to_json()) + "\n" for o in outs), args.out)
     write_json_atomic({"captions": len(items), "extracted": len(outs), "excluded": {k: {"count": len(v), "ids": v} for k, v in res.excluded.items()}},

@@ -11,8 +11,9 @@ import argparse
 import json
 from pathlib import Path
 
-from probmed.cli import add_params_arguments
+from probmed.cli.options import add_params_arguments
 from probmed.core.config import load_params
+from probmed.core.errors import MissingFileError
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -45,7 +46,7 @@ def _paths(args: argparse.Namespace, cfg) -> tuple[str, str, Path]:
     image_root = args.image_root or str(fcfg.image_root)
     out_dir = Path(args.out_dir or str(fcfg.out_dir))
     if not Path(questions).is_file():
-        raise FileNotFoundError(f"question table {questions} not found")
+        raise MissingFileError(f"question table {questions} not found")
     return questions, image_root, out_dir
 
 

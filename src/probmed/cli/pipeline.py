@@ -16,8 +16,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probmed.cli import UserError, add_params_arguments
-from probmed.core.config import ConfigError, load_params, to_plain
+from probmed.cli.options import add_params_arguments
+from probmed.core.config import load_params, to_plain
+from probmed.core.errors import ConfigError, UserError
 
 
 def _params(p: argparse.ArgumentParser) -> None:
@@ -69,12 +70,9 @@ def _cfg(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from probmed.pipeline import FetchError, fetch_data
+    from probmed.pipeline import fetch_data
 
-    try:
-        result = fetch_data(".", args.dvc_file, source=args.source, remote=args.remote)
-    except FetchError as exc:
-        raise UserError(str(exc)) from None
+    result = fetch_data(".", args.dvc_file, source=args.source, remote=args.remote)
     print(json.dumps(result))
     return 0
 
@@ -148,7 +146,7 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, 
 def cmd_track(args: argparse.Namespace) -> int:
     from probmed.pipeline import evaluations
     from probmed.core.records import write_json_atomic
-    from probmed.reporting.tracking import RunSpec, TrackingError, log_model_runs
+    from probmed.reporting.tracking import RunSpec, log_model_runs
 
     cfg = _cfg(args)
     if not (cfg.get("tracking") or {}).get("enabled", True):
@@ -173,36 +171,30 @@ def cmd_track(args: argparse.Namespace) -> int:
         by_model.setdefault((ev.question_set, ev.model), []).append(spec)
     tracker = _tracker(cfg)
     ids: dict[str, str] = {}
-    try:
-        for (qset, model), specs in by_model.items():
-            for setting, run_id in log_model_runs(tracker, specs).items():
-                ids[f"{qset}-{model}-{setting}"] = run_id
-    except TrackingError as exc:
-        raise UserError(str(exc)) from None
+    for (qset, model), specs in by_model.items():
+        for setting, run_id in log_model_runs(tracker, specs).items():
+            ids[f"{qset}-{model}-{setting}"] = run_id
     write_json_atomic(ids, args.out)
     print(json.dumps({"runs": len(ids), "experiment": cfg["tracking"]["experiment"], "out": args.out}))
     return 0
 
 
 def cmd_report(args: argparse.Namespace) -> int:
-    from probmed.reporting.report import ReportError, build_report
+    from probmed.reporting.report import build_report
 
     cfg = _cfg(args)
     rcfg = cfg.get("report") or {}
     qroot = Path(args.questions_root)
     question_sets = (cfg.get("datasets") or {}).get("question_sets") or {}
     questions = {name: qroot / f"{name}.parquet" for name in question_sets if (qroot / f"{name}.parquet").is_file()}
-    try:
-        manifest = build_report(
-            args.scores_root or ["build/scores"],
-            args.out_dir,
-            questions=questions,
-            transfer_models=rcfg.get("transfer_models") or [],
-            transfer_category=rcfg.get("transfer_category", "condition"),
-            title=rcfg.get("title", "ProbMed probing evaluation"),
-        )
-    except ReportError as exc:
-        raise UserError(str(exc)) from None
+    manifest = build_report(
+        args.scores_root or ["build/scores"],
+        args.out_dir,
+        questions=questions,
+        transfer_models=rcfg.get("transfer_models") or [],
+        transfer_category=rcfg.get("transfer_category", "condition"),
+        title=rcfg.get("title", "ProbMed probing evaluation"),
+    )
     logged = 0
     if (cfg.get("tracking") or {}).get("enabled", True) and rcfg.get("log_to_mlflow", True):
         tracker = _tracker(cfg)

@@ -13,8 +13,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probmed.cli import UserError, add_params_arguments
-from probmed.core.config import ConfigError, load_params, to_plain
+from probmed.cli.options import add_params_arguments
+from probmed.core.config import load_params, to_plain
+from probmed.core.errors import ConfigError, UserError
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -85,13 +86,12 @@ def _setup(args: argparse.Namespace):
 
 
 def _backend(models: dict, name: str, context: dict):
-    from probmed.inference.models.base import build_backend
+    from probmed.inference.models.registry import build_backend
 
     return build_backend(models, name, **context)
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    from probmed.inference.models.base import BackendError
     from probmed.inference.predict import parse_shard, run_predictions, write_predictions_table
 
     cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
@@ -115,8 +115,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
             progress=not args.no_progress,
             fsync=bool(pc.get("fsync", True)),
         )
-    except BackendError as exc:
-        raise UserError(str(exc)) from None
     finally:
         backend.close()
         if describer is not None:
@@ -132,7 +130,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def cmd_describe(args: argparse.Namespace) -> int:
     from probmed.inference.describe import describe_images, export_descriptions
-    from probmed.inference.models.base import BackendError
     from probmed.inference.predict import parse_shard, resolve_images, shard_questions, store_file_name
     from probmed.inference.answer_store import AnswerStore
     from tqdm import tqdm
@@ -147,8 +144,6 @@ def cmd_describe(args: argparse.Namespace) -> int:
     try:
         with tqdm(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
             got = describe_images(backend, list(images.items()), prompts, store, on_progress=bar.update)
-    except BackendError as exc:
-        raise UserError(str(exc)) from None
     finally:
         backend.close()
         store.close()

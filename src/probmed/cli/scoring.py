@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from probmed.cli import UserError
+from probmed.core.errors import UserError
 from probmed.core.config import DEFAULT_PARAMS, load_params
 
 

@@ -12,11 +12,10 @@ from typing import Any, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
+from probmed.core.errors import ConfigError
+
 DEFAULT_PARAMS = Path("params.yaml")
 
-
-class ConfigError(ValueError):
-    """A parameter is missing or malformed; the message names the key."""
 
 
 def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()) -> DictConfig:

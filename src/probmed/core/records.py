@@ -17,11 +17,10 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from probmed.core.errors import RecordError
+from probmed.core.io import require_file
 from probmed.core.vocab import CATEGORIES, LABELS, MODALITIES, ORGANS, POLARITIES
 
-
-class RecordError(ValueError):
-    """A record is malformed; the message names the file, record and field."""
 
 
 @dataclass(frozen=True)
@@ -85,7 +84,7 @@ def write_image_records(records: Iterable[ImageRecord], path: str | Path) -> Non
 
 
 def read_image_records(path: str | Path) -> list[ImageRecord]:
-    return image_records_from_frame(pd.read_parquet(path))
+    return image_records_from_frame(pd.read_parquet(require_file(path, "record table")))
 
 
 # --- Questions -----------------------------------------------------------------
@@ -164,7 +163,7 @@ def write_questions(questions: pd.DataFrame | Iterable[Question], path: str | Pa
 
 
 def read_questions(path: str | Path) -> pd.DataFrame:
-    return validate_question_frame(pd.read_parquet(path), str(path))
+    return validate_question_frame(pd.read_parquet(require_file(path, "question table")), str(path))
 
 
 # --- Predictions ---------------------------------------------------------------
@@ -217,7 +216,7 @@ def write_predictions(predictions: pd.DataFrame | Iterable[Prediction], path: st
 
 
 def read_predictions(path: str | Path) -> pd.DataFrame:
-    frame = pd.read_parquet(path)
+    frame = pd.read_parquet(require_file(path, "prediction table"))
     missing = [c for c in ("qid", "label") if c not in frame.columns]
     if missing:
         raise RecordError(f"{path}: missing column(s) {missing}")

@@ -40,7 +40,8 @@ from typing import Any
 
 import pandas as pd
 
-from probmed.core.records import QUESTION_COLUMNS, RecordError, validate_question_frame, write_json_atomic
+from probmed.core.records import QUESTION_COLUMNS, validate_question_frame, write_json_atomic
+from probmed.core.errors import MissingFileError, RecordError
 from probmed.core.vocab import CATEGORIES
 
 log = logging.getLogger(__name__)
@@ -87,7 +88,7 @@ def question_id(image_id: str, qa_type: str, question: str) -> str:
 def _load_json_list(path: str | Path) -> list[Any]:
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise MissingFileError(f"{path}: no such file")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
@@ -380,7 +381,7 @@ def read_questions_any(path: str | Path) -> pd.DataFrame:
     """A question set from Parquet (project table) or JSON (original question file), strictly validated."""
     path = Path(path)
     if not path.exists():
-        raise FileNotFoundError(f"{path}: no such file")
+        raise MissingFileError(f"{path}: no such file")
     if path.suffix.lower() == ".json":
         return read_question_file(path)
     try:

@@ -22,8 +22,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 from tqdm import tqdm
 
-from probmed.core.config import ConfigError
-from probmed.core.records import RecordError
+from probmed.core.errors import ConfigError, RecordError
 
 GROUP_KEYS: tuple[str, ...] = ("source", "modality", "organ")
 IGNORE_INDEX = -100

@@ -16,7 +16,7 @@ from typing import Any, Mapping, Sequence
 import lightning as L
 import torch
 
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError
 
 MODES: tuple[str, ...] = ("full", "lora")
 

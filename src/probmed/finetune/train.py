@@ -28,7 +28,8 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from probmed.core.config import ConfigError, to_plain
+from probmed.core.config import to_plain
+from probmed.core.errors import ConfigError, MissingFileError
 from probmed.finetune import data
 from probmed.core.records import image_records_to_frame, read_image_records, read_questions, write_json_atomic, write_parquet
 
@@ -153,7 +154,7 @@ def resolve_base(pretrain_dir: str | Path) -> tuple[str, str | None]:
         return str(spec["model_id"]), spec.get("revision")
     model_dir = pretrain_dir / "model"
     if not (model_dir / "config.json").is_file():
-        raise FileNotFoundError(f"no pretrained model in {pretrain_dir} (run `probmed finetune --stage pretrain` first)")
+        raise MissingFileError(f"no pretrained model in {pretrain_dir} (run `probmed finetune --stage pretrain` first)")
     return str(model_dir), None
 
 

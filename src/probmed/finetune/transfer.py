@@ -28,7 +28,8 @@ from typing import Any, Mapping
 import pandas as pd
 from omegaconf import DictConfig
 
-from probmed.core.config import ConfigError, to_plain
+from probmed.core.config import to_plain
+from probmed.core.errors import ConfigError, MissingFileError
 from probmed.finetune import data
 from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
 from probmed.core.markdown import markdown_table
@@ -84,7 +85,7 @@ def held_out_questions(
     CPU default stays within minutes; null keeps them all.
     """
     if not Path(splits_path).is_file():
-        raise FileNotFoundError(f"split table {splits_path} not found (run `probmed finetune --stage pretrain` first)")
+        raise MissingFileError(f"split table {splits_path} not found (run `probmed finetune --stage pretrain` first)")
     splits = pd.read_parquet(splits_path)
     questions = read_questions(questions_path)
     held = splits[splits["split"] == "eval"]
@@ -226,7 +227,7 @@ def run_transfer(
     finetune_dir, out_dir = Path(finetune_dir), Path(out_dir)
     adapter = finetune_dir / "adapter"
     if not (adapter / "adapter_config.json").is_file():
-        raise FileNotFoundError(f"no adapter in {adapter} (run `probmed finetune --stage adapt` first)")
+        raise MissingFileError(f"no adapter in {adapter} (run `probmed finetune --stage adapt` first)")
     base_id, revision = resolve_base(finetune_dir / "pretrain")
     seed = int(fcfg.seed)
     questions = held_out_questions(

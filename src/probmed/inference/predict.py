@@ -20,11 +20,11 @@ import pandas as pd
 from tqdm import tqdm
 
 from probmed.inference.answer_parser import parse_answer
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError, MissingFileError, RecordError
 from probmed.inference.describe import describe_images
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.prompting import PromptSet, check_setting
-from probmed.core.records import PREDICTION_COLUMNS, RecordError, write_parquet
+from probmed.core.records import PREDICTION_COLUMNS, write_parquet
 from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
 
 
@@ -87,7 +87,7 @@ def resolve_images(questions: pd.DataFrame, image_root: Path) -> dict[str, Path]
             raise RecordError(f"questions: image {row.image_id}: field 'image_path' is empty")
         path = Path(image_root) / str(rel)
         if not path.is_file():
-            raise FileNotFoundError(f"image {row.image_id}: file {path} not found (image root {image_root})")
+            raise MissingFileError(f"image {row.image_id}: file {path} not found (image root {image_root})")
         paths[row.image_id] = path
     return paths
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Mapping
 
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError
 
 SETTINGS: tuple[str, ...] = ("vanilla", "cot", "described")
 

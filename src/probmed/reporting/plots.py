@@ -15,7 +15,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, Sequence
+from typing import Any, Mapping, Sequence
 
 import matplotlib
 
@@ -25,14 +25,12 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from probmed.core.vocab import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
-
-if TYPE_CHECKING:
-    from probmed.reporting.report import Run
+from probmed.reporting.runs import Run  # noqa: E402
 
 ABLATIONS = ("cot", "described")
 
 
-def _val(run: "Run", category: str, key: str, image_type: str | None = None) -> float:
+def _val(run: Run, category: str, key: str, image_type: str | None = None) -> float:
     if image_type is None:
         block = (run.metrics.get("by_category") or {}).get(category) or {}
     else:
@@ -61,18 +59,18 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-def _by_set(runs: Sequence["Run"]) -> dict[str, list["Run"]]:
-    out: dict[str, list["Run"]] = {}
+def _by_set(runs: Sequence[Run]) -> dict[str, list[Run]]:
+    out: dict[str, list[Run]] = {}
     for run in runs:
         out.setdefault(run.question_set, []).append(run)
     return out
 
 
-def _present(runs: Sequence["Run"], categories: Sequence[str]) -> list[str]:
+def _present(runs: Sequence[Run], categories: Sequence[str]) -> list[str]:
     return [c for c in categories if any(c in (r.metrics.get("by_category") or {}) for r in runs)]
 
 
-def figure_strict_vs_averaged(runs: Sequence["Run"], question_set: str, path: Path) -> Path | None:
+def figure_strict_vs_averaged(runs: Sequence[Run], question_set: str, path: Path) -> Path | None:
     """Figure 1: per category, averaged accuracy beside accuracy with adversarial pairs, per run."""
     categories = _present(runs, PAIRED_CATEGORIES)
     if not categories:
@@ -93,7 +91,7 @@ def figure_strict_vs_averaged(runs: Sequence["Run"], question_set: str, path: Pa
     return _save(fig, path)
 
 
-def figure_per_image_type(runs: Sequence["Run"], question_set: str, path: Path) -> Path | None:
+def figure_per_image_type(runs: Sequence[Run], question_set: str, path: Path) -> Path | None:
     """Appendix A as heatmaps: accuracy with adversarial pairs per image type, one panel per category."""
     image_types = sorted({it for r in runs for it in (r.metrics.get("by_image_type") or {})})
     categories = _present(runs, CATEGORIES)
@@ -124,7 +122,7 @@ def figure_per_image_type(runs: Sequence["Run"], question_set: str, path: Path) 
 
 
 def figure_response_distribution(
-    runs: Sequence["Run"], question_set: str, path: Path, questions: pd.DataFrame | None = None
+    runs: Sequence[Run], question_set: str, path: Path, questions: pd.DataFrame | None = None
 ) -> Path | None:
     """Appendix F: yes / no / refusal / unparsed shares per category, beside the ground-truth yes share."""
     categories = _present(runs, CATEGORIES)
@@ -164,7 +162,7 @@ def figure_response_distribution(
     return _save(fig, path)
 
 
-def figure_ablation_deltas(runs: Sequence["Run"], question_set: str, path: Path) -> Path | None:
+def figure_ablation_deltas(runs: Sequence[Run], question_set: str, path: Path) -> Path | None:
     """Figure 4 / Appendix D: change in accuracy with adversarial pairs vs the model's vanilla run."""
     vanilla = {r.model: r for r in runs if r.setting == "vanilla"}
     pairs = [(r, vanilla[r.model]) for r in runs if r.setting in ABLATIONS and r.model in vanilla]
@@ -188,7 +186,7 @@ def figure_ablation_deltas(runs: Sequence["Run"], question_set: str, path: Path)
 
 
 def figure_transfer(
-    runs: Sequence["Run"], question_set: str, path: Path, models: Sequence[str], category: str
+    runs: Sequence[Run], question_set: str, path: Path, models: Sequence[str], category: str
 ) -> Path | None:
     """Figure 5: a category's accuracy per image type for the base and fine-tuned models named in params."""
     chosen = [r for r in runs if r.model in models and r.setting == "vanilla"]
@@ -210,7 +208,7 @@ def figure_transfer(
 
 
 def make_all(
-    runs: Sequence["Run"],
+    runs: Sequence[Run],
     questions: Mapping[str, pd.DataFrame],
     out_dir: Path,
     transfer_models: Sequence[str] = (),

@@ -28,35 +28,21 @@ import html
 import json
 import math
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping
 
 import pandas as pd
 
+from probmed.core.errors import ReportError
 from probmed.core.markdown import markdown_table
 from probmed.core.records import write_json_atomic, write_text_atomic
 from probmed.core.vocab import CATEGORIES, PAIRED_CATEGORIES
+from probmed.reporting import plots
+from probmed.reporting.runs import Run
 
 RUN_COLUMNS = ["question_set", "model", "setting"]
 SETTING_ORDER = {"vanilla": 0, "cot": 1, "described": 2}
 
-
-class ReportError(ValueError):
-    """The report cannot be built (no runs, bad metrics file); the message names the path."""
-
-
-@dataclass
-class Run:
-    question_set: str
-    model: str
-    setting: str
-    metrics: dict[str, Any]
-    path: Path
-
-    @property
-    def label(self) -> str:
-        return f"{self.model} ({self.setting})"
 
 
 # --- inputs ---------------------------------------------------------------------
@@ -275,8 +261,6 @@ def build_report(
     title: str = "ProbMed probing evaluation",
 ) -> dict[str, Any]:
     """Write every table, plot and index.html into ``out_dir``; returns the manifest written too."""
-    from probmed.reporting import plots
-
     runs = discover_runs(scores_root)
     out = Path(out_dir)
     (out / "tables").mkdir(parents=True, exist_ok=True)

@@ -31,6 +31,8 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
+from probmed.core.errors import TrackingError
+
 ABLATION_SETTINGS: tuple[str, ...] = ("cot", "described")
 # Per-image-type metrics logged (all categories); the full breakdown is in the artifacts.
 IMAGE_TYPE_METRIC_KEYS: tuple[str, ...] = ("accuracy_adv_pairs", "averaged_accuracy", "n_images")
@@ -38,9 +40,6 @@ TAG_PREFIX = "probmed."
 _SECRET = re.compile(r"(api[_-]?key|secret|passw|authori[sz]ation|bearer|credential|^token$|_token$)", re.I)
 _MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per batch call
 
-
-class TrackingError(RuntimeError):
-    """A run cannot be logged (missing input, bad metrics file); the message names the file."""
 
 
 @dataclass

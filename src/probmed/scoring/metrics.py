@@ -62,7 +62,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probmed.core.records import RecordError
+from probmed.core.errors import RecordError
 from probmed.scoring.bootstrap import interval, resample_weights
 from probmed.core.vocab import CATEGORIES, LABELS, PAIRED_CATEGORIES
 

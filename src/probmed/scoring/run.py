@@ -36,7 +36,7 @@ class ScoreSettings:
         section = dict(section or {})
         unknown = sorted(set(section) - set(cls.__dataclass_fields__))
         if unknown:
-            from probmed.core.config import ConfigError
+            from probmed.core.errors import ConfigError
 
             raise ConfigError(f"params: unknown key(s) under 'score': {unknown}")
         if "subset_fractions" in section:
@@ -52,7 +52,7 @@ def from_response_records(records: list[dict[str, Any]], where: str = "responses
     """
     from probmed.inference.answer_parser import parse_answer
     from probmed.core.release_format import questions_from_official
-    from probmed.core.records import RecordError
+    from probmed.core.errors import RecordError
 
     question_records = [
         {

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from probmed.cli import main
-from probmed.benchmark.sources.base import SourceError
+from probmed.core.errors import SourceError
 from probmed.benchmark.sources.captions import load_medicat, load_roco, read_caption_tsv
 
 

@@ -12,7 +12,7 @@ from PIL import Image
 from probmed.cli import main
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS
 from probmed.core.records import read_image_records
-from probmed.benchmark.sources.base import SourceError
+from probmed.core.errors import SourceError
 from probmed.benchmark.sources.chestxray14 import load_chestxray14
 
 

@@ -4,7 +4,7 @@ from pathlib import Path
 
 import pytest
 
-from probmed.benchmark.sources.base import SourceError
+from probmed.core.errors import SourceError
 from probmed.benchmark.sources.dicom import load_dicom_dir, read_dicom, to_uint8
 
 

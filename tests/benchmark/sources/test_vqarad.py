@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from probmed.benchmark.sources.base import SourceError
+from probmed.core.errors import SourceError
 from probmed.benchmark.sources.vqarad import QA_FILE, load_vqarad, read_qa
 
 

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probmed.inference.models.base import build_backend
+from probmed.inference.models.registry import build_backend
 from probmed.inference.models.baselines import embedder_path, image_fold
 from probmed.inference.prompting import PromptSet
 from probmed.inference.predict import run_predictions

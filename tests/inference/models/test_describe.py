@@ -6,9 +6,9 @@ import dataclasses
 
 import pytest
 
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError
 from probmed.inference.describe import description_key
-from probmed.inference.models.base import build_backend
+from probmed.inference.models.registry import build_backend
 from probmed.inference.prompting import PromptSet
 
 

@@ -8,8 +8,9 @@ import pytest
 import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
-from probmed.core.config import ConfigError
-from probmed.inference.models.base import Item, build_backend
+from probmed.core.errors import ConfigError
+from probmed.inference.models.base import Item
+from probmed.inference.models.registry import build_backend
 from probmed.inference.models.hf import NO_WORDS, YES_WORDS, answer_token_ids
 from probmed.inference.prompting import PromptSet
 from probmed.inference.predict import run_predictions

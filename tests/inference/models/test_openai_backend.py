@@ -7,7 +7,8 @@ import time
 
 import pytest
 
-from probmed.inference.models.base import BackendError, build_backend
+from probmed.inference.models.registry import build_backend
+from probmed.core.errors import BackendError, EndpointUnreachableError
 from probmed.inference.models.mock_server import MockChatServer, deterministic_answer
 from probmed.inference.prompting import PromptSet
 from probmed.inference.predict import run_predictions
@@ -110,15 +111,16 @@ def test_bad_credentials_and_unreachable_endpoint(tmp_path, shared_data, questio
         with pytest.raises(BackendError) as err:
             run_predictions(questions, b, "vanilla", PROMPTS, shared_data, tmp_path / "s", progress=False)
         b.close()
+    assert not isinstance(err.value, EndpointUnreachableError)
     assert "credentials" in str(err.value) and "sk-wrong-key-123" not in str(err.value)
     b = build_backend(api_models("http://127.0.0.1:9/v1", max_retries=1), "api")
-    with pytest.raises(BackendError, match="unreachable"):
+    with pytest.raises(EndpointUnreachableError, match="unreachable"):
         run_predictions(questions, b, "vanilla", PROMPTS, shared_data, tmp_path / "s", progress=False)
     b.close()
 
 
 def test_missing_key_for_hosted_api_is_a_config_error(monkeypatch):
-    from probmed.core.config import ConfigError
+    from probmed.core.errors import ConfigError
 
     monkeypatch.delenv("OPENAI_API_KEY", raising=False)
     models = {"gpt": {"backend": "openai", "model_id": "gpt-4o", "api_key_env": "OPENAI_API_KEY"}}

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from probmed.core.config import load_params, to_plain
-from probmed.inference.models.base import build_backend
+from probmed.inference.models.registry import build_backend
 from probmed.inference.prompting import PromptSet
 from probmed.inference.predict import run_predictions
 

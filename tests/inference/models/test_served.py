@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from probmed.inference.models.base import build_backend
+from probmed.inference.models.registry import build_backend
 from probmed.inference.prompting import PromptSet
 from probmed.inference.predict import run_predictions
 

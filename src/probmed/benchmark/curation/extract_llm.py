@@ -20,7 +20,7 @@ from typing import Any
 
 import jsonschema
 
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError
 from probmed.benchmark.curation.extract_rules import Extraction
 from probmed.core.vocab import MODALITIES, ORGANS
 

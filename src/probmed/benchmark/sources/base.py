@@ -9,11 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from probmed.core.errors import SourceError
 from probmed.core.records import ImageRecord
 
-
-class SourceError(ValueError):
-    """A source is unusable as a whole (missing file, no usable record)."""
 
 
 @dataclass

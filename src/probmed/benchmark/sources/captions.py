@@ -16,9 +16,9 @@ from typing import Callable, Iterable
 from tqdm import tqdm
 
 from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules, is_empty
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError, SourceError
 from probmed.core.records import Finding, ImageRecord
-from probmed.benchmark.sources.base import SourceError, SourceResult, relative_path, require_file
+from probmed.benchmark.sources.base import SourceResult, relative_path, require_file
 
 Extractor = Callable[[str, str], Extraction]
 

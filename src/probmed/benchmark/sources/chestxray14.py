@@ -24,7 +24,8 @@ from probmed.benchmark.curation.images import normalise_many
 from probmed.benchmark.curation.positions import Box, box_position
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS, CXR14_LABELS
 from probmed.core.records import Finding, ImageRecord
-from probmed.benchmark.sources.base import SourceError, SourceResult, relative_path, require_file
+from probmed.benchmark.sources.base import SourceResult, relative_path, require_file
+from probmed.core.errors import SourceError
 
 SOURCE = "ChestX-ray14"
 BOX_FILE = "BBox_List_2017.csv"

@@ -21,7 +21,8 @@ from typing import Any
 
 from probmed.benchmark.curation.extract_rules import _MOD_RE, _first, find_conditions
 from probmed.core.records import Finding, ImageRecord
-from probmed.benchmark.sources.base import SourceError, SourceResult, relative_path, require_file
+from probmed.benchmark.sources.base import SourceResult, relative_path, require_file
+from probmed.core.errors import SourceError
 
 SOURCE = "VQA-RAD"
 QA_FILE = "VQA_RAD Dataset Public.json"

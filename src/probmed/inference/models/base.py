@@ -1,4 +1,4 @@
-"""One small backend interface and the registry that builds backends from params.yaml.
+"""One small backend interface: every model backend answers a batch of items the same way.
 
 Every backend answers a batch of (image, prompt) items and reports each answer
 through a callback the moment it has it, so the run loop can put it on disk
@@ -14,11 +14,6 @@ from typing import Any, Callable, Mapping
 
 import pandas as pd
 
-from probmed.core.config import ConfigError
-
-
-class BackendError(RuntimeError):
-    """The backend cannot go on at all (unreachable endpoint, bad credentials, bad model)."""
 
 
 @dataclass(frozen=True)
@@ -112,42 +107,3 @@ NON_ANSWER_KEYS = frozenset(
         "price",
     }
 )
-
-
-def _registry() -> dict[str, Callable[..., Backend]]:
-    from probmed.inference.models import baselines, hf, openai_api
-
-    return {
-        "random": baselines.RandomBackend,
-        "always_yes": baselines.AlwaysYesBackend,
-        "always_no": baselines.AlwaysNoBackend,
-        "blind": baselines.BlindBackend,
-        "hf": hf.HFBackend,
-        "openai": openai_api.OpenAIBackend,
-    }
-
-
-BACKEND_KINDS = ("random", "always_yes", "always_no", "blind", "hf", "openai")
-
-
-def model_config(models: Mapping[str, Any], name: str) -> dict[str, Any]:
-    """The registry entry for `name`, checked: known, enabled, with a known backend."""
-    if name not in models:
-        raise ConfigError(f"unknown model {name!r}; params 'models' defines: {', '.join(sorted(models))}")
-    cfg = dict(models[name] or {})
-    if not cfg.get("enabled", True):
-        raise ConfigError(f"model {name!r} is disabled in params.yaml; enable it with models.{name}.enabled=true")
-    kind = cfg.get("backend")
-    if kind not in BACKEND_KINDS:
-        raise ConfigError(f"models.{name}.backend = {kind!r}, expected one of {list(BACKEND_KINDS)}")
-    return cfg
-
-
-def build_backend(models: Mapping[str, Any], name: str, **context: Any) -> Backend:
-    """Build the backend registered as `name` in the params `models` section.
-
-    `context` carries run-wide values a backend may need (seed, pricing table).
-    """
-    cfg = model_config(models, name)
-    cls = _registry()[cfg["backend"]]
-    return cls(name, cfg, context)

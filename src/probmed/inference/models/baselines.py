@@ -20,7 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.scoring import baselines as scoring_baselines
 

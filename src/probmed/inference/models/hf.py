@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from probmed.core.config import ConfigError
-from probmed.inference.models.base import Answer, Backend, BackendError, Item
+from probmed.core.errors import BackendError, ConfigError, MissingFileError
+from probmed.inference.models.base import Answer, Backend, Item
 
 YES_WORDS = ("yes", "Yes", "YES", " yes", " Yes")
 NO_WORDS = ("no", "No", "NO", " no", " No")
@@ -173,7 +173,7 @@ class HFBackend(Backend):
                     with Image.open(it.image_path) as im:
                         images[key] = im.convert("RGB")
                 except (OSError, ValueError) as exc:
-                    raise FileNotFoundError(f"image {it.image_id}: cannot read {it.image_path}: {exc}") from None
+                    raise MissingFileError(f"image {it.image_id}: cannot read {it.image_path}: {exc}") from None
         prompts = [self._prompt(processor, it.prompt) for it in items]
         batch = processor(
             images=[images[str(it.image_path)] for it in items], text=prompts, padding=True, return_tensors="pt"

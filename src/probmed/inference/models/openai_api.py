@@ -27,17 +27,23 @@ import time
 from pathlib import Path
 from typing import Any
 
-from probmed.core.config import ConfigError
-from probmed.inference.models.base import Answer, AnswerCallback, Backend, BackendError, Item
+from probmed.core.errors import BackendError, ConfigError, EndpointUnreachableError, MissingFileError
+from probmed.inference.models.base import Answer, AnswerCallback, Backend, Item
 from probmed.inference.models.pricing import cost_usd
 
 MIME = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif", ".webp": "image/webp"}
 
 
 class _Retryable(Exception):
+    """A failed request worth retrying; `retry_after` is the server's Retry-After, if it gave one."""
+
     def __init__(self, message: str, retry_after: float | None = None):
         super().__init__(message)
         self.retry_after = retry_after
+
+
+class _ConnectionFailed(_Retryable):
+    """No connection to the endpoint at all: when every retry ends so, the endpoint is unreachable."""
 
 
 def image_data_url(path: Path, max_side: int | None = None) -> str:
@@ -195,7 +201,7 @@ class OpenAIBackend(Backend):
             try:
                 url = image_data_url(item.image_path, self.max_image_side)
             except (OSError, ValueError) as exc:
-                raise FileNotFoundError(f"image {item.image_id}: cannot read {item.image_path}: {exc}") from None
+                raise MissingFileError(f"image {item.image_id}: cannot read {item.image_path}: {exc}") from None
             content.append({"type": "image_url", "image_url": {"url": url}})
         content.append({"type": "text", "text": item.prompt})
         messages.append({"role": "user", "content": content})
@@ -238,7 +244,7 @@ class OpenAIBackend(Backend):
         except openai.APITimeoutError:
             raise _Retryable(f"timed out after {self.timeout_s:g} s") from None
         except openai.APIConnectionError:
-            raise _Retryable("connection failed", None) from None
+            raise _ConnectionFailed("connection failed") from None
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code in (408, 409):
                 raise _Retryable(f"HTTP {exc.status_code} server error", _retry_after(exc)) from None
@@ -283,8 +289,8 @@ class OpenAIBackend(Backend):
                     last = exc
             if attempt >= self.max_retries:
                 self._stats["failed"] += 1
-                if str(last) == "connection failed":
-                    raise BackendError(
+                if isinstance(last, _ConnectionFailed):
+                    raise EndpointUnreachableError(
                         f"model {self.name}: endpoint {self.base_url or 'api.openai.com'} is unreachable "
                         f"(connection failed {attempt + 1} times)"
                     )
@@ -326,7 +332,7 @@ class OpenAIBackend(Backend):
         try:
             return self._loop.run_until_complete(self._run(items, on_answer))
         except BackendError as exc:
-            raise BackendError(self.redact(str(exc))) from None
+            raise type(exc)(self.redact(str(exc))) from None
 
     def close(self) -> None:
         if self._loop is not None:

@@ -1,0 +1,47 @@
+"""The model backends a `models:` entry in params.yaml can name with `backend:`, and how they are built.
+
+One line per backend: its kind and the class that implements it, imported only
+when a model of that kind is built. The kinds `probmed plan` accepts are this
+table's keys.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Mapping
+
+from probmed.core.errors import ConfigError
+from probmed.core.registry import Registry
+from probmed.inference.models.base import Backend
+
+BACKENDS = Registry(
+    "model backend",
+    {
+        "random": "probmed.inference.models.baselines:RandomBackend",
+        "always_yes": "probmed.inference.models.baselines:AlwaysYesBackend",
+        "always_no": "probmed.inference.models.baselines:AlwaysNoBackend",
+        "blind": "probmed.inference.models.baselines:BlindBackend",
+        "hf": "probmed.inference.models.hf:HFBackend",
+        "openai": "probmed.inference.models.openai_api:OpenAIBackend",
+    },
+)
+
+
+def model_config(models: Mapping[str, Any], name: str) -> dict[str, Any]:
+    """The registry entry for `name`, checked: known, enabled, with a known backend."""
+    if name not in models:
+        raise ConfigError(f"unknown model {name!r}; params 'models' defines: {', '.join(sorted(models))}")
+    cfg = dict(models[name] or {})
+    if not cfg.get("enabled", True):
+        raise ConfigError(f"model {name!r} is disabled in params.yaml; enable it with models.{name}.enabled=true")
+    BACKENDS.check(cfg.get("backend"), f"models.{name}.backend")
+    return cfg
+
+
+def build_backend(models: Mapping[str, Any], name: str, **context: Any) -> Backend:
+    """Build the backend registered as `name` in the params `models` section.
+
+    `context` carries run-wide values a backend may need (seed, pricing table).
+    """
+    cfg = model_config(models, name)
+    cls = BACKENDS.load(cfg["backend"])
+    return cls(name, cfg, context)
