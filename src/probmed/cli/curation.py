@@ -161,6 +161,24 @@ def cmd_extract(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_extract_eval(args: argparse.Namespace) -> int:
+    from probmed.benchmark.curation.extract_eval import missed_goals, read_roco_captions, score_labelled_set, scores_markdown
+
+    cfg = _params(args)
+    if not Path(args.captions).is_file():
+        raise UserError(f"caption table {args.captions} not found (roco-images/metadata.csv)")
+    scores = score_labelled_set(args.labels, read_roco_captions(args.captions), _extractor(cfg, args.method))
+    table = scores_markdown(scores)
+    if args.out:
+        write_json_atomic(scores, args.out)
+    print(table, end="")
+    misses = {part: missed_goals(s) for part, s in scores.items() if part != "all"}
+    for part, miss in misses.items():
+        if miss:
+            print(f"{part}: goal missed: " + "; ".join(miss))
+    return 1 if any(misses.values()) else 0
+
+
 def cmd_stats(args: argparse.Namespace) -> int:
     from probmed.reporting.table1 import balance, record_counts, table1, to_markdown
 
@@ -244,6 +262,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", required=True)
     _common(p)
     p.set_defaults(func=cmd_extract)
+
+    p = sub.add_parser("extract-eval", help="score a caption extractor on the hand-labelled roco-images captions (dev and held-out)")
+    p.add_argument("--labels", default="tests/fixtures/roco_images_caption_labels.json")
+    p.add_argument("--captions", default="data/roco-images/metadata.csv", help="roco-images metadata.csv (captions)")
+    p.add_argument("--method", choices=("rules", "llm"), default="rules")
+    p.add_argument("--out", help="scores as JSON")
+    _common(p)
+    p.set_defaults(func=cmd_extract_eval)
 
     p = sub.add_parser("stats", help="dataset statistics (paper Table 1 layout) and yes/no balance")
     p.add_argument("--questions")

@@ -1,16 +1,28 @@
-"""Offline rule-based caption -> metadata extractor (modality, organ, findings).
+"""Offline rule-based caption -> metadata extractor (modality, organ, findings, positions, figure flags).
 
-Controlled vocabularies (curation.vocabularies) plus clause-scoped negation:
-a negation cue ("no", "without", "no evidence of", "negative for", ...)
-negates every condition after it up to the end of its clause (".", ";", ":",
-"but", "however", "although", "whereas"), so "no evidence of pneumothorax" is
-not a finding. Modality and organ are the first vocabulary term mentioned;
-a caption that names none gets ``unknown``; a non-CT/MRI/X-ray technique or a
-body part outside the four askable organs gets ``other``.
+The rules are general (vocabulary lookups and a few phrase patterns), never tuned to single captions:
 
-Positions are canonical ``"<side> <region>"`` phrases (either part optional):
-side in {left, right, bilateral}, region from REGIONS, both looked up in the
-condition's clause (the nearest mention wins).
+* **Modality**: every technique named. CT, MRI and X-ray words are the askable modalities; a
+  non-radiology or other technique (ultrasound, PET, angiography, endoscopy, ...) makes the figure
+  ``other``; two askable modalities make it ambiguous (``unknown``, reason in ``notes``); none ->
+  ``unknown``.
+* **Organ**: the body region named next to the technique ("CT of the chest", "abdominal MRI")
+  decides; otherwise region and anatomy words are counted (a region word weighs more than an organ
+  inside it) and the largest count wins; a tie or two regions next to the technique is ambiguous.
+  Head imaging maps to brain, pelvic organs to abdomen, vertebrae and the sacrum to spine.
+* **Findings**: condition synonyms (curation.vocabularies, longest phrase first, plurals allowed),
+  except qualifiers of another finding ("cystic lesion" is a lesion), pure signal/density words
+  (enhancement, hyperintensity) and anatomical phrases that look like findings ("lateral mass",
+  "nasal cavity"). "dilated / distended / thickened <organ>" is dilatation / thickening. A few words
+  change sense with the organ ("collapse" is atelectasis in the chest, a fracture in the spine).
+  Negation is clause-scoped: a cue before the condition ("no", "without", "resolution of", "history
+  of", "in the setting of", ...) or after it ("has disappeared", "resolved") makes it not a finding.
+* **Positions**: regions of the record's organ (vocabularies.POSITION_REGIONS) and sides, tied to
+  a condition when they follow it in its clause ("mass in the left lower lobe", "metastases in each
+  lung") or stand right before it ("right frontal lesion", "left pleural effusion"), composed as
+  ``"<side> <region>"`` (vocabularies.position_phrase). Vertebral levels map to spine regions.
+* **Figure flags** (reasons to leave a figure out of an image benchmark): several panels named,
+  animal study words, non-radiology figure words.
 """
 
 from __future__ import annotations
@@ -18,85 +30,106 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS
+from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, POSITION_REGIONS, position_phrase
 
+ASKABLE = ("x-ray", "ct", "mri")
 MODALITY_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("mri", r"\bmri?\b|\bmr\b|magnetic resonance|\bmra\b|\bt[12][- ]?weighted|\bt[12]w?i?\b|\bflair\b|diffusion[- ]weighted|\bdwi\b|\bswi\b"),
-    ("ct", r"\bct\b|\bcta\b|\bhrct\b|\bcect\b|\bmdct\b|computed tomograph|computerized tomograph|tomodensitometr"),
-    ("x-ray", r"x-?rays?\b|radiograph|\bcxr\b|plain film|roentgen|\bkub\b|mammogra|barium|fluoroscop|urethrogram|myelogram"),
-    ("other", r"ultrasound|ultrasonograph|sonograph|\bus\b|doppler|echocardiogra|\bpet\b|spect\b|scintigra|bone scan|angiogra|\bdsa\b|endoscop|ercp|nuclear medicine"),
+    ("other", r"ultrasound|ultrasonograph|sonograph|\bus\b|\busg\b|doppler|echocardiogra|\bpet\b|\bspect\b|scintigra|"
+              r"hypoechoic|hyperechoic|anechoic|echogenic|\bcag\b|"
+              r"bone scan|(?<!\bct\W)(?<!\bmr\W)(?<!\bct\)\s)(?<!\bmr\)\s)angiogra|\bdsa\b|endoscop|\bercp\b|nuclear medicine|"
+              r"fluoroscop|mammogra|barium|urethrogra|myelogra|cystogra|urogra|orthopantomogra|panoramic|\bopg\b|"
+              r"cone[- ]beam|\bcbct\b|dental|periapical|optical coherence|photograph|histolog|micrograph|"
+              r"spectroscopy|tractography"),
+    ("mri", r"\bmri?\b|\bmr\b|magnetic resonance|\bmra\b|\bt[12][- ]?weighted|"
+            r"(?<!at )(?<!level )(?<!of )\bt[12](w|wi)?\b(?![- /]?(t?\d|vertebra|level|to\b))|\bflair\b|"
+            r"diffusion[- ]weighted|\bdwi\b|\bswi\b|\bstir\b|gadolinium"),
+    ("ct", r"\bct\b|\bcta\b|\bhrct\b|\bcect\b|\bmdct\b|computed tomograph|computeri[sz]ed tomograph|tomodensitometr|"
+           r"ct[- ]scan"),
+    ("x-ray", r"x-?rays?\b|radiograph|\bcxr\b|plain film|roentgen|\bkub\b"),
 )
-ORGAN_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("spine", r"\bspine\b|spinal|vertebra|\blumbar\b|cervical spine|thoracic spine|\bsacr|intervertebral|\bdisc\b|\bl[1-5]\b|\bc[1-7]\b|\bt1[0-2]\b|thecal"),
-    ("brain", r"\bbrain|\bhead\b|cerebr|cerebell|cranial|intracranial|\bskull|ventric(le|ular)|frontal lobe|temporal lobe|parietal|occipital|hemispher|sella|pituitar|basal ganglia|thalam|pons\b|midbrain|subdural|subarachnoid"),
-    ("chest", r"\bchest|thora(x|cic)|\blungs?\b|pulmonar|mediastin|\bpleura|\bhilar|\bhilum|\bheart\b|cardiac|aortic arch|bronch|trachea|pericard|\bcxr\b"),
-    ("abdomen", r"abdom|\bliver|hepat|\bkidney|renal|pancrea|\bspleen|splenic|\bbowel|colon|gallbladder|biliary|\bpelvi|stomach|gastric|append|duoden|\bileum|jejun|adrenal|mesenter|peritone|rectum|rectal|bladder|\buterus|ovar|prostat"),
-    ("other", r"\bknee|\bhip\b|femur|femoral|tibia|fibula|shoulder|\bhand\b|wrist|\bfoot\b|ankle|\bneck\b|thyroid|breast|mandib|maxill|dental|tooth|teeth|\bsinus|orbit|\bface\b|facial|elbow|humer|\barm\b|\bleg\b|\bjaw|parotid|\bfinger|\btoe\b|clavic|scapul|larynx|pharyn"),
+# Region words: the organ a figure shows. A region word weighs REGION_WEIGHT organ words.
+REGION_WEIGHT = 3
+ORGAN_REGIONS: tuple[tuple[str, str], ...] = (
+    ("spine", r"\bspines?\b|\bspinal\b|vertebra[el]?|\bl-spine|\bc-spine|cervical (cord|level|vertebra)|"
+              r"thoracic (spine|vertebra|cord|level)|\blumbar\b|lumbosacral|thoracolumbar|\bsacrum\b|(?<!pre)(?<!pre-)\bsacral\b"),
+    ("brain", r"\bbrain|\bhead\b|\bcrani(um|al)\b|\bskull\b|intracranial|cerebral|neurocran"),
+    ("chest", r"\bchest\b|\bthorax\b|\blungs?\b|pulmonary|cardiac|\bheart\b|mediastin"),
+    ("abdomen", r"abdom[ei]n|\bpelvi[cs]\b|\bpelvis\b"),
+    ("other", r"\bneck\b|\bface\b|facial|\borbits?\b|orbital|\bsinus(es)?\b|sinonasal|mandib|maxill|\bteeth\b|"
+              r"\btooth\b|\bknee\b|\bhip\b|shoulder|\bhand\b|wrist|\bfoot\b|ankle|elbow|\bfemur\b|\btibia|radius|\bulna|clavic|scapul|patell|"
+              r"calcane|\bfingers?\b|\btoes?\b|\bhumer|\bforearm|\bthigh\b|\bleg\b|\barm\b|thyroid|breast|larynx|pharyn|parotid|temporomandibular"),
+)
+ORGAN_ANATOMY: tuple[tuple[str, str], ...] = (
+    ("spine", r"\bintervertebral|\bdiscs?\b|\b[cl][1-7]\b|\bt1[0-2]\b|\bt[3-9]\b|\bt[12](?=\s?[-/]\s?t?\d)|\bs[1-5]\b|"
+              r"\bodontoid|\batlas\b|\baxis\b|dorsolumbar|"
+              r"myelo|\bcord\b|thecal|pedicle|laminectomy|spondyl|kyphosis|scoliosis|\bcoccy"),
+    ("brain", r"cerebell|ventric(le|ular)|frontal lobe|temporal lobe|parietal|occipital|hemispher|\bsellar?\b|"
+              r"pituitar|basal ganglia|thalam|\bpons\b|midbrain|subdural|subarachnoid|white matter|meninge|"
+              r"cortical vein|gyr(us|i)\b|sulc(us|i)\b"),
+    ("chest", r"\bthoracic\b|\bpleura|\bhil(um|ar)\b|aortic arch|bronch|trachea|pericard|\bribs?\b|"
+              r"(upper|middle|lower) lobes?|lingula|atri(um|al)|"
+              r"ventricle\b(?<!lateral ventricle)|pulmonary|\bcxr\b|superior vena|\bsvc\b|esophag"),
+    ("abdomen", r"\bliver\b|hepat|\bkidneys?\b|renal|pancrea|\bspleen|splenic|\bbowel|colon|gall ?bladder|biliary|"
+                r"stomach|gastric|append|duoden|\bile(um|al)\b|jejun|adrenal|mesenter|peritone|rect(um|al)\b|"
+                r"bladder|\buter(us|ine)\b|ovar|prostat|retroperitone|\bcecum\b|sigmoid|rectus (sheath|abdominis)"),
 )
 NEGATION = re.compile(
     r"\b(no|not|without|absence of|absent|negative for|free of|resolution of|resolved|ruled out|rule out|"
-    r"no evidence of|no signs? of|unremarkable|normal)\b"
+    r"no evidence of|no signs? of|unremarkable|normal|remission of|disappearance of)\b"
 )
-CLAUSE_SPLIT = re.compile(r"[.;:!?]|\bbut\b|\bhowever\b|\balthough\b|\bwhereas\b|\bwhile\b")
-SIDES = {"left": "left", "right": "right", "bilateral": "bilateral", "bilaterally": "bilateral", "both": "bilateral"}
-REGIONS: dict[str, str] = {
-    "upper lobe": "upper lobe",
-    "lower lobe": "lower lobe",
-    "middle lobe": "middle lobe",
-    "lung": "lung",
-    "lungs": "lung",
-    "apex": "apex",
-    "apical": "apex",
-    "hilum": "hilum",
-    "hilar": "hilum",
-    "pleural": "pleura",
-    "mediastinum": "mediastinum",
-    "mediastinal": "mediastinum",
-    "frontal": "frontal lobe",
-    "temporal": "temporal lobe",
-    "parietal": "parietal lobe",
-    "occipital": "occipital lobe",
-    "cerebellum": "cerebellum",
-    "cerebellar": "cerebellum",
-    "basal ganglia": "basal ganglia",
-    "thalamus": "thalamus",
-    "thalamic": "thalamus",
-    "hemisphere": "hemisphere",
-    "ventricle": "ventricle",
-    "liver": "liver",
-    "hepatic": "liver",
-    "kidney": "kidney",
-    "renal": "kidney",
-    "adrenal": "adrenal",
-    "pancreas": "pancreas",
-    "pancreatic": "pancreas",
-    "spleen": "spleen",
-    "splenic": "spleen",
-    "colon": "colon",
-    "bowel": "bowel",
-    "ovary": "ovary",
-    "ovarian": "ovary",
-    "breast": "breast",
-    "femur": "femur",
-    "femoral": "femur",
-    "hip": "hip",
-    "knee": "knee",
-    "shoulder": "shoulder",
-    "neck": "neck",
-    "orbit": "orbit",
-    "maxillary": "maxilla",
-    "mandible": "mandible",
-    "atrium": "atrium",
-    "lobe": "lobe",
+# Context, not a finding of this image: scoped to the words that follow, up to a verb.
+CONTEXT = re.compile(
+    r"\b(history of|known|in the setting of|previous|previously|prior|status post|after (the )?(resection|removal|"
+    r"excision) of|(operation|surgery|fusion|treatment|treated|fixation|debridement|resection) for|"
+    r"follow-up (of|for)|evaluated? for|to (rule out|exclude)|(examination|evaluation|investigation|work-?up|"
+    r"screening|staging|surveillance) (for|of))\b"
+)
+CONTEXT_END = re.compile(r"\b(shows?|showing|reveals?|revealing|demonstrat\w*|depicts?|is|are|was|were|seen|noted|"
+                         r"with|which)\b|[,]")
+POST_NEGATION = re.compile(r"^\W*(\w+\W+){0,6}?(has |have |had |was |were )?(\w+ )?(disappeared|resolved|eliminated|"
+                           r"removed|excluded|ruled out|regressed|resection|resected|excised)\b")
+CLAUSE_SPLIT = re.compile(r"\.(?=\s|$)|[;:!?]|\bbut\b|\bhowever\b|\balthough\b|\bwhereas\b|\bwhile\b")
+# Condition synonyms that qualify another finding or describe signal/density, never findings of
+# their own in a caption; and anatomical phrases that contain a condition word.
+QUALIFIERS = frozenset({"cystic", "calcified", "nodular", "hypodense lesion"})
+SIGNS = frozenset({"enhancement", "hyperintensity", "hypointensity", "hypodensity", "hyperdensity"})
+ANATOMICAL = (
+    r"lateral mass(es)?|fusion mass|bone mass|muscle mass|(nasal|oral|peritoneal|pleural|abdominal|tympanic|"
+    r"pelvic|thoracic|glenoid|cotyloid|endometrial|uterine|amniotic|pericardial|joint|medullary|nasal) cavit(y|ies)|"
+    r"collecting system|mass of \d|(lymph|collateral) vessels?"
+)
+# Words whose finding depends on the organ; None: not a finding for that organ.
+ORGAN_SENSE: dict[str, dict[str, str | None]] = {
+    "collapse": {"chest": "atelectasis", "spine": "fracture"},
+    "infiltration": {"chest": "infiltration"},
+    "consolidation": {"chest": "consolidation"},
+    "atelectasis": {"chest": "atelectasis"},
 }
-EXTRA_SYNONYMS = {"mass effect": "mass effect"}
-
-_SYN = {**CONDITION_SYNONYMS, **EXTRA_SYNONYMS}
-_COND_RE = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(_SYN, key=len, reverse=True)) + r")\b")
-_SIDE_RE = re.compile(r"\b(" + "|".join(SIDES) + r")\b")
-_REGION_RE = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(REGIONS, key=len, reverse=True)) + r")\b")
-_MOD_RE = [(name, re.compile(p)) for name, p in MODALITY_PATTERNS]
-_ORG_RE = [(name, re.compile(p)) for name, p in ORGAN_PATTERNS]
+DESCRIBED = (  # "<adjective> <organ>" or "<noun> of <organ>" descriptions that name a finding
+    (r"\b(dilated|distended|distension|distention|dilatation|dilation|ectatic)\b", "dilatation"),
+    (r"\b(thickened|increased thickness)\b", "thickening"),
+    (r"\benlarged (\w+ ){0,2}(lymph )?nodes?\b|\blymph nodes? (enlargement|swelling)\b", "lymphadenopathy"),
+)
+ANIMAL = re.compile(
+    r"\b(dogs?|cats?|calf|calves|sheep|rats?|mice|mouse|murine|rodents?|rabbits?|pigs?|porcine|swine|feline|"
+    r"equine|bovine|horses?|monkeys?|primates?|veterinary|animals?|ovine|goats?|hamsters?)\b"
+)
+NON_RADIOLOGY = re.compile(
+    r"\b(photograph|histolog|histopatholog|microscop|micrograph|intra-?operative (view|photo|image|finding)|"
+    r"gross specimen|specimen|illustration|diagram|drawing|schematic|flow ?chart|graph|spectrum|spectroscopy|"
+    r"endoscop|staining|stained)\w*"
+)
+PANELS = re.compile(
+    r"\(\s*[a-h]\s*(?:[,\-–&]|and|to)\s*[a-h]?\s*\)|\b(?:fig(?:ure)?s?\.?\s*\d+\s*[a-h]\b.*?){2}|"
+    r"\b(?:panels?|upper|lower|top|bottom|left|right|middle)\s+(?:panels?|images?|row)\b|"
+    r"\b(?:fig(?:ure)?s?\.?\s*\d+\s*[a-h]?\s*(?:and|[-–,])\s*(?:fig(?:ure)?s?\.?\s*)?\d*[a-h]?)\b|"
+    r"\([a-h]\).*\([a-h]\)|\b[a-h]\s*(?:,|and)\s*[a-h]\)|\b(?:a|b|c)\)\s.*\b(?:b|c|d)\)\s|"
+    r"\b(?:at|on the) left and (?:at |on the )?right\b|\b(?:images?|scans?) (?:at|on the) (?:left|right)\b"
+)
+SIDE_WORDS = {"left": "left", "right": "right", "bilateral": "bilateral", "bilaterally": "bilateral",
+              "both": "bilateral", "each": "bilateral"}
+# A side word right before an anatomical name that carries it but is not the patient's side.
+CHAMBER = re.compile(r"\b(right|left) (atri(um|al)|ventric(le|ular))\b")
 
 
 @dataclass
@@ -106,12 +139,29 @@ class Extraction:
     organ: str = "unknown"
     findings: list[dict] = field(default_factory=list)  # {"condition", "position"}
     negated: list[str] = field(default_factory=list)  # conditions mentioned as absent
+    normal: bool = False  # the caption says the image is normal
+    flags: list[str] = field(default_factory=list)  # multi-panel, animal, non-radiology, ambiguous ...
 
     def to_json(self) -> dict:
         return {"id": self.id, "modality": self.modality, "organ": self.organ, "findings": self.findings}
 
 
+def normalise_text(text: str) -> str:
+    """Lower case, one kind of dash, one spelling of disc, single spaces."""
+    text = re.sub(r"[\u2010-\u2015\u2212]", "-", text.lower())
+    text = re.sub(r"\bdisk(s)?\b", r"disc\1", text)
+    return re.sub(r"\s+", " ", text).strip()
+
+
+# --- modality and organ --------------------------------------------------------------------
+
+_MOD_RE = [(name, re.compile(p)) for name, p in MODALITY_PATTERNS]
+_REGION_RE = [(name, re.compile(p)) for name, p in ORGAN_REGIONS]
+_ANATOMY_RE = [(name, re.compile(p)) for name, p in ORGAN_ANATOMY]
+
+
 def _first(patterns: list[tuple[str, re.Pattern]], text: str) -> str:
+    """The name of the pattern that matches earliest in text, or ``unknown``."""
     best: tuple[int, str] | None = None
     for name, rx in patterns:
         m = rx.search(text)
@@ -120,44 +170,336 @@ def _first(patterns: list[tuple[str, re.Pattern]], text: str) -> str:
     return best[1] if best else "unknown"
 
 
-def _nearest(rx: re.Pattern, clause: str, at: int) -> re.Match | None:
-    hits = list(rx.finditer(clause))
-    return min(hits, key=lambda m: abs(m.start() - at)) if hits else None
+def modality_of(text: str) -> tuple[str, str | None]:
+    """(modality, ambiguity note) of normalised text; see the module docstring."""
+    named = {name for name, rx in _MOD_RE if rx.search(text)}
+    if "other" in named:
+        return "other", None
+    askable = [m for m in ASKABLE if m in named]
+    if len(askable) > 1:
+        return "unknown", f"ambiguous modality: {' and '.join(askable)} named"
+    return (askable[0], None) if askable else ("unknown", None)
 
 
-def find_conditions(text: str) -> tuple[list[dict], list[str]]:
-    """(present findings with positions, negated conditions) in free text."""
+def _technique_spans(text: str) -> list[tuple[int, int]]:
+    return [m.span() for name, rx in _MOD_RE if name != "other" for m in rx.finditer(text)]
+
+
+def organ_of(text: str) -> tuple[str, str | None]:
+    """(organ, ambiguity note): the region named next to the technique, else the largest weighted count.
+
+    A tie between counts goes to the region named first; two regions next to the technique
+    ("CT of the neck and thorax") are ambiguous.
+    """
+    spans = _technique_spans(text)
+    near: set[str] = set()
+    hits = sorted((m.start(), m.end(), name) for name, rx in _REGION_RE for m in rx.finditer(text))
+    anchors = list(spans)
+    for start, end, name in hits:
+        if _adjacent(text, (start, end), anchors):
+            near.add(name)
+            anchors.append((start, end))  # "head and neck": a region joined to an adjacent one is adjacent too
+    if len(near) == 1:
+        return near.pop(), None
+    if len(near) > 1:
+        return "unknown", f"ambiguous organ: {' and '.join(sorted(near))} named with the technique"
+    score: dict[str, int] = {}
+    first: dict[str, int] = {}
+    for weight, table in ((REGION_WEIGHT, _REGION_RE), (1, _ANATOMY_RE)):
+        for name, rx in table:
+            for m in rx.finditer(text):
+                score[name] = score.get(name, 0) + weight
+                first[name] = min(first.get(name, m.start()), m.start())
+    if not score:
+        return "unknown", None
+    top = max(score.values())
+    winners = sorted((first[k], k) for k, v in score.items() if v == top)
+    return winners[0][1], None
+
+
+def _adjacent(text: str, span: tuple[int, int], anchors: list[tuple[int, int]]) -> bool:
+    """A region word within the technique's noun phrase: "chest CT", "CT of the chest", "abdominal MRI"."""
+    for s, e in anchors:
+        between = text[e:span[0]] if span[0] >= e else text[span[1]:s]
+        if len(between) <= 40 and not re.search(r"[.;:(]|\b(showing|shows|with|revealing|demonstrat\w*|in|at)\b", between):
+            if not re.search(r",|\band\b", between) or (s, e) not in anchors[: len(_technique_spans(text))]:
+                return True
+    return False
+
+
+# --- conditions -------------------------------------------------------------------------------
+
+_SYN = {k: v for k, v in CONDITION_SYNONYMS.items() if k not in QUALIFIERS and v not in SIGNS}
+_SYN.update({"mass effect": "mass effect"})
+_COND_RE = re.compile(
+    r"\b(" + "|".join(re.escape(k) for k in sorted(_SYN, key=len, reverse=True)) + r")(?:s|es)?\b"
+)
+_ANATOMICAL_RE = re.compile(r"\b(" + ANATOMICAL + r")\b")
+_DESCRIBED_RE = [(re.compile(p), cond) for p, cond in DESCRIBED]
+
+
+@dataclass(frozen=True)
+class Mention:
+    start: int
+    end: int
+    condition: str
+    described: bool = False  # "dilated", "thickened": an adjective naming the finding of the organ after it
+
+
+def condition_mentions(clause: str, organ: str = "unknown") -> list[Mention]:
+    """Condition mentions of one clause, in order, qualifiers, signs and anatomy removed."""
+    blocked = [m.span() for m in _ANATOMICAL_RE.finditer(clause)]
+    out: list[Mention] = []
+    for m in _COND_RE.finditer(clause):
+        if any(s <= m.start() < e for s, e in blocked):
+            continue
+        word = m.group(1)
+        condition = _SYN[word]
+        sense = ORGAN_SENSE.get(word) or ORGAN_SENSE.get(condition)
+        if sense is not None:
+            condition = sense.get(organ) if organ in sense else (None if organ in ("spine", "brain", "abdomen") else condition)
+            if condition is None:
+                continue
+        out.append(Mention(m.start(), m.end(), condition))
+    for rx, condition in _DESCRIBED_RE:
+        for m in rx.finditer(clause):
+            if not any(x.start <= m.start() < x.end for x in out):
+                out.append(Mention(m.start(), m.end(), condition, described=True))
+    return sorted(out, key=lambda x: x.start)
+
+
+def _is_negated(clause: str, mention: Mention) -> bool:
+    """Negated in its clause (up to "with" or a new enumerated item), after it ("has disappeared"),
+    or inside a context phrase ("history of")."""
+    for cue in NEGATION.finditer(clause[: mention.start]):
+        if not re.search(r"\bwith\b|\(\w\)", clause[cue.end():mention.start]):
+            return True
+    if POST_NEGATION.search(clause[mention.end:]):
+        return True
+    for cue in CONTEXT.finditer(clause[: mention.start]):
+        if not CONTEXT_END.search(clause[cue.end():mention.start]):
+            return True
+    return False
+
+
+# --- positions --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Place:
+    start: int
+    end: int
+    region: str | None
+    sides: tuple[str, ...]
+    side: str | None = None
+
+    @property
+    def phrase(self) -> str | None:
+        if self.region in NEEDS_SIDE and self.side is None:
+            return None  # "pulmonary", "hemispheric": the organ itself, not a position in it
+        return position_phrase(self.side, self.region, self.sides)
+
+
+_REGIONS = {organ: [(re.compile(r"\b(?:" + p + r")"), region, sides) for p, region, sides in table]
+            for organ, table in POSITION_REGIONS.items()}
+_SIDE_RE = re.compile(r"\b(" + "|".join(SIDE_WORDS) + r")\b")
+_BI_LOBE = re.compile(r"\bbi(frontal|parietal|temporal|occipital)\b")
+NEEDS_SIDE = frozenset({"lung", "pleural space", "hemithorax", "hemisphere", "lung periphery"})
+# Names that carry a side or region word without being the patient's side or an organ region.
+NOT_A_PLACE = re.compile(
+    r"\b(right|left) (atri(um|al)|ventric(le|ular))\b|\bpulmonary (arter\w*|vein\w*|venous|trunk|valve)|"
+    r"\b(ovarian|renal|hepatic|portal|splenic|iliac|femoral|jugular|subclavian|mesenteric|gastric|adrenal) "
+    r"(vein|veins|venous|arter\w*|vessels?)\b|"
+    r"\b(to|toward|towards) the (right|left)\b|\bleft[- ]to[- ]right\b|\bright[- ]to[- ]left\b"
+)
+LINK_AFTER = re.compile(r"^[^,;()]*?\b(in|of|at|within|involving|into|on|from|along|near|over|around|throughout|"
+                        r"affecting|extending|between|inside|under|underneath)\b")
+BREAK_AFTER = re.compile(r"\b(and|with|which|that|causing|shows?|showing|is|are|was|were|without|no|compress\w*|"
+                         r"displac\w*|abutt\w*|surround\w*|(anterior|posterior|adjacent|next|lateral|medial|superior|"
+                         r"inferior|close|proximal|distal|secondary|due) to)\b|;")
+COPULA = re.compile(r"\b(is|are|was|were)( also| again)? (seen|noted|present|located|visible|identified|demonstrated|"
+                    r"observed|found|detected)\b")
+ASIDE = re.compile(r"\([^()]*\)")  # "(arrow)", "(white arrowheads)"
+# The region a condition's own name places it in: a place there adds only its side.
+IMPLIED_REGION: dict[str, str] = {
+    "effusion": "pleural space", "pneumothorax": "pleural space", "pleural thickening": "pleural space",
+    "empyema": "pleural space", "ascites": "peritoneum", "pneumoperitoneum": "peritoneum",
+    "appendicitis": "appendix", "hydronephrosis": "kidney", "pyelonephritis": "kidney", "kidney stone": "kidney",
+    "cholecystitis": "gallbladder", "cholelithiasis": "gallbladder", "pancreatitis": "pancreas",
+    "splenomegaly": "spleen", "hepatomegaly": "liver", "cirrhosis": "liver", "pituitary tumor": "sellar region",
+    "midline shift": "midline",
+}
+HEDGE = re.compile(r"\b(consistent with|suggestive of|suggesting|compatible with|in keeping with|representing|"
+                   r"indicating|indicative of|due to|likely|probably)\W*(an?|the)?\W*$")
+
+
+def _side_before(clause: str, start: int, reach: int = 24) -> tuple[str, int] | None:
+    """(side, where it starts) of a side word ending within ``reach`` characters before start, only
+    modifiers between."""
+    offset = max(0, start - reach)
+    hits = list(_SIDE_RE.finditer(clause, offset, start))
+    if not hits:
+        return None
+    between = re.sub(r"^[- ]?(sided|side|half|aspect|part|portion)? ?of the\b", " ", clause[hits[-1].end():start])
+    if re.search(r"[,;(]|\b(and|with|of|to|from|in|at|on|into|by|for|is|was|are|were)\b", between):
+        return None
+    return SIDE_WORDS[hits[-1].group(1)], hits[-1].start()
+
+
+def _side_after(clause: str, end: int) -> str | None:
+    """"the upper lobe of the right lung": the side named right after a region."""
+    m = re.match(r"\s+of the (right|left|both)\b", clause[end:])
+    return SIDE_WORDS[m.group(1)] if m else None
+
+
+def places(clause: str, organ: str) -> list[Place]:
+    """Regions of the organ named in a clause, each with the side stated with it, plus lone sides."""
+    masked = NOT_A_PLACE.sub(lambda m: " " * len(m.group(0)), clause)
+    found: list[Place] = []
+    for rx, region, sides in _REGIONS.get(organ, []):
+        for m in rx.finditer(masked):
+            if any(p.start <= m.start() < p.end for p in found):
+                continue
+            side, start = _side_before(masked, m.start()) or (_side_after(masked, m.end()), m.start())
+            if region == "cerebellum" and side in ("left", "right"):
+                region, sides = "cerebellar hemisphere", ("right", "left", "bilateral")
+            found.append(Place(start, m.end(), region, sides, side))
+    if organ == "brain":
+        for m in _BI_LOBE.finditer(masked):
+            found.append(Place(m.start(), m.end(), f"{m.group(1)} lobe", ("right", "left", "bilateral"), "bilateral"))
+    for m in _SIDE_RE.finditer(masked):  # a side that belongs to no region is a position of its own
+        if not any(p.start <= m.start() < p.end and p.side for p in found):
+            found.append(Place(m.start(), m.end(), None, (), SIDE_WORDS[m.group(1)]))
+    return sorted(found, key=lambda p: p.start)
+
+
+def positions_of(clause: str, mention: Mention, mentions: list[Mention], organ: str) -> list[str]:
+    """The positions tied to a mention: places linked after it by a preposition (with the places
+    coordinated with them: "at L4/L5 and at L5/S1"), else the places right before it ("right
+    frontal lesion", "hepatic and splenic lesions"), else the side written right before it."""
+    cands = [p for p in places(clause, organ) if p.phrase]
+    nxt = min((m.start for m in mentions if m.start > mention.start), default=len(clause))
+    prev = max((m.end for m in mentions if m.end <= mention.start), default=0)
+    out: list[Place] = []
+    for p in (p for p in cands if mention.end <= p.start < nxt):
+        anchor = out[-1].end if out else mention.end
+        between = COPULA.sub(" ", ASIDE.sub(" ", clause[anchor:p.start]))
+        reach, joins = (32, r"[,;()]|\b(of|with)\b") if mention.described else (12, r"[,;()]|\b(and|of|with)\b")
+        adjoining = not out and len(between.strip()) <= reach and not re.search(joins, between)
+        if not out and not adjoining and (p.start - mention.end > 60 or not LINK_AFTER.search(between)
+                                          or BREAK_AFTER.search(between) or NEGATION.search(between)):
+            break
+        if out and (len(between) > 35 or not re.search(r"[,/-]|\b(and|or|to)\b", between) or NEGATION.search(between)
+                    or p.region is None or any(0 <= m.start - p.end <= 3 for m in mentions)):
+            break  # a lone side, or a place that opens the next finding ("... and bilateral opacities")
+        out.append(p)
+    if all(p.region is None for p in out):  # only lone sides after it: a region inside or right before it wins
+        out = [] if any(p.region for p in cands if p.end <= mention.end and p.start >= prev) else out
+    if not out:  # places inside the mention ("hilar lymphadenopathy") or right before it
+        before = [p for p in cands if prev <= p.start and (p.end <= mention.start or p.end <= mention.end)]
+        for p in reversed(before):
+            gap = clause[p.end:(out[-1].start if out else mention.start)] if p.end <= mention.start else ""
+            if len(gap) > 24 or re.search(r"[;(]|\b(of|in|with|at|shows?|showing|demonstrat\w*|is|was)\b", gap) \
+                    or (not out and re.search(r",|\b(and|or)\b", gap)) or (out and not re.search(r"\b(and|or)\b|,", gap)):
+                break
+            out.insert(0, p)
+    phrases = [position_phrase(p.side, None) if p.region == IMPLIED_REGION.get(mention.condition) else p.phrase
+               for p in out]
+    phrases = [p for p in phrases if p]
+    phrases = [p for p in phrases if not (p in ("left", "right", "bilateral") and any(q.startswith(p + " ") for q in phrases))]
+    if not phrases:
+        side = _side_before(NOT_A_PLACE.sub(lambda m: " " * len(m.group(0)), clause), mention.start, 30)
+        phrases = [side[0]] if side else []
+    return list(dict.fromkeys(phrases))
+
+
+# --- whole captions -----------------------------------------------------------------------------
+
+
+def find_conditions(text: str, organ: str = "unknown") -> tuple[list[dict], list[str]]:
+    """(present findings with positions, negated conditions) in free text.
+
+    A finding at several places is listed once per place; a hedged diagnosis ("lesion in the left
+    frontal lobe consistent with an abscess") takes the places of the finding it explains."""
     findings: list[dict] = []
     negated: list[str] = []
-    for clause in CLAUSE_SPLIT.split(text.lower()):
-        neg = NEGATION.search(clause)
-        for m in _COND_RE.finditer(clause):
-            condition = _SYN[m.group(1)]
-            if neg and neg.start() < m.start():
-                if condition not in negated:
-                    negated.append(condition)
+    for clause in CLAUSE_SPLIT.split(normalise_text(text)):
+        mentions = condition_mentions(clause, organ)
+        placed = {m: positions_of(clause, m, mentions, organ) for m in mentions}
+        for m, nxt in zip(mentions, mentions[1:]):  # "fracture-dislocation of T6", "X and Y in the liver"
+            if not placed[m] and re.fullmatch(r"\s*(-|/|,|and|or)?\s*", clause[m.end:nxt.start]):
+                placed[m] = placed[nxt]
+        last: list[str] = []
+        for mention in mentions:
+            if _is_negated(clause, mention):
+                negated.append(mention.condition)
                 continue
-            side = _nearest(_SIDE_RE, clause, m.start())
-            region = _nearest(_REGION_RE, clause, m.start())
-            parts = [SIDES[side.group(1)]] if side else []
-            if region:
-                parts.append(REGIONS[region.group(1)])
-            finding = {"condition": condition, "position": " ".join(parts) or None}
-            if not any(f["condition"] == condition for f in findings):
-                findings.append(finding)
-    return findings, negated
+            where = placed[mention]
+            if last and HEDGE.search(clause[: mention.start]) and (
+                    not where or all(any(x.endswith(w) for x in last) for w in where)):
+                where = last  # "... in the left frontal lobe consistent with (frontal) abscess"
+            last = where or last
+            for position in where or [None]:
+                _add(findings, _located(mention.condition, position), position)
+    present = {f["condition"] for f in findings}
+    return findings, list(dict.fromkeys(c for c in negated if c not in present))
+
+
+LOCATED: dict[tuple[str, str], str] = {("calculus", "kidney"): "kidney stone", ("calculus", "gallbladder"): "cholelithiasis"}
+
+
+def _located(condition: str, position: str | None) -> str:
+    """A generic finding named more precisely by where it is: a calculus in a kidney is a kidney stone."""
+    for (generic, region), specific in LOCATED.items():
+        if condition == generic and position and position.split()[-1].startswith(region):
+            return specific
+    return condition
+
+
+def _add(findings: list[dict], condition: str, position: str | None) -> None:
+    same = [f for f in findings if f["condition"] == condition]
+    if position is None:
+        if not same:
+            findings.append({"condition": condition, "position": None})
+        return
+    unplaced = [f for f in same if f["position"] is None]
+    if unplaced:
+        unplaced[0]["position"] = position
+    elif not any(f["position"] == position for f in same):
+        findings.append({"condition": condition, "position": position})
+
+
+def figure_flags(text: str) -> list[str]:
+    """Reasons a captioned figure cannot serve as one image: panels, animal study, non-radiology."""
+    flags = []
+    if PANELS.search(text):
+        flags.append("multi-panel figure")
+    if ANIMAL.search(text):
+        flags.append("animal study")
+    if NON_RADIOLOGY.search(text):
+        flags.append("non-radiology figure")
+    return flags
+
+
+NORMAL = re.compile(r"\b(normal (study|examination|scan|image|appearance|findings?|mri|ct|radiograph|brain|chest)|"
+                    r"(no|without) (obvious |any )?(abnormalit|patholog|lesion)|unremarkable)\w*")
 
 
 def extract(caption_id: str, caption: str) -> Extraction:
     """Rule-based extraction of one caption."""
-    text = caption.lower()
-    findings, negated = find_conditions(caption)
+    text = normalise_text(caption)
+    modality, mod_note = modality_of(text)
+    organ, organ_note = organ_of(text)
+    findings, negated = find_conditions(caption, organ)
+    flags = figure_flags(text) + [n for n in (mod_note, organ_note) if n]
     return Extraction(
         id=caption_id,
-        modality=_first(_MOD_RE, text),
-        organ=_first(_ORG_RE, text),
+        modality=modality,
+        organ=organ,
         findings=findings,
-        negated=[c for c in negated if not any(f["condition"] == c for f in findings)],
+        negated=negated,
+        normal=not findings and bool(NORMAL.search(text)),
+        flags=flags,
     )
 
 
