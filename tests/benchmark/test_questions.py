@@ -95,3 +95,30 @@ def test_caption_only_records_never_reach_questions() -> None:
     assert report.excluded == {"no image (caption-only record)": ["roco-1"], "nothing askable": ["x-1"]}
     with pytest.raises(RecordError, match="strategy"):
         generate_questions(recs, strategy="hardest")
+
+
+def test_one_generator_per_category_called_on_its_own() -> None:
+    """A category generator is a plain function of (record, seeded rng, context): testable alone."""
+    import random
+
+    from probmed.benchmark.questions import GENERATORS, GenerationContext, Popularity, condition_questions, position_questions
+    from probmed.core.categories import CATEGORIES
+
+    assert tuple(GENERATORS) == CATEGORIES
+    rec = ImageRecord("cxr-1", "ChestX-ray14", "x-ray", "chest", True,
+                      [Finding("nodule", "right upper lung zone"), Finding("effusion")],
+                      absent_conditions=["mass", "pneumonia"], image_path="a.png")
+    ctx = GenerationContext("random", Popularity.of([rec]))
+    drafts = condition_questions(rec, random.Random("0:cxr-1"), ctx)
+    assert [(d.qa_type, d.pair_key, d.answer) for d in drafts] == [
+        ("entity_gt_0", "entity_0", "yes"), ("entity_hallu_0", "entity_0", "no"),
+        ("entity_gt_1", "entity_1", "yes"), ("entity_hallu_1", "entity_1", "no")]
+    assert {drafts[1].entity, drafts[3].entity} == {"mass", "pneumonia"}  # known-absent first, no repeat
+    assert drafts[1].evidence.startswith("known absent: label table")
+    adversarial = GenerationContext("adversarial", Popularity.of([rec]))
+    pos = position_questions(rec, random.Random(0), adversarial)
+    assert [(d.entity, d.strategy) for d in pos] == [("right upper lung zone", "gt"), ("left upper lung zone", "adversarial")]
+    # a category that cannot be asked is counted, not guessed
+    other = ImageRecord("x-2", "X", "other", "chest", None, [], image_path="b.png")
+    assert GENERATORS["modality"](other, random.Random(0), ctx) == []
+    assert ctx.report.skipped_categories == {"modality:other": 1}

@@ -9,7 +9,7 @@ from __future__ import annotations
 import random
 from typing import Any
 
-from probmed.core.vocab import CATEGORIES
+from probmed.core.categories import CATEGORIES
 
 IMAGE_TYPES = ("X-ray - Chest", "CT Scan - Brain", "MRI - Abdomen")
 

@@ -1,14 +1,20 @@
 """ImageRecords -> closed yes/no probing questions (paper section 3, Appendix B).
 
-Per image, in this order (rows of one image contiguous, gt before adversary):
-one modality pair and one organ pair (askable values only), one abnormality
-question when abnormality is known, a condition pair per known-present
-condition, a position pair per (condition, position) finding, and for a normal
-image a single hallucinated-condition question.
+One small generator per category (``GENERATORS``, in the order of
+probmed.core.categories.CATEGORIES); each receives the image record, the
+image's seeded RNG and a :class:`GenerationContext` (strategy, record-set
+statistics, vocabularies, the report) and returns that category's questions
+for the image as :class:`Draft` rows. Per image, in this order (rows of one
+image contiguous, gt before adversary): one modality pair and one organ pair
+(askable values only), one abnormality question when abnormality is known, for
+a normal image a single hallucinated-condition question, a condition pair per
+known-present condition, a position pair per (condition, position) finding.
+A new category is its spec in probmed.core.categories plus a generator here.
 
 Adversarial entities come from controlled vocabularies (curation.vocabularies)
 with an RNG seeded by (seed, image_id), so one image's questions do not depend
-on which other images are in the set. A hallucinated condition is never one
+on which other images are in the set; the generators of one image draw from
+that RNG in category order. A hallucinated condition is never one
 known present in the image; known-absent ones are preferred and the evidence
 is recorded. POPE-style strategies pick among the candidates:
 
@@ -25,12 +31,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 import pandas as pd
 from tqdm import tqdm
 
 from probmed.benchmark.curation.vocabularies import conditions_for, flip_side, positions_for
+from probmed.core.categories import CATEGORIES, CategorySpec, category
 from probmed.core.release_format import question_id
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.core.errors import RecordError
@@ -71,9 +78,6 @@ def position_question(condition: str, position: str) -> str:
 
 
 ABNORMALITY_QUESTION = "Is there any abnormality in this image?"
-
-
-_qid = question_id  # one qid rule for generated and imported questions
 
 
 @dataclass
@@ -129,6 +133,192 @@ class GenerationReport:
         }
 
 
+@dataclass(frozen=True)
+class Vocabularies:
+    """The values generators ask about and draw adversaries from (one place to swap them)."""
+
+    modalities: tuple[str, ...] = ASKABLE_MODALITIES
+    organs: tuple[str, ...] = ASKABLE_ORGANS
+    modality_confusion: Mapping[str, str] = field(default_factory=lambda: dict(MODALITY_CONFUSION))
+    organ_confusion: Mapping[str, str] = field(default_factory=lambda: dict(ORGAN_CONFUSION))
+    conditions_for: Callable[[str, str], Sequence[str]] = conditions_for
+    positions_for: Callable[[str, str], Sequence[str]] = positions_for
+    flip_side: Callable[[str], str | None] = flip_side
+    absent_evidence: Mapping[str, str] = field(default_factory=lambda: dict(ABSENT_EVIDENCE))
+
+
+@dataclass
+class GenerationContext:
+    """What every category generator may read besides the image record and its RNG."""
+
+    strategy: str
+    popularity: Popularity
+    report: GenerationReport = field(default_factory=GenerationReport)
+    vocab: Vocabularies = field(default_factory=Vocabularies)
+
+    def pick(self, cands: Sequence[str], rng: random.Random, counts: Counter, hard: str | None) -> tuple[str, str]:
+        """An adversarial value and the strategy that chose it (see the module doc)."""
+        return _pick(cands, self.strategy, rng, counts, hard)
+
+    def skip(self, reason: str) -> None:
+        """Count a category not asked of an image (``skipped_categories`` in the report)."""
+        self.report.skipped_categories[reason] += 1
+
+
+@dataclass(frozen=True)
+class Draft:
+    """One question of an image, before the image's own fields (id, path, source, type) are added."""
+
+    category: str
+    polarity: str
+    pair_key: str
+    question: str
+    answer: str
+    entity: str
+    qa_type: str
+    strategy: str = "gt"
+    evidence: str = ""
+
+
+def pair(spec: CategorySpec, k: int | None, gt: tuple[str, str], adversary: tuple[str, str],
+         strategy: str, evidence: str) -> list[Draft]:
+    """A ground-truth question and its adversarial twin, each ``(question, entity)``; k numbers the pair."""
+    key = spec.pair_key(k)
+    return [
+        Draft(spec.name, "gt", key, gt[0], "yes", gt[1], spec.gt_qa_type(k)),
+        Draft(spec.name, "adversarial", key, adversary[0], "no", adversary[1], spec.hallu_qa_type(k), strategy, evidence),
+    ]
+
+
+def single(spec: CategorySpec, question: str, answer: str, entity: str, strategy: str = "gt", evidence: str = "") -> Draft:
+    """The category's single (unpaired) question."""
+    assert spec.single_qa_type is not None, f"category {spec.name} has no single question"
+    return Draft(spec.name, "single", spec.single_qa_type, question, answer, entity, spec.single_qa_type, strategy, evidence)
+
+
+Generator = Callable[[ImageRecord, random.Random, GenerationContext], list[Draft]]
+
+
+def modality_questions(rec: ImageRecord, rng: random.Random, ctx: GenerationContext) -> list[Draft]:
+    """One pair: the image's modality and another askable one."""
+    if rec.modality not in ctx.vocab.modalities:
+        ctx.skip(f"modality:{rec.modality}")
+        return []
+    cands = [m for m in ctx.vocab.modalities if m != rec.modality]
+    adv, strat = ctx.pick(cands, rng, ctx.popularity.modality, ctx.vocab.modality_confusion.get(rec.modality))
+    return pair(category("modality"), None, (modality_question(rec.modality), rec.modality),
+                (modality_question(adv), adv), strat, f"image modality is {rec.modality}")
+
+
+def organ_questions(rec: ImageRecord, rng: random.Random, ctx: GenerationContext) -> list[Draft]:
+    """One pair: the image's organ and another askable one."""
+    if rec.organ not in ctx.vocab.organs:
+        ctx.skip(f"organ:{rec.organ}")
+        return []
+    cands = [o for o in ctx.vocab.organs if o != rec.organ]
+    adv, strat = ctx.pick(cands, rng, ctx.popularity.organ, ctx.vocab.organ_confusion.get(rec.organ))
+    return pair(category("organ"), None, (organ_question(rec.organ), rec.organ),
+                (organ_question(adv), adv), strat, f"image organ is {rec.organ}")
+
+
+def abnormality_questions(rec: ImageRecord, rng: random.Random, ctx: GenerationContext) -> list[Draft]:
+    """One single question when the record knows whether the image is abnormal."""
+    if rec.abnormal is None:
+        return []
+    return [single(category("abnormality"), ABNORMALITY_QUESTION, "yes" if rec.abnormal else "no", "abnormality")]
+
+
+class HallucinatedConditions:
+    """Draws an image's hallucinated conditions: never one known present, known-absent ones
+    preferred, no repeats while the pool lasts; ``adversarial`` prefers the condition that
+    co-occurs most with the image's conditions."""
+
+    def __init__(self, rec: ImageRecord, present: Sequence[str], rng: random.Random, ctx: GenerationContext) -> None:
+        self.rec, self.rng, self.ctx = rec, rng, ctx
+        self.absent_known = set(rec.absent_conditions)
+        self.cands = [c for c in ctx.vocab.conditions_for(rec.organ, rec.modality) if c not in present]
+        self.preferred = [c for c in self.cands if c in self.absent_known]
+        self.hard_row: Counter = Counter()
+        for c in present:
+            self.hard_row.update(ctx.popularity.cooccur.get(c, {}))
+        self.used: set[str] = set()
+
+    def draw(self) -> tuple[str, str, str] | None:
+        """(condition, strategy, evidence), or None when no candidate exists."""
+        base = self.preferred or self.cands
+        pool = [c for c in base if c not in self.used] or base
+        if not pool:
+            return None
+        hard = _top([c for c in pool if self.hard_row.get(c)], self.hard_row) if any(self.hard_row.get(c) for c in pool) else None
+        adv, strat = self.ctx.pick(pool, self.rng, self.ctx.popularity.condition, hard)
+        self.used.add(adv)
+        if adv in self.absent_known:
+            evidence = self.ctx.vocab.absent_evidence.get(self.rec.source, "known absent")
+        else:
+            evidence = "not known present (no absence evidence)"
+        return adv, strat, evidence
+
+
+def condition_questions(rec: ImageRecord, rng: random.Random, ctx: GenerationContext) -> list[Draft]:
+    """A single hallucinated-condition question for a normal image; a pair per known-present condition."""
+    spec = category("condition")
+    present = list(dict.fromkeys(f.condition for f in rec.findings))
+    hallucinated = HallucinatedConditions(rec, present, rng, ctx)
+    out: list[Draft] = []
+    if rec.abnormal is False and not present:
+        got = hallucinated.draw()
+        if got:
+            adv, strat, evidence = got
+            out.append(single(spec, condition_question(adv), "no", adv, strat, evidence))
+    for k, cond in enumerate(present):
+        got = hallucinated.draw()
+        if got is None:
+            ctx.skip("condition:no candidate")
+            continue
+        adv, strat, evidence = got
+        out += pair(spec, k, (condition_question(cond), cond), (condition_question(adv), adv), strat, evidence)
+    return out
+
+
+def position_questions(rec: ImageRecord, rng: random.Random, ctx: GenerationContext) -> list[Draft]:
+    """A pair per (condition, position) finding: the position and one not known for that condition
+    (``adversarial``: the left-right flip)."""
+    positioned = [f for f in dict.fromkeys(rec.findings) if f.position]
+    known_pos: dict[str, set[str]] = {}
+    for f in positioned:
+        known_pos.setdefault(f.condition, set()).add(f.position)  # type: ignore[arg-type]
+    vocab = ctx.vocab.positions_for(rec.organ, rec.modality)
+    out: list[Draft] = []
+    for k, f in enumerate(positioned):
+        position: str = f.position  # type: ignore[assignment]
+        flip = ctx.vocab.flip_side(position)
+        cands = [p for p in dict.fromkeys([*vocab, *([flip] if flip else [])]) if p not in known_pos[f.condition]]
+        if not cands:
+            ctx.skip("position:no candidate")
+            continue
+        adv, strat = ctx.pick(cands, rng, ctx.popularity.position, flip)
+        out += pair(category("position"), k, (position_question(f.condition, position), position),
+                    (position_question(f.condition, adv), adv), strat,
+                    f"not a known position of {f.condition} in this image")
+    return out
+
+
+# One generator per category of probmed.core.categories, called in this (the categories') order.
+GENERATORS: dict[str, Generator] = {
+    "modality": modality_questions,
+    "organ": organ_questions,
+    "abnormality": abnormality_questions,
+    "condition": condition_questions,
+    "position": position_questions,
+}
+assert tuple(GENERATORS) == CATEGORIES, "one generator per category, in the categories' order"
+
+
+def image_questions(rec: ImageRecord, rng: random.Random, ctx: GenerationContext) -> list[Draft]:
+    """Every category's questions for one image, in category order."""
+    return [draft for generate in GENERATORS.values() for draft in generate(rec, rng, ctx)]
+
+
 def generate_questions(
     records: Sequence[ImageRecord],
     seed: int = 0,
@@ -139,27 +329,10 @@ def generate_questions(
     """Questions for every record with an image; returns (question table, report)."""
     if strategy not in STRATEGIES:
         raise RecordError(f"question strategy {strategy!r} not in {STRATEGIES}")
-    pop = popularity or Popularity.of(records)
+    ctx = GenerationContext(strategy, popularity or Popularity.of(records))
+    report = ctx.report
     cols: dict[str, list] = {c: [] for c in QUESTION_COLUMNS}
-    report = GenerationReport()
     seen: set[str] = set()
-
-    def add(rec: ImageRecord, itype: str, category: str, polarity: str, pair_id: str, question: str, answer: str, entity: str, qa_type: str, strat: str, evidence: str) -> None:
-        cols["qid"].append(_qid(rec.image_id, qa_type, question))
-        cols["image_id"].append(rec.image_id)
-        cols["image_path"].append(rec.image_path)
-        cols["source"].append(rec.source)
-        cols["category"].append(category)
-        cols["polarity"].append(polarity)
-        cols["pair_id"].append(pair_id)
-        cols["question"].append(question)
-        cols["answer"].append(answer)
-        cols["entity"].append(entity)
-        cols["image_type"].append(itype)
-        cols["qa_type"].append(qa_type)
-        cols["strategy"].append(strat)
-        cols["evidence"].append(evidence)
-
     for rec in tqdm(records, desc="questions", disable=not progress, leave=False):
         iid = rec.image_id
         if not rec.image_path:
@@ -169,81 +342,17 @@ def generate_questions(
             report.excluded.setdefault("duplicate image_id", []).append(iid)
             continue
         seen.add(iid)
-        rng = random.Random(f"{seed}:{iid}")
-        itype = image_type(rec.modality, rec.organ)
-        before = len(cols["qid"])
-        if rec.modality in ASKABLE_MODALITIES:
-            cands = [m for m in ASKABLE_MODALITIES if m != rec.modality]
-            adv, strat = _pick(cands, strategy, rng, pop.modality, MODALITY_CONFUSION.get(rec.modality))
-            pid = f"{iid}:modality"
-            add(rec, itype, "modality", "gt", pid, modality_question(rec.modality), "yes", rec.modality, "modality_gt", "gt", "")
-            add(rec, itype, "modality", "adversarial", pid, modality_question(adv), "no", adv, "modality_hallu", strat, f"image modality is {rec.modality}")
-        else:
-            report.skipped_categories[f"modality:{rec.modality}"] += 1
-        if rec.organ in ASKABLE_ORGANS:
-            cands = [o for o in ASKABLE_ORGANS if o != rec.organ]
-            adv, strat = _pick(cands, strategy, rng, pop.organ, ORGAN_CONFUSION.get(rec.organ))
-            pid = f"{iid}:body_part"
-            add(rec, itype, "organ", "gt", pid, organ_question(rec.organ), "yes", rec.organ, "body_part_gt", "gt", "")
-            add(rec, itype, "organ", "adversarial", pid, organ_question(adv), "no", adv, "body_part_hallu", strat, f"image organ is {rec.organ}")
-        else:
-            report.skipped_categories[f"organ:{rec.organ}"] += 1
-        if rec.abnormal is not None:
-            add(rec, itype, "abnormality", "single", f"{iid}:abnormality", ABNORMALITY_QUESTION, "yes" if rec.abnormal else "no", "abnormality", "abnormality", "gt", "")
-
-        present = list(dict.fromkeys(f.condition for f in rec.findings))
-        vocab = conditions_for(rec.organ, rec.modality)
-        absent_known = set(rec.absent_conditions)
-        cands = [c for c in vocab if c not in present]
-        preferred = [c for c in cands if c in absent_known]
-        hard_row: Counter = Counter()
-        for c in present:
-            hard_row.update(pop.cooccur.get(c, {}))
-        used: set[str] = set()
-
-        def hallucinated_condition() -> tuple[str, str, str] | None:
-            pool = [c for c in (preferred or cands) if c not in used] or (preferred or cands)
-            if not pool:
-                return None
-            hard = _top([c for c in pool if hard_row.get(c)], hard_row) if any(hard_row.get(c) for c in pool) else None
-            adv, strat = _pick(pool, strategy, rng, pop.condition, hard)
-            used.add(adv)
-            ev = ABSENT_EVIDENCE.get(rec.source, "known absent") if adv in absent_known else "not known present (no absence evidence)"
-            return adv, strat, ev
-
-        if rec.abnormal is False and not present:
-            got = hallucinated_condition()
-            if got:
-                adv, strat, ev = got
-                add(rec, itype, "condition", "single", f"{iid}:entity_hallu", condition_question(adv), "no", adv, "entity_hallu", strat, ev)
-        for k, cond in enumerate(present):
-            got = hallucinated_condition()
-            if got is None:
-                report.skipped_categories["condition:no candidate"] += 1
-                continue
-            adv, strat, ev = got
-            pid = f"{iid}:entity_{k}"
-            add(rec, itype, "condition", "gt", pid, condition_question(cond), "yes", cond, f"entity_gt_{k}", "gt", "")
-            add(rec, itype, "condition", "adversarial", pid, condition_question(adv), "no", adv, f"entity_hallu_{k}", strat, ev)
-        positioned = [f for f in dict.fromkeys(rec.findings) if f.position]
-        known_pos: dict[str, set[str]] = {}
-        for f in positioned:
-            known_pos.setdefault(f.condition, set()).add(f.position)  # type: ignore[arg-type]
-        pos_vocab = positions_for(rec.organ, rec.modality)
-        for k, f in enumerate(positioned):
-            flip = flip_side(f.position)  # type: ignore[arg-type]
-            cands_p = [p for p in dict.fromkeys([*pos_vocab, *([flip] if flip else [])]) if p not in known_pos[f.condition]]
-            if not cands_p:
-                report.skipped_categories["position:no candidate"] += 1
-                continue
-            adv, strat = _pick(cands_p, strategy, rng, pop.position, flip)
-            pid = f"{iid}:grounding_{k}"
-            add(rec, itype, "position", "gt", pid, position_question(f.condition, f.position), "yes", f.position, f"grounding_gt_{k}", "gt", "")  # type: ignore[arg-type]
-            add(rec, itype, "position", "adversarial", pid, position_question(f.condition, adv), "no", adv, f"grounding_hallu_{k}", strat, f"not a known position of {f.condition} in this image")
-        if len(cols["qid"]) == before:
+        drafts = image_questions(rec, random.Random(f"{seed}:{iid}"), ctx)
+        if not drafts:
             report.excluded.setdefault("nothing askable", []).append(iid)
-        else:
-            report.images += 1
+            continue
+        report.images += 1
+        itype = image_type(rec.modality, rec.organ)
+        for d in drafts:
+            row = {"qid": question_id(iid, d.qa_type, d.question), "image_id": iid, "image_path": rec.image_path,
+                   "source": rec.source, "pair_id": f"{iid}:{d.pair_key}", "image_type": itype, **vars(d)}
+            for c in QUESTION_COLUMNS:
+                cols[c].append(row[c])
     frame = pd.DataFrame(cols, columns=list(QUESTION_COLUMNS))
     report.questions = len(frame)
     validate_question_frame(frame, "generated questions")

@@ -17,9 +17,10 @@ from typing import Any, Iterable
 
 import pandas as pd
 
+from probmed.core.categories import CATEGORIES
 from probmed.core.errors import RecordError
 from probmed.core.io import require_file
-from probmed.core.vocab import CATEGORIES, LABELS, MODALITIES, ORGANS, POLARITIES
+from probmed.core.vocab import LABELS, MODALITIES, ORGANS, POLARITIES
 
 
 

@@ -40,23 +40,33 @@ from typing import Any
 
 import pandas as pd
 
-from probmed.core.records import QUESTION_COLUMNS, validate_question_frame, write_json_atomic
+from probmed.core.categories import CATEGORIES, CATEGORY_SPECS
 from probmed.core.errors import MissingFileError, RecordError
-from probmed.core.vocab import CATEGORIES
+from probmed.core.records import QUESTION_COLUMNS, validate_question_frame, write_json_atomic
 
 log = logging.getLogger(__name__)
 
 QUESTION_FILE_FIELDS: tuple[str, ...] = ("id", "i", "image", "image_type", "qa_type", "question", "answer", "src_dataset")
 RESPONSE_FILE_FIELDS: tuple[str, ...] = ("id", "image_type", "qa_type", "question", "gt_ans", "response")
 
-# qa_type -> (category, polarity, pair key template). <k> is the trailing pair index.
+VQARAD_QA_TYPE = "vqarad"  # the VQA-RAD adversarial set's numbered pairs; the format gives no category
+
+
+def _alternatives(names) -> str:
+    return "|".join(re.escape(n) for n in names)
+
+
+# qa_type names follow from the category specs (probmed.core.categories): fixed pairs
+# (<qa_type>_gt|hallu), numbered pairs (<qa_type>_gt|hallu_<k>), single questions.
+_FIXED_PAIRS = {c.qa_type: c.name for c in CATEGORY_SPECS if c.paired and not c.indexed}
+_NUMBERED_PAIRS: dict[str, str | None] = {c.qa_type: c.name for c in CATEGORY_SPECS if c.paired and c.indexed}
+_NUMBERED_PAIRS[VQARAD_QA_TYPE] = None
+_SINGLES = {c.single_qa_type: c.name for c in CATEGORY_SPECS if c.single_qa_type}
 _QA_TYPE = re.compile(
-    r"^(?:(?P<mb>modality|body_part)_(?P<mbp>gt|hallu)"
-    r"|(?P<abn>abnormality)"
-    r"|(?P<bare>entity_hallu)"
-    r"|(?P<kind>entity|grounding|vqarad)_(?P<kp>gt|hallu)_(?P<k>\d+))$"
+    rf"^(?:(?P<fixed>{_alternatives(_FIXED_PAIRS)})_(?P<fp>gt|hallu)"
+    rf"|(?P<single>{_alternatives(_SINGLES)})"
+    rf"|(?P<kind>{_alternatives(_NUMBERED_PAIRS)})_(?P<kp>gt|hallu)_(?P<k>\d+))$"
 )
-_KIND_CATEGORY = {"modality": "modality", "body_part": "organ", "entity": "condition", "grounding": "position"}
 
 
 def parse_qa_type(qa_type: str) -> tuple[str | None, str, str] | None:
@@ -67,16 +77,14 @@ def parse_qa_type(qa_type: str) -> tuple[str | None, str, str] | None:
     m = _QA_TYPE.match(qa_type) if isinstance(qa_type, str) else None
     if m is None:
         return None
-    if m.group("mb"):
-        kind = m.group("mb")
-        return _KIND_CATEGORY[kind], "gt" if m.group("mbp") == "gt" else "adversarial", kind
-    if m.group("abn"):
-        return "abnormality", "single", "abnormality"
-    if m.group("bare"):
-        return "condition", "single", "entity_hallu"
+    if m.group("fixed"):
+        kind = m.group("fixed")
+        return _FIXED_PAIRS[kind], "gt" if m.group("fp") == "gt" else "adversarial", kind
+    if m.group("single"):
+        return _SINGLES[m.group("single")], "single", m.group("single")
     kind, k = m.group("kind"), m.group("k")
     polarity = "gt" if m.group("kp") == "gt" else "adversarial"
-    return _KIND_CATEGORY.get(kind), polarity, f"{kind}_{k}"
+    return _NUMBERED_PAIRS[kind], polarity, f"{kind}_{k}"
 
 
 def question_id(image_id: str, qa_type: str, question: str) -> str:

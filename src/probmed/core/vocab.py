@@ -7,9 +7,6 @@ same thing the same way.
 
 from __future__ import annotations
 
-CATEGORIES: tuple[str, ...] = ("modality", "organ", "abnormality", "condition", "position")
-PAIRED_CATEGORIES: tuple[str, ...] = ("modality", "organ", "condition", "position")
-
 # Values a record may carry; only the "askable" ones produce questions.
 MODALITIES: tuple[str, ...] = ("x-ray", "ct", "mri", "other", "unknown")
 ASKABLE_MODALITIES: tuple[str, ...] = ("x-ray", "ct", "mri")

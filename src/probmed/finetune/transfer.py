@@ -34,7 +34,8 @@ from probmed.finetune import data
 from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
 from probmed.core.markdown import markdown_table
 from probmed.core.records import QUESTION_COLUMNS, read_questions, write_json_atomic, write_parquet, write_text_atomic
-from probmed.core.vocab import CATEGORIES, image_type
+from probmed.core.categories import CATEGORIES
+from probmed.core.vocab import image_type
 
 MODELS: tuple[str, ...] = ("finetune-base", "finetune-adapted")
 QUESTION_SET = "finetune-heldout"  # the held-out questions, as a question-set name in the scores layout

@@ -24,7 +24,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from probmed.core.vocab import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
+from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
 from probmed.reporting.runs import Run  # noqa: E402
 
 ABLATIONS = ("cot", "described")

@@ -36,7 +36,7 @@ import pandas as pd
 from probmed.core.errors import ReportError
 from probmed.core.markdown import markdown_table
 from probmed.core.records import write_json_atomic, write_text_atomic
-from probmed.core.vocab import CATEGORIES, PAIRED_CATEGORIES
+from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
 from probmed.reporting import plots
 from probmed.reporting.runs import Run
 
@@ -346,7 +346,7 @@ def render_html(
         "img{max-width:100%;border:1px solid #eee;margin:1em 0}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
         "<p>Accuracies in percent. <b>Accuracy with adversarial pairs</b>: a pair counts only when both"
-        " answers are right (condition and position all-or-nothing per image). <b>Averaged accuracy</b>:"
+        f" answers are right ({' and '.join(PER_IMAGE_CATEGORIES)} all-or-nothing per image). <b>Averaged accuracy</b>:"
         " mean correctness over the questions of the pairs. A dash means not available, never zero.</p>",
         "<h2>Runs</h2><ul>",
         *[f"<li>{esc(r.question_set)} / {esc(r.model)} / {esc(r.setting)}</li>" for r in runs],

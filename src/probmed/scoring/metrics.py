@@ -7,9 +7,10 @@ wrong; predictions for unknown qids are counted as ``extra_predictions``.
 
 Scoring units (DESIGN.md "Scoring"):
 
-* modality / organ: the pair (gt + adversarial) is right only if both are;
-* condition / position: all-or-nothing per image over all its pairs of that
-  category; VQA-RAD pairs (``qa_type`` ``vqarad_*``) are scored pair by pair;
+* a pair (gt + adversarial) is right only if both are; a per-image category
+  (``CategorySpec.per_image`` in probmed.core.categories: condition, position)
+  is all-or-nothing per image over all its pairs of that category; VQA-RAD
+  pairs (``qa_type`` ``vqarad_*``) are scored pair by pair;
 * single questions (polarity ``single``: abnormality, a normal image's
   hallucinated condition) count on their own. They are *not* mixed into a paired
   category's strict or averaged accuracy (so always-yes = 0 holds, and strict <=
@@ -48,7 +49,7 @@ metrics.json (every accuracy / rate in percent, null where undefined)::
     }
 
 ``num`` is the original's weight: images with a pair for modality/organ, questions for
-abnormality, every image of the set for condition/position. precision / recall /
+abnormality, every image of the set for the per-image categories. precision / recall /
 F1 / yes-ratio treat a refusal, unparsed or missing answer as "not yes".
 The random baseline is the *exact* expectation under independent uniform yes/no
 answers: a unit of m questions is right with probability 2**-m.
@@ -64,7 +65,8 @@ import pandas as pd
 
 from probmed.core.errors import RecordError
 from probmed.scoring.bootstrap import interval, resample_weights
-from probmed.core.vocab import CATEGORIES, LABELS, PAIRED_CATEGORIES
+from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES, category
+from probmed.core.vocab import LABELS
 
 METRIC_KEYS: tuple[str, ...] = (
     "accuracy_adv_pairs",
@@ -144,7 +146,7 @@ def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
     n_img = int(img.max()) + 1 if len(img) else 0
     pair, _ = pd.factorize(questions["pair_id"].astype(str))
     paired = polarity != "single"
-    per_image_cats = [CATEGORIES.index("condition"), CATEGORIES.index("position")]
+    per_image_cats = [CATEGORIES.index(c) for c in PER_IMAGE_CATEGORIES]
     per_image = np.isin(cat, per_image_cats) & ~questions["qa_type"].astype(str).str.startswith("vqarad").to_numpy(
         dtype=bool
     )
@@ -269,8 +271,8 @@ def _label_metrics(p: Prepared, rows: np.ndarray) -> dict[str, Any]:
 
 
 def _num(cat: str, g: _Group, n_images_in_set: int) -> int:
-    """The original's weight of a category: images (pairs), questions (abnormality), all images."""
-    if cat in ("condition", "position"):
+    """The original's weight of a category: all images (per-image), images (pairs), questions (singles)."""
+    if category(cat).per_image:
         return n_images_in_set if g.n_units + g.n_single > 0 else 0
     if g.paired_category:
         return g.n_units
@@ -296,7 +298,7 @@ def score_rows(
             subs[cat] = sub
     present = list(subs)
     # One matrix product for the whole bootstrap: columns are (right, units) per category
-    # plus a column of ones (images, the original weight of condition/position).
+    # plus a column of ones (images, the original weight of the per-image categories).
     boot: dict[str, np.ndarray] = {}
     boot_num = np.zeros(weights.shape[0])
     boot_den = np.zeros(weights.shape[0])
@@ -311,7 +313,7 @@ def score_rows(
                 samples = np.where(den_s > 0, 100.0 * num_s / np.where(den_s > 0, den_s, 1), np.nan)
             boot[cat] = samples
             # bootstrap of the original weighting: acc_c * num_c, with num_c resampled too
-            num_b = n_img_b if cat in ("condition", "position") else den_s
+            num_b = n_img_b if category(cat).per_image else den_s
             has = ~np.isnan(samples)
             boot_num += np.nan_to_num(samples, nan=0.0) * num_b * has
             boot_den += num_b * has

@@ -10,6 +10,9 @@ images that passed the stages before it:
 * position: images that also got condition right.
 
 An image that has no question of an earlier stage is not conditioned on it.
+The stages and their order are ``CategorySpec.step`` (probmed.core.categories);
+a stage of single questions splits its errors as abnormality does, a paired one
+as condition does.
 Within each stage the *wrong questions* are split into shares (percent of the
 stage's wrong questions): abnormality into ``e_wrong_answer`` / ``e_reject_to_answer``;
 condition and position into ``e_deny_ground_truth`` (a gt question answered
@@ -32,54 +35,58 @@ from typing import Any
 
 import numpy as np
 
+from probmed.core.categories import CATEGORIES, PROCEDURAL_STAGES, category, prerequisites
 from probmed.scoring.metrics import Prepared, _pct
-from probmed.core.vocab import CATEGORIES
 
 _CAT = {c: i for i, c in enumerate(CATEGORIES)}
 
 
-def procedural(p: Prepared) -> dict[str, Any]:
-    """Table 4 for one run: stage accuracies on the images that passed earlier stages."""
-    n = p.n_images
+def _image_outcomes(p: Prepared) -> tuple[dict[str, np.ndarray], dict[str, np.ndarray]]:
+    """Per category, per image: has questions of it / got every one of them (= all pairs/units) right."""
     has: dict[str, np.ndarray] = {}
     ok: dict[str, np.ndarray] = {}
     for cat in CATEGORIES:
         rows = p.cat == _CAT[cat]
-        cnt = np.bincount(p.img[rows], minlength=n)
-        right = np.bincount(p.img[rows], weights=p.correct[rows], minlength=n)
+        cnt = np.bincount(p.img[rows], minlength=p.n_images)
+        right = np.bincount(p.img[rows], weights=p.correct[rows], minlength=p.n_images)
         has[cat] = cnt > 0
-        ok[cat] = has[cat] & (right == cnt)  # every question of the stage right (= all pairs/units)
+        ok[cat] = has[cat] & (right == cnt)
+    return has, ok
 
-    def passed(cat: str) -> np.ndarray:
-        return ~has[cat] | ok[cat]
 
-    eligible = {
-        "abnormality": has["abnormality"] & passed("modality") & passed("organ"),
+def error_keys(stage: str) -> tuple[str, ...]:
+    """The shares a stage's wrong questions are split into, in output (and Table 4) order."""
+    split = ("e_deny_ground_truth", "e_accept_hallucination") if category(stage).paired else ("e_wrong_answer",)
+    return (*split, "e_reject_to_answer", "e_unparsed_or_missing")
+
+
+def _error_shares(p: Prepared, stage: str, rows: np.ndarray) -> dict[str, Any]:
+    """Percent of the stage's wrong questions (``rows``) in each of its error kinds."""
+    label = p.label[rows]
+    gt = p.is_gt[rows]
+    counts = {
+        "e_wrong_answer": np.isin(label, ("yes", "no")),
+        "e_deny_ground_truth": gt & (label == "no"),
+        "e_accept_hallucination": ~gt & (label == "yes"),
+        "e_reject_to_answer": label == "refusal",
+        "e_unparsed_or_missing": np.isin(label, ("unparsed", "missing")),
     }
-    eligible["condition"] = has["condition"] & passed("modality") & passed("organ") & passed("abnormality")
-    eligible["position"] = (
-        has["position"] & passed("modality") & passed("organ") & passed("abnormality") & passed("condition")
-    )
+    n_err = int(rows.sum())
+    return {key: _pct(int(counts[key].sum()), n_err) for key in error_keys(stage)}
 
+
+def procedural(p: Prepared) -> dict[str, Any]:
+    """Table 4 for one run: stage accuracies on the images that passed earlier stages."""
+    has, ok = _image_outcomes(p)
     out: dict[str, Any] = {}
-    for stage in ("abnormality", "condition", "position"):
-        imgs = eligible[stage]
+    for stage in PROCEDURAL_STAGES:
+        imgs = has[stage].copy()
+        for before in prerequisites(stage):  # an image without questions of a stage is not conditioned on it
+            imgs &= ~has[before] | ok[before]
         n_img = int(imgs.sum())
-        acc = _pct(int((ok[stage] & imgs).sum()), n_img)
         rows = (p.cat == _CAT[stage]) & imgs[p.img] & ~p.correct
-        label = p.label[rows]
-        n_err = int(rows.sum())
-        refusal = int((label == "refusal").sum())
-        other = int(np.isin(label, ("unparsed", "missing")).sum())
-        entry: dict[str, Any] = {"n_images": n_img, "accuracy": acc, "n_errors": n_err}
-        if stage == "abnormality":
-            entry["e_wrong_answer"] = _pct(int(np.isin(label, ("yes", "no")).sum()), n_err)
-        else:
-            gt = p.is_gt[rows]
-            entry["e_deny_ground_truth"] = _pct(int((gt & (label == "no")).sum()), n_err)
-            entry["e_accept_hallucination"] = _pct(int((~gt & (label == "yes")).sum()), n_err)
-        entry["e_reject_to_answer"] = _pct(refusal, n_err)
-        entry["e_unparsed_or_missing"] = _pct(other, n_err)
+        entry: dict[str, Any] = {"n_images": n_img, "accuracy": _pct(int((ok[stage] & imgs).sum()), n_img),
+                                 "n_errors": int(rows.sum())}
+        entry.update(_error_shares(p, stage, rows))
         out[stage] = entry
     return out
-

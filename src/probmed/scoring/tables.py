@@ -25,15 +25,8 @@ from typing import Any, Mapping
 import pandas as pd
 
 from probmed.core.markdown import markdown_table
-from probmed.core.vocab import CATEGORIES
-
-CATEGORY_TITLES: dict[str, str] = {
-    "modality": "Modality",
-    "organ": "Organ",
-    "abnormality": "Abnormality",
-    "condition": "Condition/Finding",
-    "position": "Position",
-}
+from probmed.core.categories import CATEGORIES, CATEGORY_TITLES, PROCEDURAL_STAGES
+from probmed.scoring.procedural import error_keys
 RANDOM_ROW = "Random Choice"
 
 Runs = Mapping[str, Mapping[str, Any]]
@@ -143,25 +136,17 @@ def table_image_types(runs: Runs) -> pd.DataFrame:
     return pd.DataFrame(rows, dtype=object, columns=columns)
 
 
-TABLE4_ROWS: tuple[tuple[str, str, str], ...] = (
-    ("abnormality", "Abnormality", "accuracy"),
-    ("abnormality", "Abnormality", "e_wrong_answer"),
-    ("abnormality", "Abnormality", "e_reject_to_answer"),
-    ("abnormality", "Abnormality", "e_unparsed_or_missing"),
-    ("condition", "Condition/Finding", "accuracy"),
-    ("condition", "Condition/Finding", "e_deny_ground_truth"),
-    ("condition", "Condition/Finding", "e_accept_hallucination"),
-    ("condition", "Condition/Finding", "e_reject_to_answer"),
-    ("condition", "Condition/Finding", "e_unparsed_or_missing"),
-    ("position", "Position", "accuracy"),
-    ("position", "Position", "e_deny_ground_truth"),
-    ("position", "Position", "e_accept_hallucination"),
-    ("position", "Position", "e_reject_to_answer"),
-    ("position", "Position", "e_unparsed_or_missing"),
-    ("abnormality", "Abnormality", "n_images"),
-    ("condition", "Condition/Finding", "n_images"),
-    ("position", "Position", "n_images"),
-)
+def _table4_rows() -> tuple[tuple[str, str, str], ...]:
+    """(stage, title, key): each stage's accuracy and error shares (as scoring.procedural splits
+    them), then every stage's number of images."""
+    rows = []
+    for stage in PROCEDURAL_STAGES:
+        rows += [(stage, CATEGORY_TITLES[stage], key) for key in ("accuracy", *error_keys(stage))]
+    rows += [(stage, CATEGORY_TITLES[stage], "n_images") for stage in PROCEDURAL_STAGES]
+    return tuple(rows)
+
+
+TABLE4_ROWS: tuple[tuple[str, str, str], ...] = _table4_rows()
 
 
 def table4(runs: Runs) -> pd.DataFrame:
