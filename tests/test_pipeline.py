@@ -142,6 +142,19 @@ def test_missing_dataset_names_the_key(cfg):
         write_plan(params, root / "plan", root)
 
 
+def test_plan_checks_every_registry_key(cfg):
+    """A model's backend (enabled or not), a data source and a run's setting must be registered."""
+    params, root = cfg
+    params["models"]["llava-med"]["backend"] = "hugging-face"
+    with pytest.raises(ConfigError, match=r"models\.llava-med\.backend = 'hugging-face' is not a known model backend"):
+        write_plan(params, root / "plan", root)
+    params["models"]["llava-med"]["backend"] = "hf"
+    params["datasets"]["sources"]["xrays"] = {"dir": "chestxray14"}
+    with pytest.raises(ConfigError, match=r"datasets\.sources\.xrays is not a known data source; .*'vqarad'"):
+        write_plan(params, root / "plan", root)
+    assert not (root / "plan").exists()
+
+
 def test_plan_lists_every_evaluation_and_writes_a_constant_gate(cfg):
     params, root = cfg
     plan = write_plan(params, root / "plan", root)

@@ -26,13 +26,17 @@ from typing import TYPE_CHECKING, Any, Mapping
 
 from omegaconf import OmegaConf
 
+from probmed.benchmark.sources.registry import SOURCES
 from probmed.core.errors import ConfigError, FetchError
+from probmed.core.settings import SETTINGS, get_setting
+from probmed.inference.models.registry import BACKENDS
 
 if TYPE_CHECKING:
     import pandas as pd
 
-SETTINGS: tuple[str, ...] = ("vanilla", "cot", "described")
 GATE_TEXT = "params checked\n"
+# Settings whose prompt carries settings.describer's description: their runs need the describe stage.
+DESCRIBED_SETTINGS = tuple(name for name, s in SETTINGS.items() if s.description_by == "describer")
 
 
 
@@ -58,6 +62,7 @@ def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
         raise ConfigError("params: 'pipeline.runs' is missing or empty (nothing to evaluate)")
     question_sets = (cfg.get("datasets") or {}).get("question_sets") or {}
     models = cfg.get("models") or {}
+    check_backends(models)
     out = []
     for (group, name), run in runs.items():
         key = f"pipeline.{group}.{name}"
@@ -72,26 +77,25 @@ def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
                 f"params: {key}.question_set = {qset!r} is not a dataset; "
                 f"datasets.question_sets defines: {', '.join(sorted(question_sets)) or 'nothing'}"
             )
-        if setting not in SETTINGS:
-            raise ConfigError(f"params: {key}.setting = {setting!r}, expected one of {list(SETTINGS)}")
-        if (setting == "described") != (group == "described_runs"):
+        external = get_setting(setting, f"{key}.setting").description_by == "describer"
+        if external != (group == "described_runs"):
             raise ConfigError(
-                f"params: {key}.setting = {setting!r}: runs with setting 'described' go under "
-                "pipeline.described_runs, the others under pipeline.runs"
+                f"params: {key}.setting = {setting!r}: runs whose setting takes settings.describer's description "
+                f"({', '.join(DESCRIBED_SETTINGS)}) go under pipeline.described_runs, the others under pipeline.runs"
             )
         check_model(models, model, f"{key}.model")
         expected = f"{qset}-{model}-{setting}"
         if name != expected:
             raise ConfigError(f"params: {key} should be named {expected!r} (stage and file names follow it)")
         out.append(Evaluation(name, qset, model, setting))
-    if any(e.setting == "described" for e in out):
+    if any(e.setting in DESCRIBED_SETTINGS for e in out):
         describer = (cfg.get("settings") or {}).get("describer")
         if not describer:
             raise ConfigError("params: settings.describer is missing (needed by the 'described' runs)")
         check_model(models, str(describer), "settings.describer")
         described = set(pipeline.get("describe") or [])
         for ev in out:
-            if ev.setting == "described" and ev.question_set not in described:
+            if ev.setting in DESCRIBED_SETTINGS and ev.question_set not in described:
                 raise ConfigError(
                     f"params: pipeline.described_runs.{ev.name} needs descriptions of {ev.question_set!r}: "
                     f"add it to pipeline.describe"
@@ -100,6 +104,12 @@ def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
         if name not in question_sets:
             raise ConfigError(f"params: pipeline.describe lists {name!r}, not in datasets.question_sets")
     return out
+
+
+def check_backends(models: Mapping[str, Any]) -> None:
+    """Every entry of params `models` names a registered backend (enabled or not)."""
+    for name, entry in models.items():
+        BACKENDS.check((entry or {}).get("backend"), f"models.{name}.backend")
 
 
 def check_model(models: Mapping[str, Any], name: str, key: str) -> None:
@@ -129,6 +139,7 @@ def check_datasets(cfg: Mapping[str, Any], root: str | Path = ".") -> None:
                     f"not in datasets.sources ({', '.join(sorted(sources))})"
                 )
     for name, source in sources.items():
+        SOURCES.check(name, f"datasets.sources.{name}")
         path = data_dir / str((source or {}).get("dir", name))
         if not path.is_dir():
             raise ConfigError(

@@ -9,12 +9,11 @@ import time
 from pathlib import Path
 from typing import Any
 
+from probmed.benchmark.sources.registry import SOURCES
 from probmed.cli.options import add_params_arguments
-from probmed.core.config import load_params
-from probmed.core.errors import UserError
+from probmed.core.config import load_params, to_plain
+from probmed.core.errors import ConfigError, UserError
 from probmed.core.records import read_image_records, read_questions, write_image_records, write_json_atomic, write_questions, write_text_atomic
-
-SOURCES = ("chestxray14", "vqarad", "medicat", "roco", "dicom")
 
 
 def _params(args: argparse.Namespace) -> Any:
@@ -38,29 +37,17 @@ def _extractor(cfg: Any, method: str):
 
 
 def curate_one(cfg: Any, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
-    root = Path(image_root or cfg.curate.image_root)
-    scfg = cfg.curate[source]
-    data_dir = Path(data or scfg.data)
+    from probmed.benchmark.sources.base import SourceContext
+
+    loader = SOURCES.load(source, "curate source")  # the command line offers only registered sources
+    options = to_plain(cfg.curate.get(source)) or {}
+    data_dir = data or options.get("data")
+    if not data_dir:
+        raise ConfigError(f"params: curate.{source}.data is missing (or pass --data)")
+    context = SourceContext(source, Path(data_dir), Path(image_root or cfg.curate.image_root), options,
+                            make_extractor=lambda: _extractor(cfg, cfg.extract.method))
     t0 = time.perf_counter()
-    if source == "chestxray14":
-        from probmed.benchmark.sources.chestxray14 import load_chestxray14
-
-        res = load_chestxray14(data_dir, Path(scfg.images_dir), root, scfg.image_size, scfg.resample, scfg.workers)
-    elif source == "vqarad":
-        from probmed.benchmark.sources.vqarad import load_vqarad
-
-        res = load_vqarad(data_dir, root)
-    elif source in ("medicat", "roco"):
-        from probmed.benchmark.sources.captions import load_medicat, load_roco
-
-        ex = _extractor(cfg, cfg.extract.method)
-        res = load_medicat(data_dir, root, ex) if source == "medicat" else load_roco(data_dir, ex)
-    elif source == "dicom":
-        from probmed.benchmark.sources.dicom import load_dicom_dir
-
-        res = load_dicom_dir(data_dir, root)
-    else:
-        raise UserError(f"unknown source {source!r}; expected one of {SOURCES} or all")
+    res = loader(context)
     out_path = Path(out or Path(cfg.curate.records_dir) / f"{source}.parquet")
     write_image_records(res.records, out_path)
     summary = res.summary()
@@ -73,7 +60,7 @@ def curate_one(cfg: Any, source: str, data: str | None, out: str | None, image_r
 
 def cmd_curate(args: argparse.Namespace) -> int:
     cfg = _params(args)
-    sources = list(cfg.curate.all) if args.source == "all" else [args.source]
+    sources = [SOURCES.check(s, "curate.all") for s in cfg.curate.all] if args.source == "all" else [args.source]
     if len(sources) > 1 and (args.out or args.data):
         raise UserError("--out/--data apply to a single source, not 'all'")
     for s in sources:
@@ -230,7 +217,7 @@ def cmd_import_release(args: argparse.Namespace) -> int:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("curate", help="raw source -> image records (Parquet) + exclusion report")
-    p.add_argument("source", choices=(*SOURCES, "all"))
+    p.add_argument("source", choices=(*SOURCES.kinds, "all"))
     p.add_argument("--data", help="source directory (default curate.<source>.data)")
     p.add_argument("--out", help="record table (default curate.records_dir/<source>.parquet)")
     p.add_argument("--image-root", help="image paths are written relative to this (default curate.image_root)")

@@ -16,6 +16,7 @@ from typing import Any
 from probmed.cli.options import add_params_arguments
 from probmed.core.config import load_params, to_plain
 from probmed.core.errors import ConfigError, UserError
+from probmed.core.settings import BASE_SETTING, get_setting
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -67,7 +68,7 @@ def _read_questions(path: str):
 
 
 def _setup(args: argparse.Namespace):
-    from probmed.inference.prompting import PromptSet, check_setting
+    from probmed.inference.prompting import PromptSet
 
     cfg = load_params(args.params, args.overrides)
     predict_cfg = to_plain(cfg.get("predict")) or {}
@@ -75,7 +76,7 @@ def _setup(args: argparse.Namespace):
     if not models:
         raise ConfigError("params: section 'models' is missing")
     prompts = PromptSet.from_params(to_plain(cfg.get("settings")))
-    setting = check_setting(str(cfg.get("setting", "vanilla")))
+    setting = get_setting(str(cfg.get("setting", BASE_SETTING))).name
     questions_path = args.questions or predict_cfg.get("questions")
     if not questions_path:
         raise ConfigError("no question table: pass --questions or set predict.questions")
@@ -103,7 +104,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
     backend = _backend(models, name, context)
     describer = None
     try:
-        if setting == "described":
+        if get_setting(setting).description_by == "describer":
             describer = _backend(models, prompts.describer, context)
         result = run_predictions(
             questions, backend, setting, prompts, image_root,

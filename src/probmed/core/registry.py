@@ -39,7 +39,8 @@ class Registry:
     def check(self, kind: Any, key: str) -> str:
         """`kind` itself, or a ConfigError naming the params `key` that holds it and the known kinds."""
         if kind not in self.entries:
-            raise ConfigError(f"params: {key} = {kind!r} is not a known {self.what}; expected one of {list(self.kinds)}")
+            where = key if key.endswith(f".{kind}") else f"{key} = {kind!r}"  # a table's key, or a value
+            raise ConfigError(f"params: {where} is not a known {self.what}; expected one of {list(self.kinds)}")
         return str(kind)
 
     def load(self, kind: str, key: str | None = None) -> Any:

@@ -23,7 +23,8 @@ from probmed.inference.answer_parser import parse_answer
 from probmed.core.errors import ConfigError, MissingFileError, RecordError
 from probmed.inference.describe import describe_images
 from probmed.inference.models.base import Answer, Backend, Item
-from probmed.inference.prompting import PromptSet, check_setting
+from probmed.core.settings import BASE_SETTING, get_setting
+from probmed.inference.prompting import PromptSet
 from probmed.core.records import PREDICTION_COLUMNS, write_parquet
 from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
 
@@ -147,16 +148,16 @@ def run_predictions(
 ) -> RunResult:
     """Answer every question of the shard; returns the prediction table in question order."""
     t_start = time.perf_counter()
-    check_setting(setting)
-    if setting != "vanilla" and not backend.supports_images:
-        raise ConfigError(f"model {backend.name!r} never sees the image; only setting=vanilla applies to it")
+    spec = get_setting(setting)
+    if spec.description_by is not None and not backend.supports_images:
+        raise ConfigError(f"model {backend.name!r} never sees the image; only setting={BASE_SETTING} applies to it")
     part = shard_questions(questions, *shard)
     image_paths = resolve_images(part, Path(image_root)) if backend.supports_images else {}
     image_hashes = {img: file_hash(p) for img, p in image_paths.items()}
 
     descriptions: dict[str, str | None] = {}
-    if setting in ("cot", "described"):
-        who = backend if setting == "cot" else describer
+    if spec.description_by is not None:
+        who = backend if spec.description_by == "self" else describer
         if who is None:
             raise ConfigError("setting=described needs a describer model (settings.describer)")
         if describe_dir is None:
@@ -174,8 +175,8 @@ def run_predictions(
     pending: list[tuple[str, Any, Item]] = []
     n_cached = 0
     for q in part.itertuples(index=False):
-        desc = descriptions.get(q.image_id) if setting != "vanilla" else None
-        no_description = setting != "vanilla" and desc is None
+        desc = descriptions.get(q.image_id) if spec.description_by is not None else None
+        no_description = spec.description_by is not None and desc is None
         prompt = "" if no_description else prompts.question_prompt(setting, q.question, desc)
         # a backend that never sees the image answers per question (a seeded table, a cross-fitted fold)
         image_part = image_hashes.get(q.image_id) if backend.supports_images else f"qid:{q.qid}"

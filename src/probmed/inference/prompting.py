@@ -1,4 +1,4 @@
-"""Prompts for the three settings: vanilla, chain-of-thought, external description.
+"""Prompts for the settings of core.settings: vanilla, chain-of-thought, external description.
 
 - vanilla: the question plus a one-word answer instruction;
 - cot: the model first describes the image itself, then answers with its own
@@ -15,8 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from probmed.core.errors import ConfigError
-
-SETTINGS: tuple[str, ...] = ("vanilla", "cot", "described")
+from probmed.core.settings import get_setting
 
 DEFAULTS: dict[str, Any] = {
     "prompt_version": "v1",
@@ -61,15 +60,9 @@ class PromptSet:
 
     def question_prompt(self, setting: str, question: str, description: str | None = None) -> str:
         """The user text for one question in `setting`."""
-        check_setting(setting)
-        if setting == "vanilla":
+        if get_setting(setting).description_by is None:
             return self.vanilla.format(question=question)
         if description is None:
             raise ValueError(f"setting {setting!r} needs a description")
         return self.with_description.format(question=question, description=description.strip())
 
-
-def check_setting(setting: str) -> str:
-    if setting not in SETTINGS:
-        raise ConfigError(f"setting {setting!r} not in {list(SETTINGS)}")
-    return setting

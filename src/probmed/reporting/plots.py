@@ -25,9 +25,8 @@ import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
+from probmed.core.settings import ABLATIONS, BASE_SETTING  # noqa: E402
 from probmed.reporting.runs import Run  # noqa: E402
-
-ABLATIONS = ("cot", "described")
 
 
 def _val(run: Run, category: str, key: str, image_type: str | None = None) -> float:
@@ -164,7 +163,7 @@ def figure_response_distribution(
 
 def figure_ablation_deltas(runs: Sequence[Run], question_set: str, path: Path) -> Path | None:
     """Figure 4 / Appendix D: change in accuracy with adversarial pairs vs the model's vanilla run."""
-    vanilla = {r.model: r for r in runs if r.setting == "vanilla"}
+    vanilla = {r.model: r for r in runs if r.setting == BASE_SETTING}
     pairs = [(r, vanilla[r.model]) for r in runs if r.setting in ABLATIONS and r.model in vanilla]
     categories = _present(runs, CATEGORIES)
     if not pairs or not categories:
@@ -189,7 +188,7 @@ def figure_transfer(
     runs: Sequence[Run], question_set: str, path: Path, models: Sequence[str], category: str
 ) -> Path | None:
     """Figure 5: a category's accuracy per image type for the base and fine-tuned models named in params."""
-    chosen = [r for r in runs if r.model in models and r.setting == "vanilla"]
+    chosen = [r for r in runs if r.model in models and r.setting == BASE_SETTING]
     image_types = sorted({it for r in chosen for it in (r.metrics.get("by_image_type") or {})})
     if len(chosen) < 1 or not image_types:
         return None

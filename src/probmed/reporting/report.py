@@ -37,11 +37,12 @@ from probmed.core.errors import ReportError
 from probmed.core.markdown import markdown_table
 from probmed.core.records import write_json_atomic, write_text_atomic
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
+from probmed.core.settings import SETTING_NAMES
 from probmed.reporting import plots
 from probmed.reporting.runs import Run
 
 RUN_COLUMNS = ["question_set", "model", "setting"]
-SETTING_ORDER = {"vanilla": 0, "cot": 1, "described": 2}
+SETTING_ORDER = {name: i for i, name in enumerate(SETTING_NAMES)}
 
 
 

@@ -32,8 +32,8 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
 from probmed.core.errors import TrackingError
+from probmed.core.settings import ABLATIONS, BASE_SETTING
 
-ABLATION_SETTINGS: tuple[str, ...] = ("cot", "described")
 # Per-image-type metrics logged (all categories); the full breakdown is in the artifacts.
 IMAGE_TYPE_METRIC_KEYS: tuple[str, ...] = ("accuracy_adv_pairs", "averaged_accuracy", "n_images")
 TAG_PREFIX = "probmed."
@@ -226,9 +226,9 @@ class Tracker:
             "mlflow.source.git.commit": git_commit(repo_dir).removesuffix("+dirty"),
         }
         parent_id = None
-        if spec.setting in ABLATION_SETTINGS:
+        if spec.setting in ABLATIONS:
             parent = self.find_run(
-                model=spec.model, setting="vanilla", question_set=spec.question_set, questions_dvc_md5=questions_hash
+                model=spec.model, setting=BASE_SETTING, question_set=spec.question_set, questions_dvc_md5=questions_hash
             )
             if parent is not None:
                 parent_id = parent.info.run_id
@@ -298,5 +298,5 @@ class Tracker:
 
 def log_model_runs(tracker: Tracker, specs: Iterable[RunSpec], repo_dir: str | Path = ".") -> dict[str, str]:
     """Log a model's runs, vanilla first so ablations find their parent; returns {setting: run_id}."""
-    ordered = sorted(specs, key=lambda s: (s.setting != "vanilla", s.setting))
+    ordered = sorted(specs, key=lambda s: (s.setting != BASE_SETTING, s.setting))
     return {spec.setting: tracker.log(spec, repo_dir) for spec in ordered}

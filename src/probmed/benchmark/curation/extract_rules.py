@@ -160,10 +160,13 @@ _REGION_RE = [(name, re.compile(p)) for name, p in ORGAN_REGIONS]
 _ANATOMY_RE = [(name, re.compile(p)) for name, p in ORGAN_ANATOMY]
 
 
-def _first(patterns: list[tuple[str, re.Pattern]], text: str) -> str:
-    """The name of the pattern that matches earliest in text, or ``unknown``."""
+def find_modality(text: str) -> str:
+    """The modality named earliest in lower-cased text (x-ray, ct, mri, other), or ``unknown``.
+
+    For short texts that name one technique (a VQA-RAD answer or question); captions go
+    through :func:`modality_of`, which also reports ambiguity."""
     best: tuple[int, str] | None = None
-    for name, rx in patterns:
+    for name, rx in _MOD_RE:
         m = rx.search(text)
         if m and (best is None or m.start() < best[0]):
             best = (m.start(), name)

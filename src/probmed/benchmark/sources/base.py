@@ -1,5 +1,10 @@
-"""What every source loader returns: the records plus an explicit account of
-everything it excluded, so nothing is ever silently dropped."""
+"""What every source loader gets and returns.
+
+Every loader has one signature, `load(context: SourceContext) -> SourceResult`
+(see sources.registry): the context says where the raw files are, what image
+paths are written relative to, the source's own params (`curate.<source>`) and
+how captions become metadata; the result holds the records plus an explicit
+account of everything excluded, so nothing is ever silently dropped."""
 
 from __future__ import annotations
 
@@ -7,11 +12,45 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Mapping
 
-from probmed.core.errors import SourceError
+from probmed.core.errors import ConfigError, SourceError
 from probmed.core.records import ImageRecord
 
+
+
+CaptionExtractor = Callable[[str, str], Any]  # (caption id, caption) -> curation.extract_rules.Extraction
+
+
+def _rule_extractor() -> CaptionExtractor:
+    from probmed.benchmark.curation.extract_rules import extract
+
+    return extract
+
+
+@dataclass(frozen=True)
+class SourceContext:
+    """Everything a loader may need; `options` is the source's params section (`curate.<name>`)."""
+
+    name: str
+    data_dir: Path
+    image_root: Path
+    options: Mapping[str, Any] = field(default_factory=dict)
+    make_extractor: Callable[[], CaptionExtractor] = _rule_extractor
+
+    def option(self, key: str, default: Any = None) -> Any:
+        return self.options.get(key, default)
+
+    def require(self, key: str) -> Any:
+        """A source option that has no default; ConfigError names `curate.<source>.<key>`."""
+        value = self.options.get(key)
+        if value is None:
+            raise ConfigError(f"params: curate.{self.name}.{key} is missing")
+        return value
+
+    def extractor(self) -> CaptionExtractor:
+        """The caption -> metadata extractor the run is configured with (params `extract.method`)."""
+        return self.make_extractor()
 
 
 @dataclass

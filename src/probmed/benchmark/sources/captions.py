@@ -18,7 +18,7 @@ from tqdm import tqdm
 from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules, is_empty
 from probmed.core.errors import ConfigError, SourceError
 from probmed.core.records import Finding, ImageRecord
-from probmed.benchmark.sources.base import SourceResult, relative_path, require_file
+from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
 
 Extractor = Callable[[str, str], Extraction]
 
@@ -125,3 +125,13 @@ def load_medicat(data_dir: Path, image_root: Path, extractor: Extractor = extrac
     if not result.records and not result.excluded:
         raise SourceError(f"{data_dir}: no usable MedICaT figure")
     return result
+
+
+def load_medicat_source(context: SourceContext) -> SourceResult:
+    """The registry's MedICaT loader: captions through the configured extractor."""
+    return load_medicat(context.data_dir, context.image_root, context.extractor())
+
+
+def load_roco_source(context: SourceContext) -> SourceResult:
+    """The registry's ROCO loader (text only: records without images)."""
+    return load_roco(context.data_dir, context.extractor())

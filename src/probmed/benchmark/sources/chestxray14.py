@@ -24,7 +24,7 @@ from probmed.benchmark.curation.images import normalise_many
 from probmed.benchmark.curation.positions import Box, box_position
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS, CXR14_LABELS
 from probmed.core.records import Finding, ImageRecord
-from probmed.benchmark.sources.base import SourceResult, relative_path, require_file
+from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
 from probmed.core.errors import SourceError
 
 SOURCE = "ChestX-ray14"
@@ -207,3 +207,12 @@ def load_chestxray14(
         for k in sorted({r.provenance["pixels"] for r in result.records})
     }
     return result
+
+
+def load(context: SourceContext) -> SourceResult:
+    """The registry's loader: options `images_dir` (required), `image_size`, `resample`, `workers`."""
+    return load_chestxray14(
+        context.data_dir, Path(context.require("images_dir")), context.image_root,
+        int(context.option("image_size", 256)), str(context.option("resample", "lanczos")),
+        int(context.option("workers", 2)),
+    )

@@ -9,7 +9,7 @@ import numpy as np
 import pydicom
 
 from probmed.core.records import ImageRecord
-from probmed.benchmark.sources.base import SourceResult, relative_path
+from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.core.errors import SourceError
 
 DICOM_MODALITY = {"CT": "ct", "MR": "mri", "CR": "x-ray", "DX": "x-ray", "RF": "x-ray", "MG": "x-ray", "XA": "x-ray"}
@@ -53,3 +53,8 @@ def load_dicom_dir(data_dir: Path, image_root: Path) -> SourceResult:
                         image_path=relative_path(f, image_root), provenance={"origin": f.name, "shape": list(pixels.shape)})
         )
     return result
+
+
+def load(context: SourceContext) -> SourceResult:
+    """The registry's loader (no options)."""
+    return load_dicom_dir(context.data_dir, context.image_root)

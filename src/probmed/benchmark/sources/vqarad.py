@@ -19,9 +19,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
-from probmed.benchmark.curation.extract_rules import _MOD_RE, _first, find_conditions
+from probmed.benchmark.curation.extract_rules import find_conditions, find_modality
 from probmed.core.records import Finding, ImageRecord
-from probmed.benchmark.sources.base import SourceResult, relative_path, require_file
+from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
 from probmed.core.errors import SourceError
 
 SOURCE = "VQA-RAD"
@@ -75,9 +75,9 @@ def qa_modality(qas: list[dict[str, Any]]) -> str | None:
         if "MODALITY" not in qa["question_type"]:
             continue
         if qa["answer_type"] == "OPEN":
-            mod = _first(_MOD_RE, qa["answer"].lower())
+            mod = find_modality(qa["answer"].lower())
         elif qa["answer"].lower() == "yes":
-            mod = _first(_MOD_RE, qa["question"].lower())
+            mod = find_modality(qa["question"].lower())
         else:
             continue
         if mod in ("x-ray", "ct", "mri"):
@@ -164,3 +164,8 @@ def load_vqarad(data_dir: Path, image_root: Path) -> SourceResult:
         raise SourceError(f"{data_dir}: no usable VQA-RAD image")
     result.notes["modality_from"] = dict(modality_from)
     return result
+
+
+def load(context: SourceContext) -> SourceResult:
+    """The registry's loader (no options)."""
+    return load_vqarad(context.data_dir, context.image_root)

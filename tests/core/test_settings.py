@@ -1,0 +1,25 @@
+"""The settings registry is the one list of settings every stage reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from probmed.core.errors import ConfigError
+from probmed.core.settings import ABLATIONS, BASE_SETTING, SETTING_NAMES, SETTINGS, get_setting
+from probmed.reporting import plots, report, tracking
+
+
+def test_the_table_in_order():
+    assert SETTING_NAMES == ("vanilla", "cot", "described") and BASE_SETTING == SETTING_NAMES[0]
+    assert ABLATIONS == ("cot", "described")
+    assert SETTINGS["cot"].description_by == "self" and SETTINGS["described"].description_by == "describer"
+
+
+def test_an_unknown_setting_names_the_key():
+    with pytest.raises(ConfigError, match=r"pipeline\.runs\.x\.setting = 'sideways', expected one of"):
+        get_setting("sideways", "pipeline.runs.x.setting")
+
+
+def test_the_report_and_tracking_read_the_table():
+    assert list(report.SETTING_ORDER) == list(SETTING_NAMES)
+    assert plots.ABLATIONS is ABLATIONS and tracking.ABLATIONS is ABLATIONS
