@@ -39,8 +39,10 @@ class RunResult:
     cost_usd: float = 0.0
     elapsed_s: float = 0.0
     backend_stats: dict[str, Any] = field(default_factory=dict)
+    run_info: dict[str, Any] = field(default_factory=dict)  # also in predictions.attrs["run_info"]
 
     def summary(self) -> dict[str, Any]:
+        extra = {"run_info": self.run_info} if self.run_info else {}
         return {
             "questions": self.n_questions,
             "cached": self.n_cached,
@@ -49,6 +51,7 @@ class RunResult:
             "cost_usd": round(self.cost_usd, 6),
             "elapsed_s": round(self.elapsed_s, 3),
             **{f"backend_{k}": v for k, v in self.backend_stats.items()},
+            **extra,
         }
 
 
@@ -238,6 +241,9 @@ def run_predictions(
             raise RuntimeError(f"question {q.qid}: no answer recorded")
         records.append({**rec, "qid": q.qid, "model": backend.name, "setting": setting})
     preds = records_to_predictions(records)
+    run_info = backend.run_info()
+    if run_info:  # travels with the table: Parquet keeps DataFrame.attrs
+        preds.attrs["run_info"] = run_info
     return RunResult(
         predictions=preds,
         n_questions=len(part),
@@ -247,6 +253,7 @@ def run_predictions(
         cost_usd=cost,
         elapsed_s=time.perf_counter() - t_start,
         backend_stats=backend.stats(),
+        run_info=run_info,
     )
 
 

@@ -9,9 +9,9 @@ import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
 from probmed.core.errors import ConfigError
+from probmed.inference.models.answer_tokens import answer_tokens
 from probmed.inference.models.base import Item
 from probmed.inference.models.registry import build_backend
-from probmed.inference.models.hf import NO_WORDS, YES_WORDS, answer_token_ids
 from probmed.inference.prompting import PromptSet
 from probmed.inference.predict import run_predictions
 
@@ -61,8 +61,9 @@ def test_logit_mode_agrees_with_first_generated_token(yesno_dir, shared_data, sh
     log = build_backend(hf_models(yesno_dir, mode="logits"), "m")
     items = items_for(shared_data_questions, shared_data)
     tok = gen.load()[1].tokenizer
-    yes_ids = set(answer_token_ids(tok, YES_WORDS))
-    no_ids = set(answer_token_ids(tok, NO_WORDS))
+    counted = answer_tokens(tok)
+    yes_ids, no_ids = set(counted.yes), set(counted.no)
+    assert yes_ids == {tok.convert_tokens_to_ids("yes")} and no_ids == {tok.convert_tokens_to_ids("no")}
     first = gen.answer(items)
     by_logits = log.answer(items)
     decided = 0

@@ -80,6 +80,10 @@ class Backend:
     def _answer(self, items: list[Item]) -> list[Answer]:
         raise NotImplementedError
 
+    def run_info(self) -> dict[str, Any]:
+        """Facts about how this backend answered that belong with the run's predictions (JSON-ready)."""
+        return {}
+
     def stats(self) -> dict[str, Any]:
         """Counters for the progress bar (retries, cost so far, requests)."""
         return {}

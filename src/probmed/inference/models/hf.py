@@ -2,11 +2,20 @@
 
 A hub id must come with a pinned `revision` (a result must name the exact
 weights); a local directory is fingerprinted by the content of its weights, so
-retraining a local model in place re-asks its questions. Greedy decoding only.
-The questions of one image are one batch (the image is encoded once per row
-but loaded once). `mode: logits` reads P(yes) and P(no) at the first answer
-position from a single forward pass instead of generating; descriptions
-(`task="describe"`) are always generated.
+retraining a local model in place re-asks its questions. Checkpoints that ship
+their own modelling code run only with `trust_remote_code: true` (and, from the
+hub, a pinned revision, so the code that runs is the code that was reviewed).
+Greedy decoding only. The questions of one image are one batch (the image is
+encoded once per row but loaded once). `mode: logits` reads P(yes) and P(no) at
+the first answer position from a single forward pass instead of generating,
+summing over every token that starts a "yes" / "no" (answer_tokens);
+descriptions (`task="describe"`) are always generated.
+
+What differs between model families (how images are passed, where image tokens
+go, which processor loads without torchvision) lives in `families`; the prompt
+for one question is `chat_prompt`, the processor inputs for a batch are
+`encode`, so a shared-prefix path (prefill system text + image once per image)
+can reuse both.
 """
 
 from __future__ import annotations
@@ -17,11 +26,13 @@ from pathlib import Path
 from typing import Any
 
 from probmed.core.errors import BackendError, ConfigError, MissingFileError
+from probmed.inference.models.answer_tokens import AnswerTokens, answer_tokens
 from probmed.inference.models.base import Answer, Backend, Item
+from probmed.inference.models.families import GENERIC, Family, family_of, load_processor, processor_images
 
-YES_WORDS = ("yes", "Yes", "YES", " yes", " Yes")
-NO_WORDS = ("no", "No", "NO", " no", " No")
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json", ".jinja", ".model", ".txt")
+# Files that define what a local checkpoint answers: weights, configs, tokenizer, chat template, and the
+# modelling code of a trust_remote_code checkpoint.
+_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json", ".jinja", ".model", ".txt", ".py")
 
 
 def directory_fingerprint(path: Path) -> str:
@@ -42,17 +53,18 @@ def directory_fingerprint(path: Path) -> str:
     return h.hexdigest()
 
 
-def answer_token_ids(tokenizer, words: tuple[str, ...]) -> list[int]:
-    """Ids of the single tokens that begin the given spellings of one answer word."""
-    ids: set[int] = set()
-    target = words[0].strip().lower()
-    for w in words:
-        enc = tokenizer.encode(w, add_special_tokens=False)
-        if enc and tokenizer.decode([enc[0]]).strip().lower() == target:
-            ids.add(int(enc[0]))
-    if not ids:
-        raise BackendError(f"the tokenizer has no single token for {target!r}; logit mode is unavailable")
-    return sorted(ids)
+def chat_prompt(processor, text: str, system: str | None = None) -> str:
+    """The prompt the model sees for one question about one image, rendered by its own chat template."""
+    messages = []
+    if system:
+        messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
+    messages.append({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]})
+    return processor.apply_chat_template(messages, add_generation_prompt=True)
+
+
+def encode(processor, family: Family, images: list[Any], prompts: list[str]):
+    """Processor inputs for a batch of prompts, one image each (left padded: answers start in the last column)."""
+    return processor(images=processor_images(family, images), text=prompts, padding=True, return_tensors="pt")
 
 
 class HFBackend(Backend):
@@ -69,8 +81,11 @@ class HFBackend(Backend):
         if not self.local and not self.revision:
             raise ConfigError(
                 f"models.{name}: {self.model_id!r} is not a local directory, and a hub id needs a pinned "
-                f"models.{name}.revision (a commit sha)"
+                f"models.{name}.revision (a commit sha): run `probmed pin {name}`"
             )
+        self.trust_remote_code = cfg.get("trust_remote_code", False)
+        if not isinstance(self.trust_remote_code, bool):
+            raise ConfigError(f"models.{name}.trust_remote_code = {self.trust_remote_code!r}, expected true or false")
         self.adapter = cfg.get("adapter")
         if self.adapter and not Path(self.adapter).exists():
             raise ConfigError(f"models.{name}.adapter: directory {self.adapter} not found")
@@ -80,8 +95,8 @@ class HFBackend(Backend):
         self.max_new_tokens = int(cfg.get("max_new_tokens", 16))
         self._model = None
         self._processor = None
-        self._yes_ids: list[int] = []
-        self._no_ids: list[int] = []
+        self.family: Family = GENERIC
+        self.answer_tokens: AnswerTokens | None = None
         self._fp: dict[str, Any] | None = None
 
     def fingerprint(self) -> dict[str, Any]:
@@ -96,6 +111,8 @@ class HFBackend(Backend):
                 "max_new_tokens": self.max_new_tokens,
                 "system_prompt": self.context.get("system_prompt"),
             }
+            if self.trust_remote_code:  # only when set: keys of every other model stay as they were
+                fp["trust_remote_code"] = True
             if self.local:
                 fp["weights"] = directory_fingerprint(Path(self.model_id))
             if self.adapter:
@@ -103,14 +120,58 @@ class HFBackend(Backend):
             self._fp = fp
         return self._fp
 
+    def run_info(self) -> dict[str, Any]:
+        """How the run answered: the model family, the prompt path, and in logit mode the counted token ids."""
+        self.processor()
+        info: dict[str, Any] = {"family": self.family.name, "path": "per-question"}
+        if self.answer_tokens is not None:
+            info["answer_tokens"] = self.answer_tokens.record()
+        return info
+
     # --- loading -------------------------------------------------------------
+
+    def _hub_kwargs(self) -> dict[str, Any]:
+        """What every from_pretrained call of this checkpoint needs: the pinned revision, the code opt-in."""
+        kwargs: dict[str, Any] = {"trust_remote_code": self.trust_remote_code}
+        if self.revision:
+            kwargs["revision"] = self.revision
+        return kwargs
+
+    def _load_error(self, exc: Exception) -> BackendError:
+        hint = ""
+        if "trust_remote_code" in str(exc) and not self.trust_remote_code:
+            hint = (f" (the checkpoint ships its own code: it runs only with "
+                    f"models.{self.name}.trust_remote_code=true and a pinned revision)")
+        return BackendError(f"model {self.name}: cannot load {self.model_id!r}: {exc}{hint}")
+
+    def processor(self):
+        """The processor (and family, and in logit mode the answer tokens), without loading the weights."""
+        if self._processor is not None:
+            return self._processor
+        from transformers import AutoConfig
+
+        try:
+            config = AutoConfig.from_pretrained(self.model_id, **self._hub_kwargs())
+            processor = load_processor(self.model_id, config.model_type, **self._hub_kwargs())
+        except (OSError, ValueError) as exc:
+            raise self._load_error(exc) from None
+        self.family = family_of(config)
+        tok = processor.tokenizer
+        tok.padding_side = "left"
+        if tok.pad_token is None:
+            tok.pad_token = tok.eos_token
+        if self.mode == "logits":
+            self.answer_tokens = answer_tokens(tok)
+        self._processor = processor
+        return processor
 
     def load(self):
         if self._model is not None:
             return self._model, self._processor
         import torch
-        from transformers import AutoModelForImageTextToText, AutoProcessor
+        from transformers import AutoModelForImageTextToText
 
+        processor = self.processor()
         dtype_name = str(self.cfg.get("dtype", "float32"))
         dtype = "auto" if dtype_name == "auto" else getattr(torch, dtype_name, None)
         if dtype is None:
@@ -119,16 +180,13 @@ class HFBackend(Backend):
         threads = self.cfg.get("threads")
         if threads:  # on a shared CPU, oversubscribed intra-op threads stall for seconds per call
             torch.set_num_threads(int(threads))
-        kwargs: dict[str, Any] = {"dtype": dtype}
-        if self.revision:
-            kwargs["revision"] = self.revision
+        kwargs: dict[str, Any] = {"dtype": dtype, **self._hub_kwargs()}
         if device == "auto":
             kwargs["device_map"] = "auto"
         try:
             model = AutoModelForImageTextToText.from_pretrained(self.model_id, **kwargs)
-            processor = AutoProcessor.from_pretrained(self.model_id, **({"revision": self.revision} if self.revision else {}))
         except (OSError, ValueError) as exc:
-            raise BackendError(f"model {self.name}: cannot load {self.model_id!r}: {exc}") from None
+            raise self._load_error(exc) from None
         if device != "auto":
             model = model.to(device)
         if self.adapter:
@@ -136,14 +194,7 @@ class HFBackend(Backend):
 
             model = PeftModel.from_pretrained(model, self.adapter)
         model.eval()
-        tok = processor.tokenizer
-        tok.padding_side = "left"
-        if tok.pad_token is None:
-            tok.pad_token = tok.eos_token
-        self._model, self._processor = model, processor
-        if self.mode == "logits":
-            self._yes_ids = answer_token_ids(tok, YES_WORDS)
-            self._no_ids = answer_token_ids(tok, NO_WORDS)
+        self._model = model
         return model, processor
 
     @property
@@ -152,14 +203,6 @@ class HFBackend(Backend):
         return next(model.parameters()).device
 
     # --- answering -------------------------------------------------------------
-
-    def _prompt(self, processor, text: str) -> str:
-        messages = []
-        system = self.context.get("system_prompt")
-        if system:
-            messages.append({"role": "system", "content": [{"type": "text", "text": system}]})
-        messages.append({"role": "user", "content": [{"type": "image"}, {"type": "text", "text": text}]})
-        return processor.apply_chat_template(messages, add_generation_prompt=True)
 
     def _inputs(self, items: list[Item]):
         from PIL import Image
@@ -174,10 +217,9 @@ class HFBackend(Backend):
                         images[key] = im.convert("RGB")
                 except (OSError, ValueError) as exc:
                     raise MissingFileError(f"image {it.image_id}: cannot read {it.image_path}: {exc}") from None
-        prompts = [self._prompt(processor, it.prompt) for it in items]
-        batch = processor(
-            images=[images[str(it.image_path)] for it in items], text=prompts, padding=True, return_tensors="pt"
-        )
+        system = self.context.get("system_prompt")
+        prompts = [chat_prompt(processor, it.prompt, system) for it in items]
+        batch = encode(processor, self.family, [images[str(it.image_path)] for it in items], prompts)
         return batch.to(self.device)
 
     def _answer(self, items: list[Item]) -> list[Answer]:
@@ -229,8 +271,9 @@ class HFBackend(Backend):
         with torch.no_grad():
             logits = model(**batch).logits[:, -1, :].float()
         probs = torch.softmax(logits, dim=-1)
-        p_y = probs[:, self._yes_ids].sum(-1)
-        p_n = probs[:, self._no_ids].sum(-1)
+        assert self.answer_tokens is not None  # set by load() in logit mode
+        p_y = probs[:, list(self.answer_tokens.yes)].sum(-1)
+        p_n = probs[:, list(self.answer_tokens.no)].sum(-1)
         p_yes = (p_y / (p_y + p_n).clamp_min(1e-30)).tolist()
         dt = (time.perf_counter() - t0) / len(items)
         return [
