@@ -28,6 +28,8 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    from probmed.inference.models.tiny_families import BUILDERS  # light: no torch until a model is built
+
     p = sub.add_parser("predict", help="answer a question table with a model (resumable, cached)")
     _common(p)
     p.add_argument("--out", help="prediction table to write; default predict.out_dir/<model>-<setting>.parquet")
@@ -55,6 +57,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--out", required=True, help="model directory")
     t.add_argument("--seed", type=int, default=0)
     t.add_argument("--questions", help="question table whose words join the vocabulary")
+    t.add_argument("--family", default="tiny", help="tiny (the default word-level LLaVA) or a model family to build "
+                   "with random weights and a sub-word tokenizer: " + ", ".join(BUILDERS))
     t.set_defaults(func=cmd_build_tiny)
 
 
@@ -178,10 +182,17 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 def cmd_build_tiny(args: argparse.Namespace) -> int:
     from probmed.inference.models.tiny import build_tiny_llava
+    from probmed.inference.models.tiny_families import BUILDERS, build_tiny_family
 
+    if args.family != "tiny" and args.family not in BUILDERS:
+        raise UserError(f"--family {args.family!r}: expected tiny or one of {', '.join(BUILDERS)}")
     corpus: list[Any] = []
     if args.questions:
         corpus = _read_questions(args.questions)["question"].astype(str).tolist()
-    out = build_tiny_llava(args.out, seed=args.seed, corpus=corpus)
-    print(json.dumps({"out": str(out), "seed": args.seed}))
+    if args.family == "tiny":
+        out = build_tiny_llava(args.out, seed=args.seed, corpus=corpus)
+        print(json.dumps({"out": str(out), "seed": args.seed}))
+    else:
+        out = build_tiny_family(args.family, args.out, seed=args.seed, corpus=corpus)
+        print(json.dumps({"out": str(out), "seed": args.seed, "family": args.family}))
     return 0

@@ -53,6 +53,16 @@ def directory_fingerprint(path: Path) -> str:
     return h.hexdigest()
 
 
+def yes_probability(logits, tokens: AnswerTokens):
+    """P(yes | yes or no) per row of first-answer-position logits, with the raw yes / no masses."""
+    import torch
+
+    probs = torch.softmax(logits.float(), dim=-1)
+    p_y = probs[:, list(tokens.yes)].sum(-1)
+    p_n = probs[:, list(tokens.no)].sum(-1)
+    return p_y / (p_y + p_n).clamp_min(1e-30), p_y, p_n
+
+
 def chat_prompt(processor, text: str, system: str | None = None) -> str:
     """The prompt the model sees for one question about one image, rendered by its own chat template."""
     messages = []
@@ -270,11 +280,9 @@ class HFBackend(Backend):
         t0 = time.perf_counter()
         with torch.no_grad():
             logits = model(**batch).logits[:, -1, :].float()
-        probs = torch.softmax(logits, dim=-1)
         assert self.answer_tokens is not None  # set by load() in logit mode
-        p_y = probs[:, list(self.answer_tokens.yes)].sum(-1)
-        p_n = probs[:, list(self.answer_tokens.no)].sum(-1)
-        p_yes = (p_y / (p_y + p_n).clamp_min(1e-30)).tolist()
+        p_yes_t, p_y, p_n = yes_probability(logits, self.answer_tokens)
+        p_yes = p_yes_t.tolist()
         dt = (time.perf_counter() - t0) / len(items)
         return [
             Answer(

@@ -208,7 +208,8 @@ def build_llava_onevision(out: Path, seed: int, corpus) -> Path:
 
 
 def _build_qwen(out: Path, seed: int, corpus, version: str) -> Path:
-    """Qwen2-VL / Qwen2.5-VL: native-resolution patches merged 2x2, M-RoPE positions (56 px -> 4 image tokens)."""
+    """Qwen2-VL / Qwen2.5-VL: native-resolution 14 px patches merged 2x2 (28 px per image token, at most
+    112 x 112 px here: up to 16 tokens, by aspect ratio), M-RoPE positions."""
     import transformers
 
     from probmed.inference.models.families import image_only
@@ -230,7 +231,7 @@ def _build_qwen(out: Path, seed: int, corpus, version: str) -> Path:
         vision_end_token_id=ids["<|vision_end|>"],
     )
     model = _seeded(seed, lambda: getattr(transformers, f"{prefix}ForConditionalGeneration")(config))
-    images = transformers.Qwen2VLImageProcessorPil(min_pixels=56 * 56, max_pixels=56 * 56, patch_size=14,
+    images = transformers.Qwen2VLImageProcessorPil(min_pixels=56 * 56, max_pixels=112 * 112, patch_size=14,
                                                    temporal_patch_size=2, merge_size=2)
     processor = image_only(getattr(transformers, f"{prefix}Processor"))(
         image_processor=images, tokenizer=tok, chat_template=QWEN_TEMPLATE
