@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from probmed.core.config import ConfigError
+from probmed.core.errors import ConfigError
 from probmed.inference.models.answer_tokens import answer_tokens, surface_forms
 from probmed.inference.models.hf import yes_probability
 from probmed.inference.models.tiny import build_tokenizer

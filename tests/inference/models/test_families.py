@@ -16,7 +16,8 @@ from probmed.cli import main
 from probmed.core.records import read_predictions, write_questions
 from probmed.inference.answer_parser import parse_answer
 from probmed.inference.answer_store import cache_key, file_hash
-from probmed.inference.models.base import Item, build_backend
+from probmed.inference.models.base import Item
+from probmed.inference.models.registry import build_backend
 from probmed.inference.models.tiny_families import BUILDERS, build_tiny_family
 from probmed.inference.prompting import PromptSet
 
