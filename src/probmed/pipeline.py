@@ -30,6 +30,7 @@ from probmed.benchmark.sources.registry import SOURCES
 from probmed.core.errors import ConfigError, FetchError
 from probmed.core.settings import SETTINGS, get_setting
 from probmed.inference.models.registry import BACKENDS
+from probmed.inference.models.hub import pin_problem
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,7 +114,8 @@ def check_backends(models: Mapping[str, Any]) -> None:
 
 
 def check_model(models: Mapping[str, Any], name: str, key: str) -> None:
-    """Known and enabled in params ``models``; the message names the key that refers to it."""
+    """Known, enabled and (a hub checkpoint) pinned in params ``models``; the message names the key that
+    refers to it."""
     if name not in models:
         raise ConfigError(
             f"params: {key} = {name!r} is not a model; 'models' defines: {', '.join(sorted(models))}"
@@ -121,6 +123,9 @@ def check_model(models: Mapping[str, Any], name: str, key: str) -> None:
     entry = models[name] or {}
     if not entry.get("enabled", True):
         raise ConfigError(f"params: {key} = {name!r} is disabled; enable it with models.{name}.enabled=true")
+    problem = pin_problem(name, entry)
+    if problem:
+        raise ConfigError(f"params: {key} = {name!r}: {problem}")
 
 
 def check_datasets(cfg: Mapping[str, Any], root: str | Path = ".") -> None:

@@ -20,6 +20,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "probmed.cli.scoring",
     "probmed.cli.curation",
     "probmed.cli.predicting",
+    "probmed.cli.models",
     "probmed.cli.pipeline",
     "probmed.cli.finetuning",
 )

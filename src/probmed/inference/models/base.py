@@ -97,6 +97,7 @@ NON_ANSWER_KEYS = frozenset(
     {
         "enabled",
         "description",
+        "hardware",
         "concurrency",
         "rpm",
         "max_retries",

@@ -28,6 +28,7 @@ from typing import Any
 from probmed.core.errors import BackendError, ConfigError, MissingFileError
 from probmed.inference.models.answer_tokens import AnswerTokens, answer_tokens
 from probmed.inference.models.base import Answer, Backend, Item
+from probmed.inference.models.hub import pin_problem
 from probmed.inference.models.families import GENERIC, Family, family_of, load_processor, processor_images
 
 # Files that define what a local checkpoint answers: weights, configs, tokenizer, chat template, and the
@@ -88,14 +89,12 @@ class HFBackend(Backend):
         self.model_id = str(model_id)
         self.local = Path(self.model_id).exists()
         self.revision = cfg.get("revision")
-        if not self.local and not self.revision:
-            raise ConfigError(
-                f"models.{name}: {self.model_id!r} is not a local directory, and a hub id needs a pinned "
-                f"models.{name}.revision (a commit sha): run `probmed pin {name}`"
-            )
         self.trust_remote_code = cfg.get("trust_remote_code", False)
         if not isinstance(self.trust_remote_code, bool):
             raise ConfigError(f"models.{name}.trust_remote_code = {self.trust_remote_code!r}, expected true or false")
+        problem = pin_problem(name, cfg)
+        if problem:
+            raise ConfigError(problem)
         self.adapter = cfg.get("adapter")
         if self.adapter and not Path(self.adapter).exists():
             raise ConfigError(f"models.{name}.adapter: directory {self.adapter} not found")

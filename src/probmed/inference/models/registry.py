@@ -12,6 +12,7 @@ from typing import Any, Mapping
 from probmed.core.errors import ConfigError
 from probmed.core.registry import Registry
 from probmed.inference.models.base import Backend
+from probmed.inference.models.hub import pin_problem
 
 BACKENDS = Registry(
     "model backend",
@@ -34,6 +35,9 @@ def model_config(models: Mapping[str, Any], name: str) -> dict[str, Any]:
     if not cfg.get("enabled", True):
         raise ConfigError(f"model {name!r} is disabled in params.yaml; enable it with models.{name}.enabled=true")
     BACKENDS.check(cfg.get("backend"), f"models.{name}.backend")
+    problem = pin_problem(name, cfg)
+    if problem:
+        raise ConfigError(problem)
     return cfg
 
 

@@ -1,0 +1,69 @@
+"""`probmed models`: the registry and the paper profile, checked and listed."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from probmed.cli import main
+from probmed.core.config import read_yaml_12
+from probmed.core.errors import ConfigError
+from probmed.inference.models.catalog import check_profile, profile_rows
+
+PAPER_TABLE3 = {"LLaVA-v1", "LLaVA-v1.6", "MiniGPT-v2", "LLaVA-Med-v1", "LLaVA-Med-v1.5", "CheXagent", "BiomedGPT",
+                "Med-Flamingo", "RadFM", "Gemini-Pro", "GPT-4V", "GPT-4o"}
+
+
+@pytest.fixture(scope="module")
+def params(repo_root) -> dict:
+    return read_yaml_12(repo_root / "params.yaml")
+
+
+def test_paper_profile_covers_table3_and_every_runnable_model_is_registered(params):
+    models, profiles = params["models"], params["model_profiles"]
+    paper = check_profile(models, profiles, "paper")
+    assert PAPER_TABLE3 <= set(paper)
+    for label, spec in paper.items():
+        if spec.get("model"):
+            entry = models[spec["model"]]
+            assert {"hf": "hf", "api": "openai"}[spec["runs"]] == entry["backend"], label
+            assert entry.get("hardware"), label
+        else:
+            assert spec["why"], label
+
+
+def test_current_models_are_registered_with_hardware_and_unpinned(params):
+    models = params["models"]
+    expected = {"medgemma-4b": "google/medgemma-4b-it", "lingshu-7b": "lingshu-medical-mllm/Lingshu-7B",
+                "huatuogpt-vision-7b": "FreedomIntelligence/HuatuoGPT-Vision-7B-Qwen2.5VL",
+                "llava-med": "chaoyinshe/llava-med-v1.5-mistral-7b-hf", "llava-1.5": "llava-hf/llava-1.5-7b-hf",
+                "qwen2.5-vl-7b": "Qwen/Qwen2.5-VL-7B-Instruct"}
+    for name, model_id in expected.items():
+        entry = models[name]
+        assert entry["model_id"] == model_id and entry["backend"] == "hf" and entry["device"] == "auto"
+        assert "enabled" not in entry and entry["revision"] is None and entry["hardware"]  # enabled once pinned
+        assert not entry.get("trust_remote_code")
+    assert models["gemini-1.5-pro"]["base_url"].startswith("https://generativelanguage.googleapis.com/")
+
+
+def test_profile_errors_name_the_key():
+    models = {"m": {"backend": "hf"}}
+    with pytest.raises(ConfigError, match=r"model_profiles.p.X.runs = 'gpu'"):
+        check_profile(models, {"p": {"X": {"runs": "gpu"}}}, "p")
+    with pytest.raises(ConfigError, match=r"model_profiles.p.X.model = 'zz' is not in models"):
+        check_profile(models, {"p": {"X": {"runs": "hf", "model": "zz"}}}, "p")
+    with pytest.raises(ConfigError, match="must say why"):
+        check_profile(models, {"p": {"X": {"runs": "unsupported"}}}, "p")
+    with pytest.raises(ConfigError, match="model_profiles.q not found"):
+        profile_rows(models, {"p": {}}, "q")
+
+
+def test_models_command_lists_registry_and_profile(repo_root, capsys):
+    assert main(["models", "--params", str(repo_root / "params.yaml"), "--json"]) == 0
+    rows = {r["name"]: r for r in map(json.loads, capsys.readouterr().out.splitlines())}
+    assert rows["lingshu-7b"]["status"] == "not pinned" and rows["tiny"]["status"] == "ready"
+    assert rows["gpt-4o"]["status"].startswith("disabled")
+    assert main(["models", "--params", str(repo_root / "params.yaml"), "--profile", "paper"]) == 0
+    table = capsys.readouterr().out
+    assert table.startswith("| model | runs |") and "| CheXagent | unsupported |" in table
