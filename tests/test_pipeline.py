@@ -409,13 +409,14 @@ def test_bad_config_stops_dvc_repro_before_any_work(tmp_path, repo_root, shared_
     repo = tmp_path / "repo"
     repo.mkdir()
     copy_project(repo_root, repo)
-    edit_params(repo / "params.yaml",  # llava-med: configured, but disabled
+    edit_params(repo / "params.yaml",  # llava-med: configured, but its hub revision is not pinned
                 lambda cfg: cfg["pipeline"]["runs"]["probmed-tiny-cot"].update(model="llava-med"))
     sh("git", "init", "-q", cwd=repo)
     sh(f"{BIN}/probmed", "fetch-data", "--source", str(shared_data), cwd=repo)
     proc = sh(f"{BIN}/dvc", "repro", cwd=repo, check=False)
     assert proc.returncode != 0
-    assert "pipeline.runs.probmed-tiny-cot.model = 'llava-med' is disabled" in proc.stderr + proc.stdout
+    assert "pipeline.runs.probmed-tiny-cot.model = 'llava-med'" in proc.stderr
+    assert "run `probmed pin llava-med`" in proc.stderr
     assert "Running stage 'curate" not in proc.stdout
     assert not (repo / "build").exists()
 
