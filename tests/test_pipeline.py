@@ -169,9 +169,14 @@ def test_plan_lists_every_evaluation_and_writes_a_constant_gate(cfg):
 
 def test_plan_cli_exits_2_with_the_key(repo_root, tmp_path, capsys):
     rc = main(["plan", "--params", str(repo_root / "params.yaml"), "--out-dir", str(tmp_path / "p"),
-               "pipeline.runs.probmed-tiny-cot.model=llava-med"])
+               "pipeline.runs.probmed-tiny-cot.model=gpt-4o"])
     assert rc == 2
-    assert "pipeline.runs.probmed-tiny-cot.model = 'llava-med' is disabled" in capsys.readouterr().err
+    assert "pipeline.runs.probmed-tiny-cot.model = 'gpt-4o' is disabled" in capsys.readouterr().err
+    rc = main(["plan", "--params", str(repo_root / "params.yaml"), "--out-dir", str(tmp_path / "p"),
+               "pipeline.runs.probmed-tiny-cot.model=llava-med"])  # a hub model runs once pinned
+    assert rc == 2
+    err = capsys.readouterr().err
+    assert "pipeline.runs.probmed-tiny-cot.model = 'llava-med'" in err and "probmed pin llava-med" in err
 
 
 def _questions(n_images: int) -> pd.DataFrame:
