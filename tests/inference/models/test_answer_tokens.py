@@ -47,6 +47,7 @@ def test_sentencepiece_style_tokens_count_with_their_space_marker():
     counted = answer_tokens(tok)
     pieces = {tok.convert_ids_to_tokens(i) for i in counted.yes}
     assert {"▁Yes", "▁yes"} <= pieces
+    assert {t["token"] for t in counted.record()["yes"]} == pieces
     assert all(tok.convert_ids_to_tokens(i).lstrip("▁").lower() == "yes" for i in counted.yes)
 
 
@@ -73,4 +74,4 @@ def test_the_default_tiny_tokenizer_counts_exactly_its_two_words():
     counted = answer_tokens(tok)
     assert counted.yes == (tok.convert_tokens_to_ids("yes"),) and counted.no == (tok.convert_tokens_to_ids("no"),)
     record = counted.record()
-    assert record["yes"] == [{"id": counted.yes[0], "text": "yes"}] and record["skipped"] == []
+    assert record["yes"] == [{"id": counted.yes[0], "text": "yes", "token": "yes"}] and record["skipped"] == []

@@ -12,7 +12,7 @@ are recorded with the run (`AnswerTokens.record`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from probmed.core.errors import ConfigError
@@ -72,11 +72,13 @@ class AnswerTokens:
     texts: dict[int, str]
     skipped: tuple[dict[str, Any], ...] = ()
 
+    pieces: dict[int, str] = field(default_factory=dict)  # vocabulary entries ("ĠYes", "▁yes")
+
     def record(self) -> dict[str, Any]:
         """JSON-ready: what the run counted (stored with the predictions)."""
         return {
-            "yes": [{"id": i, "text": self.texts[i]} for i in self.yes],
-            "no": [{"id": i, "text": self.texts[i]} for i in self.no],
+            "yes": [{"id": i, "text": self.texts[i], "token": self.pieces.get(i)} for i in self.yes],
+            "no": [{"id": i, "text": self.texts[i], "token": self.pieces.get(i)} for i in self.no],
             "skipped": list(self.skipped),
         }
 
@@ -98,9 +100,11 @@ def answer_tokens(tokenizer, yes_word: str = "yes", no_word: str = "no") -> Answ
             f"answer tokens: {[sets['yes'][i] for i in shared]} start both {yes_word!r} and {no_word!r}; "
             "logit mode cannot tell them apart"
         )
+    texts = {**sets["yes"], **sets["no"]}
     return AnswerTokens(
         yes=tuple(sorted(sets["yes"])),
         no=tuple(sorted(sets["no"])),
-        texts={**sets["yes"], **sets["no"]},
+        texts=texts,
         skipped=tuple(skipped),
+        pieces={i: str(tokenizer.convert_ids_to_tokens(i)) for i in texts},
     )

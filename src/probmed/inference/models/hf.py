@@ -131,7 +131,10 @@ class HFBackend(Backend):
 
     def run_info(self) -> dict[str, Any]:
         """How the run answered: the model family, the prompt path, and in logit mode the counted token ids."""
-        self.processor()
+        try:
+            self.processor()  # a fully cached run never loaded it
+        except BackendError as exc:  # the answers are safe in the store; say why the facts are missing
+            return {"family": "unknown", "path": "per-question", "error": str(exc)}
         info: dict[str, Any] = {"family": self.family.name, "path": "per-question"}
         if self.answer_tokens is not None:
             info["answer_tokens"] = self.answer_tokens.record()
