@@ -117,14 +117,23 @@ CONDITIONS_BY_ORGAN: dict[str, tuple[str, ...]] = {
     ),
 }
 GENERIC_CONDITIONS: tuple[str, ...] = ("mass", "tumor", "fracture", "cyst", "lesion", "metastasis")
-CONDITIONS_BY_ORGAN_MODALITY: dict[tuple[str, str], tuple[str, ...]] = {
-    ("chest", "x-ray"): CXR14_CONDITIONS,
+# ONE condition vocabulary per organ: ground-truth conditions and their hallucinated twins are both drawn
+# from it (a finding outside it is left out of the questions), so no name is "always yes" by its wording.
+# A modality that cannot show a condition never asks about it, neither as ground truth nor as hallucination
+# (a pulmonary embolism on a radiograph, appendicitis on a plain abdominal film).
+CONDITIONS_NOT_SHOWN: dict[tuple[str, str], tuple[str, ...]] = {
+    ("chest", "x-ray"): ("embolism", "ground-glass opacity"),
+    ("brain", "x-ray"): CONDITIONS_BY_ORGAN["brain"],
+    ("abdomen", "x-ray"): ("pancreatitis", "cholecystitis", "diverticulitis", "appendicitis", "biliary dilation",
+                           "hydronephrosis", "metastasis", "cyst", "abscess"),
+    ("spine", "x-ray"): ("disc herniation", "cord compression", "syringomyelia", "spinal stenosis", "abscess"),
 }
 
 
 def conditions_for(organ: str, modality: str) -> tuple[str, ...]:
-    """Adversarial condition candidates for an image of this organ and modality."""
-    return CONDITIONS_BY_ORGAN_MODALITY.get((organ, modality)) or CONDITIONS_BY_ORGAN.get(organ, GENERIC_CONDITIONS)
+    """The organ's condition vocabulary, less what this modality cannot show."""
+    hidden = set(CONDITIONS_NOT_SHOWN.get((organ, modality), ()))
+    return tuple(c for c in CONDITIONS_BY_ORGAN.get(organ, GENERIC_CONDITIONS) if c not in hidden)
 
 
 # Synonyms in free text (captions, VQA-RAD questions) -> canonical condition name.
@@ -444,21 +453,48 @@ CONDITION_SYNONYMS: dict[str, str] = {
     },
 }
 
-# ChestX-ray14 positions: a small fixed vocabulary built from side x zone
-# (positions.py documents the geometric rules).
-CXR_SIDES: tuple[str, ...] = ("right", "left", "bilateral", "central")
+# Chest radiograph positions: lung zones of the lung field, the mediastinum and the heart
+# (positions.py documents the geometric rules). Each phrase has a footprint of cells
+# ("right:upper" ... "left:lower", "mediastinum", "heart") so overlap is a set intersection.
+CXR_SIDES: tuple[str, ...] = ("right", "left", "both")
 CXR_ZONES: tuple[str, ...] = ("upper", "middle", "lower")
+CARDIAC_POSITION = "cardiac silhouette"
+MEDIASTINAL_POSITION = "mediastinum"
 
 
-def cxr_position(side: str, zone: str) -> str:
-    if side == "bilateral":
-        return f"bilateral {zone} lung zones"
-    if side == "central":
-        return f"central {zone} chest"
-    return f"{side} {zone} lung zone"
+def cxr_position(side: str, zone: str | None) -> str:
+    """``("right", "lower")`` -> ``"right lower lung zone"``; ``("both", None)`` -> ``"both lungs"``;
+    ``("mediastinum", None)`` -> ``"mediastinum"``; ``("heart", None)`` -> ``"cardiac silhouette"``."""
+    if side == "heart":
+        return CARDIAC_POSITION
+    if side == "mediastinum":
+        return MEDIASTINAL_POSITION
+    if side not in CXR_SIDES or (zone is not None and zone not in CXR_ZONES):
+        raise ValueError(f"no chest radiograph position for side {side!r}, zone {zone!r}")
+    if side == "both":
+        return "both lungs" if zone is None else f"both {zone} lung zones"
+    return f"{side} lung" if zone is None else f"{side} {zone} lung zone"
 
 
-CXR_POSITIONS: tuple[str, ...] = tuple(cxr_position(s, z) for s in CXR_SIDES for z in CXR_ZONES)
+def cxr_footprint(position: str) -> frozenset[str] | None:
+    """The cells a chest radiograph position covers, or None when it is not one of CXR_POSITIONS."""
+    if position == CARDIAC_POSITION:
+        return frozenset({"heart"})
+    if position == MEDIASTINAL_POSITION:
+        return frozenset({"mediastinum"})
+    for side in CXR_SIDES:
+        sides = ("right", "left") if side == "both" else (side,)
+        for zone in (*CXR_ZONES, None):
+            if cxr_position(side, zone) == position:
+                zones = CXR_ZONES if zone is None else (zone,)
+                return frozenset(f"{s}:{z}" for s in sides for z in zones)
+    return None
+
+
+# Hallucinated-position candidates on chest radiographs (the heart is never one: it is always there).
+CXR_POSITIONS: tuple[str, ...] = tuple(
+    cxr_position(s, z) for s in CXR_SIDES for z in (*CXR_ZONES, None)
+) + (MEDIASTINAL_POSITION,)
 
 # --- Positions named in text (captions, clinical notes) or derived from boxes, per organ ---
 # A position phrase is "<side> <region>": side in SIDE_NAMES (optional), region from the organ's

@@ -2,7 +2,8 @@
 
 * Abnormal images: every image of the box list. Conditions come from the box
   labels (``Infiltrate`` normalised to ``infiltration``) with positions from
-  positional reasoning on the 1024 px box; labels the label table gives the
+  positional reasoning on the 1024 px box (zones of the lung field; the cells
+  each condition's boxes reach are kept in ``provenance.extents``); labels the label table gives the
   image without a box are known present with no position (never hallucinated);
   the 14 labels the table does not give the image are known absent.
 * Normal images: the ``No Finding`` images (all 14 labels known absent).
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probmed.benchmark.curation.images import normalise_many
-from probmed.benchmark.curation.positions import Box, box_position
+from probmed.benchmark.curation.positions import Box, place_box
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS, CXR14_LABELS
 from probmed.core.records import Finding, ImageRecord
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
@@ -138,8 +139,12 @@ def load_chestxray14(
             result.exclude("unknown label in label table", f"{name}: {'|'.join(unknown)}")
             continue
         findings: list[Finding] = []
+        extents: dict[str, set[str]] = {}
         for b in by_image[name]:
-            f = Finding(CXR14_LABELS[b.label], box_position(b.box))
+            condition = CXR14_LABELS[b.label]
+            placed = place_box(b.box, condition)
+            extents.setdefault(condition, set()).update(placed.extent)
+            f = Finding(condition, placed.position)
             if f not in findings:
                 findings.append(f)
         boxed = {f.condition for f in findings}
@@ -165,6 +170,8 @@ def load_chestxray14(
                     {"label": b.label, **vars(b.box.scaled(size / 1024.0))} for b in by_image[name]
                 ],
                 "table_labels": row["Finding Labels"],
+                # every lung-field cell a condition's boxes reach: no hallucinated position touches them
+                "extents": {c: sorted(cells) for c, cells in sorted(extents.items())},
             },
         )
         pairs.append((src, dst))
