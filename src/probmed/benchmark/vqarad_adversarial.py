@@ -11,8 +11,11 @@ order and the first that applies makes the twin (``how`` records the rule):
 3. ``abnormality``: a whole-image normality question is negated
    ("Is this image abnormal?" -> "Is this image normal?").
 4. ``condition``: a condition named in the question is replaced by another
-   condition of the image's organ vocabulary that is not known present,
-   preferring one known absent (a VQA-RAD question about it answered "no").
+   condition of the image's organ vocabulary whose "no" is true by the truth
+   rules (probmed.benchmark.truth: not named by any QA of the image, not in the
+   overlap group of a present finding, none while a nonspecific finding is
+   present), preferring one known absent (a VQA-RAD question about it answered
+   "no"); article and number follow the new noun ("a cyst", "pneumonia", "cysts").
 5. ``attribute``: normal <-> abnormal, healthy -> diseased, and size/shape
    antonyms (enlarged -> smaller than normal, widened -> narrowed, midline ->
    deviated, preserved -> blunted, adequate -> inadequate, ...).
@@ -22,10 +25,17 @@ order and the first that applies makes the twin (``how`` records the rule):
    about the gallbladder, an abdominal image about the lateral ventricles).
 
 A twin is rejected when its text equals a question of the same image answered
-"yes" or its hallucinated condition is known present. Questions no rule covers
+"yes", its hallucinated condition is known present, or (a side twin) a QA of the
+image places the condition on the flipped side. Both questions of a pair are
+tidied alike (capital letter, one question mark), so punctuation cannot tell
+the twin from its source. Questions no rule covers
 (general-knowledge questions, counts, contrast administration) go to the LLM
 path when an endpoint is configured, otherwise they are excluded with the
-reason. Output: the question-file format with records in pair order (gt
+reason. Every twin records its evidence: ``known_absent`` (one modality and one plane per
+image, an organ out of the field of view, the antonym of an attribute or the
+negation of a normality answered yes, a condition a QA answers "no") or
+``assumed_absent`` (a flipped side, a condition merely not mentioned, an LLM twin).
+Output: the question-file format with records in pair order (gt
 first), qa_type ``vqarad_gt_<k>`` / ``vqarad_hallu_<k>``, ``id`` the image name
 without extension, ``image`` the image file name.
 """
@@ -41,7 +51,10 @@ from typing import Any, Callable
 
 import pandas as pd
 
+from probmed.benchmark import truth
+from probmed.benchmark.curation.tables import condition_nouns
 from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, conditions_for
+from probmed.benchmark.lint import indefinite
 from probmed.core.release_format import question_id
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.benchmark.sources.base import relative_path
@@ -104,10 +117,11 @@ ANATOMY: dict[str, tuple[str, ...]] = {
     "chest": ("costophrenic angles", "cardiac borders", "borders of the heart", "diaphragm", "trachea", "lung markings", "lungs", "heart", "ribs", "chest", "mediastinum"),
     "abdomen": ("gastrointestinal system", "GI tract", "gallbladder", "kidneys", "kidney", "liver", "small bowel", "bowels", "bowel", "appendix", "spleen", "pancreas"),
 }
+# Structures of another body region, (singular, plural) so a twin keeps the number of the word it replaces.
 ANATOMY_TARGET = {
-    "brain": ("gallbladder", "kidneys", "appendix"),
-    "chest": ("lateral ventricles", "optic nerve", "cerebellum"),
-    "abdomen": ("lateral ventricles", "optic nerve", "cerebellum"),
+    "brain": (("gallbladder", "appendix"), ("kidneys",)),
+    "chest": (("optic nerve", "cerebellum"), ("lateral ventricles",)),
+    "abdomen": (("optic nerve", "cerebellum"), ("lateral ventricles",)),
 }
 PRESENCE = re.compile(r"\b(present|visible|seen|visualized|identified|showing|show|of the|in the patient's|contain|markings)\b", re.I)
 # Phrases that match a condition synonym but are not a replaceable noun phrase.
@@ -135,27 +149,47 @@ def _fix_articles(text: str) -> str:
     return re.sub(r"\b([Aa]) ([aeiouAEIOU]|MRI\b|X-ray\b)", r"\1n \2", text)
 
 
-def rule_side(q: str, **_: Any) -> Twin | None:
+def rule_side(q: str, rec: ImageRecord, **_: Any) -> Twin | None:
     if not re.search(r"\b(left|right)\b", q, re.I):
         return None
     out = re.sub(r"\b(left|right)\b", lambda m: {"left": "right", "right": "left"}[m.group(1).lower()], q, flags=re.I)
     side = "right" if re.search(r"\bleft\b", q, re.I) else "left"
-    return Twin(out, "side", side, "left-right flip of a question answered yes")
+    from probmed.benchmark.curation.extract_rules import find_conditions
+
+    for f in find_conditions(q)[0]:  # the condition must not be on the flipped side by any QA of the image
+        places, _ = truth.occupied_positions(rec, f["condition"])
+        if any(p.split()[0] in (side, "bilateral", "both") for p in places if p):
+            return None
+    return Twin(out, "side", side, "assumed_absent")
 
 
 def rule_plane(q: str, **_: Any) -> Twin | None:
     for pat, repl in PLANES:
         out = _sub_all(pat, repl, q)
         if out:
-            return Twin(out, "plane", repl, "the image has one acquisition plane / patient position")
+            return Twin(out, "plane", repl, "known_absent")
     return None
 
 
 def rule_abnormality(q: str, **_: Any) -> Twin | None:
     for pat, repl in WHOLE_IMAGE:
         if re.match(pat, q, re.I):
-            return Twin(repl, "abnormality", "normal", "negation of a whole-image abnormality question answered yes")
+            return Twin(repl, "abnormality", "normal", "known_absent")
     return None
+
+
+def _noun_form(new: str, matched: str, before: str) -> tuple[str, str]:
+    """(replacement text, the text before it) with article and number fitted to the new noun."""
+    noun = condition_nouns().get(new)
+    plural = matched.lower() != CONDITION_SYNONYMS.get(matched.lower(), matched.lower()) and matched.lower().endswith("s")
+    article = re.search(r"\b(an?)\s+$", before, re.I)
+    if noun is None or noun.kind == "mass":
+        return new, before[: article.start()] if article else before
+    if plural and noun.plural:
+        return noun.plural, before
+    if article:
+        return indefinite(new), before[: article.start()]
+    return new, before
 
 
 def rule_condition(q: str, rec: ImageRecord, rng: random.Random, **_: Any) -> Twin | None:
@@ -163,15 +197,16 @@ def rule_condition(q: str, rec: ImageRecord, rng: random.Random, **_: Any) -> Tw
     if not m:
         return None
     asked = _TWIN_SYN[m.group(1).lower()]
-    present = {f.condition for f in rec.findings} | {asked}
-    cands = [c for c in conditions_for(rec.organ, rec.modality) if c not in present and c not in q.lower()]
-    absent = [c for c in cands if c in rec.absent_conditions]
+    allowed = truth.condition_adversaries(rec, conditions_for(rec.organ, rec.modality))
+    cands = [c for c in allowed if c not in truth.overlapping([asked]) and c not in q.lower()]
+    absent = [c for c in cands if c in truth.known_absent_conditions(rec)]
     pool = absent or cands
     if not pool:
         return None
     new = pool[rng.randrange(len(pool))]
-    out = _fix_articles(q[: m.start()] + new + q[m.end() :])
-    ev = "known absent: a VQA-RAD question about it is answered no" if absent else "not known present for this image"
+    phrase, before = _noun_form(new, m.group(1), q[: m.start()])
+    out = _fix_articles(before + phrase + q[m.end() :])
+    ev = "known_absent" if absent else "assumed_absent"
     return Twin(out, "condition", new, ev)
 
 
@@ -179,7 +214,7 @@ def rule_attribute(q: str, **_: Any) -> Twin | None:
     for pat, repl in ATTRIBUTES:
         out = _sub_all(pat, repl, q)
         if out:
-            return Twin(_fix_articles(out), "attribute", repl, "antonym of an attribute answered yes")
+            return Twin(_fix_articles(out), "attribute", repl, "known_absent")
     return None
 
 
@@ -187,7 +222,7 @@ def rule_modality(q: str, rec: ImageRecord, **_: Any) -> Twin | None:
     for pat, repl in MODALITIES:
         out = _sub_all(pat, repl, q)
         if out:
-            return Twin(_fix_articles(out), "modality", repl, f"image modality is {rec.modality}")
+            return Twin(_fix_articles(out), "modality", repl, "known_absent")
     return None
 
 
@@ -197,9 +232,10 @@ def rule_organ(q: str, rec: ImageRecord, rng: random.Random, **_: Any) -> Twin |
     for term in ANATOMY.get(rec.organ, ()):
         m = re.search(rf"\b{re.escape(term)}\b", q, re.I)
         if m:
-            targets = ANATOMY_TARGET[rec.organ]
+            singular, plural = ANATOMY_TARGET[rec.organ]
+            targets = plural if term.endswith("s") and term not in ("GI tract",) else singular
             new = targets[rng.randrange(len(targets))]
-            return Twin(q[: m.start()] + new + q[m.end() :], "organ", new, f"structure outside the imaged region ({rec.organ})")
+            return Twin(q[: m.start()] + new + q[m.end() :], "organ", new, "known_absent")
     return None
 
 
@@ -214,6 +250,12 @@ def exclusion_reason(q: str, question_type: str) -> str:
     if "contrast" in q.lower():
         return "contrast administration: no alternative known to be absent"
     return "no rule applies (no side, plane, condition, attribute, modality or anatomy term)"
+
+
+def tidy(q: str) -> str:
+    """One form for every question of the set: single spaces, a capital letter, exactly one question mark."""
+    q = " ".join(str(q).split()).rstrip(" .?!")
+    return (q[:1].upper() + q[1:] + "?") if q else q
 
 
 def _norm(q: str) -> str:
@@ -245,7 +287,7 @@ def build_vqarad_adversarial(
     excluded: list[dict[str, str]] = []
     k = 0
     for qa in selected:
-        name, q = qa["image_name"], qa["question"]
+        name, q = qa["image_name"], tidy(qa["question"])
         rec = records.get(name)
         if rec is None:
             excluded.append({"qid": str(qa["qid"]), "image": name, "question": q, "reason": "image not usable (see source report)"})
@@ -257,7 +299,7 @@ def build_vqarad_adversarial(
         for rule in () if pre_excluded else RULES:
             cand = rule(q, rec=rec, rng=rng)
             if cand is not None:
-                cand.question = _fix_articles(cand.question)
+                cand.question = tidy(_fix_articles(cand.question))
             if cand is None:
                 continue
             if _norm(cand.question) in yes_by_image.get(name, set()) or _norm(cand.question) == _norm(q):
@@ -267,6 +309,8 @@ def build_vqarad_adversarial(
             break
         if twin is None and not pre_excluded and llm is not None:
             twin = llm({"question": q, "organ": rec.organ, "modality": rec.modality, "known_present": [f.condition for f in rec.findings]})
+            if twin is not None:
+                twin.question = tidy(twin.question)
             if twin is not None and _norm(twin.question) not in yes_by_image.get(name, set()):
                 how = "llm"
             else:

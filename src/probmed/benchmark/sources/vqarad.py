@@ -6,8 +6,24 @@
   documented acquisition (CHEST: radiographs, ABD: axial CT). HEAD images are
   MRI or CT, so without a MODALITY answer they stay ``unknown``, never guessed.
 * findings and positions: conditions named by closed PRES / ABN / POS
-  questions answered "yes" (rule vocabulary, side and region from the
-  question); conditions asked about and answered "no" are known absent.
+  questions answered "yes", and by open ones, in the question ("Where is the
+  mass?" presupposes a mass) or the answer ("What is the abnormality?" ->
+  "right paratracheal mass lesion"), with side and region.
+* known absent: a condition asked about with no side or place and answered
+  "no" ("Is a pleural effusion present?" -> no). "Is there a pneumothorax on the
+  left?" or "... in the liver?" -> no says nothing about the rest of the image,
+  so it is not absence evidence.
+* normal / abnormal: only **whole-image** questions decide (WHOLE_IMAGE: "Is this
+  image normal?", "Are there abnormal findings?", "Is anything wrong in the
+  image?", "Is this image normal or abnormal?"), not "Is the liver normal?".
+  Polarity comes from the answer: "normal?" + yes is normal, "abnormal?" + yes
+  is abnormal, a choice question is read from the word answered. The image
+  is abnormal when a whole-image answer says so or a finding is present, normal
+  only when a whole-image answer says so and nothing contradicts it; when its QA
+  disagree (two whole-image answers, or "normal" beside a present finding) the
+  image is left unknown and asks no abnormality question.
+* every QA pair is kept in ``provenance.qa`` (question, answer, type), so
+  hallucinated organs, conditions and positions are checked against all of them.
 * split: ``test`` when the image has any test-split QA (phrase_type
   test_freeform / test_para), else ``train``.
 """
@@ -15,6 +31,7 @@
 from __future__ import annotations
 
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -31,7 +48,25 @@ ORGANS = {"HEAD": "brain", "CHEST": "chest", "ABD": "abdomen"}
 DOCUMENTED_MODALITY = {"CHEST": "x-ray", "ABD": "ct"}
 TEST_PHRASES = {"test_freeform", "test_para"}
 REQUIRED = ("qid", "image_name", "image_organ", "question", "answer", "answer_type", "question_type", "phrase_type")
-WHOLE_IMAGE = ("this image", "the image", "this study", "this scan", "anything", "any abnormal", "abnormal findings", "this film")
+# Whole-image normality questions: (pattern on the lower-cased question without punctuation, what a "yes"
+# says: True = abnormal, False = normal, None = a choice question whose answer names the word).
+_SUBJECT = r"(this|the) (\w+ )?(image|scan|study|film|picture|radiograph|x ?ray|xray|ct|mri)( study)?"
+WHOLE_IMAGE: tuple[tuple[str, bool | None], ...] = (
+    (rf"^(is|are) {_SUBJECT} normal or abnormal$", None),
+    (rf"^(is|are) {_SUBJECT} (normal|healthy|unremarkable)$", False),
+    (r"^is this an? (normal|healthy) (image|scan|study|film|picture|radiograph|x ?ray|ct|mri)$", False),
+    (r"^is this an image of normal physiology$", False),
+    (r"^are the findings normal$", False),
+    (rf"^(is|are) {_SUBJECT} abnormal$", True),
+    (r"^is this an abnormal (image|scan|study|film|picture|radiograph|x ?ray|ct|mri)$", True),
+    (r"^(is|are) there (an |any )?(abnormality|abnormalities|abnormal findings)( (in|on) (this|the) (image|scan|study|film))?$", True),
+    (r"^(is )?anything (abnormal|wrong|irregular|not normal) in (this|the) (image|scan|study|film)$", True),
+    (rf"^does {_SUBJECT} (represent|show) an abnormality$", True),
+)
+# A question restricted to a side or a place says nothing about the rest of the image.
+_LOCATIVE = re.compile(r"\b(left|right|bilateral|both)\b|\b(in|on|of|at|within|near|under|along|above|below) (the|this|a|an) ")
+NOTHING = frozenset({"no", "none", "nothing", "normal", "not seen", "n/a"})
+_WHOLE_RE = [(re.compile(p), says) for p, says in WHOLE_IMAGE]
 
 
 def read_qa(data_dir: Path, result: SourceResult | None = None) -> list[dict[str, Any]]:
@@ -85,37 +120,65 @@ def qa_modality(qas: list[dict[str, Any]]) -> str | None:
     return votes.most_common(1)[0][0] if votes else None
 
 
+def whole_image_vote(qa: dict[str, Any]) -> bool | None:
+    """True (abnormal) / False (normal) when ``qa`` is a whole-image normality question, else None."""
+    q = re.sub(r"[^a-z0-9 ]", " ", qa["question"].lower())
+    q = " ".join(q.split())
+    ans = qa["answer"].lower().strip(" .")
+    for rx, says in _WHOLE_RE:
+        if not rx.match(q):
+            continue
+        if says is None:  # "normal or abnormal": the answer names the word
+            return {"abnormal": True, "normal": False}.get(ans)
+        if ans in ("yes", "no"):
+            return says if ans == "yes" else not says
+        return None
+    return None
+
+
+def _findings_of(qa: dict[str, Any]) -> tuple[list[Finding], list[str]]:
+    """(present findings, known-absent conditions) one QA pair states."""
+    qt, ans = qa["question_type"], qa["answer"].lower().strip(" .")
+    if not any(t in qt for t in ("PRES", "ABN", "POS")):
+        return [], []
+    if qa["answer_type"] == "OPEN":
+        if ans in NOTHING:
+            return [], []
+        # "Where is the mass?" presupposes the mass; "What is the abnormality?" is answered by one
+        found = find_conditions(qa["question"])[0] + find_conditions(qa["answer"])[0]
+        return [Finding(f["condition"], f["position"]) for f in found], []
+    if ans not in ("yes", "no"):
+        return [], []
+    found, negated = find_conditions(qa["question"])
+    if negated:
+        return [], []  # a negated question ("is there no ...") is too easy to misread; skip it
+    if ans == "yes":
+        return [Finding(f["condition"], f["position"]) for f in found], []
+    if _LOCATIVE.search(qa["question"].lower()):
+        return [], []  # "a pneumothorax in the left apex?" -> no: it may be elsewhere
+    return [], [f["condition"] for f in found]
+
+
 def image_facts(qas: list[dict[str, Any]]) -> tuple[list[Finding], list[str], bool | None]:
-    """(present findings, known-absent conditions, abnormal) from closed PRES/ABN/POS QA."""
+    """(present findings, known-absent conditions, abnormal) from the image's QA (module docstring)."""
     present: list[Finding] = []
     absent: list[str] = []
-    abnormal: bool | None = None
+    votes: set[bool] = set()
     for qa in qas:
-        qt = qa["question_type"]
-        if qa["answer_type"] != "CLOSED" or not any(t in qt for t in ("PRES", "ABN", "POS")):
+        vote = whole_image_vote(qa)
+        if vote is not None:
+            votes.add(vote)
             continue
-        ans = qa["answer"].lower()
-        if ans not in ("yes", "no"):
-            continue
-        q = qa["question"].lower()
-        if "ABN" in qt and any(w in q for w in WHOLE_IMAGE):
-            says_abnormal = ("abnormal" in q or "not normal" in q or "lesion" in q)
-            abnormal = (ans == "yes") == says_abnormal
-        found, negated = find_conditions(qa["question"])
-        if negated:
-            continue  # a negated question ("is there no ...") is too easy to misread; skip it
-        for f in found:
-            if ans == "yes":
-                finding = Finding(f["condition"], f["position"])
-                if finding not in present:
-                    present.append(finding)
-            elif f["condition"] not in absent:
-                absent.append(f["condition"])
+        found, gone = _findings_of(qa)
+        present += [f for f in found if f not in present]
+        absent += [c for c in gone if c not in absent]
     names = {f.condition for f in present}
     absent = [c for c in absent if c not in names]
-    if present:
-        abnormal = True
-    return present, absent, abnormal
+    if len(votes) > 1 or (votes == {False} and present):
+        return present, absent, None  # the image's own QA disagree
+    if votes:
+        return present, absent, votes.pop()
+    return present, absent, True if present else None
 
 
 def load_vqarad(data_dir: Path, image_root: Path) -> SourceResult:
@@ -157,7 +220,12 @@ def load_vqarad(data_dir: Path, image_root: Path) -> SourceResult:
                 absent_conditions=absent,
                 image_path=relative_path(img_dir / name, image_root),
                 split="test" if any(qa["test"] for qa in items) else "train",
-                provenance={"origin": name, "qids": [str(qa["qid"]) for qa in items], "image_organ": organ_code},
+                provenance={
+                    "origin": name,
+                    "qids": [str(qa["qid"]) for qa in items],
+                    "image_organ": organ_code,
+                    "qa": [[qa["question"], qa["answer"], qa["question_type"]] for qa in items],
+                },
             )
         )
     if not result.records:

@@ -1,0 +1,89 @@
+"""Clinical data tables, kept as CSV so a clinician can review them without reading code.
+
+* ``condition_nouns.csv``: count / mass noun and plural of every condition name
+  (articles and number in questions; the grammar lint).
+* ``field_of_view.csv``: organs in view on an image of a (modality, organ):
+  never asked as a hallucinated organ.
+* ``condition_overlap.csv``: groups of conditions that overlap clinically: a
+  member of a present finding's group is never asked as a hallucinated condition.
+* ``region_overlap.csv``: position regions of one organ that overlap (one contains
+  or shares tissue with the other): never an adversary of each other.
+
+Lines starting with ``#`` are comments. Each loader is cached: the tables are read once.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+from typing import Iterator
+
+
+class TableError(ValueError):
+    """A data table is malformed; the message names the file, line and field."""
+
+
+def _rows(name: str, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, str]]]:
+    text = resources.files(__name__).joinpath(name).read_text(encoding="utf-8")
+    lines = [(i, line) for i, line in enumerate(text.splitlines(), start=1) if line.strip() and not line.startswith("#")]
+    reader = csv.reader([line for _, line in lines])
+    header = next(reader, None)
+    if header is None or tuple(h.strip() for h in header) != columns:
+        raise TableError(f"{name}: header {header!r}, expected {list(columns)}")
+    for (lineno, _), row in zip(lines[1:], reader):
+        if len(row) != len(columns):
+            raise TableError(f"{name}: line {lineno}: {len(row)} fields, expected {len(columns)}")
+        yield lineno, {c: v.strip() for c, v in zip(columns, row)}
+
+
+@dataclass(frozen=True)
+class Noun:
+    name: str
+    kind: str  # count | mass | either
+    plural: str | None
+
+
+NOUN_KINDS = ("count", "mass", "either")
+
+
+@lru_cache(maxsize=None)
+def condition_nouns() -> dict[str, Noun]:
+    out: dict[str, Noun] = {}
+    for lineno, row in _rows("condition_nouns.csv", ("condition", "kind", "plural")):
+        if row["kind"] not in NOUN_KINDS:
+            raise TableError(f"condition_nouns.csv: line {lineno}: kind {row['kind']!r} not in {NOUN_KINDS}")
+        if row["kind"] != "mass" and not row["plural"]:
+            raise TableError(f"condition_nouns.csv: line {lineno}: a {row['kind']} noun needs a plural")
+        out[row["condition"]] = Noun(row["condition"], row["kind"], row["plural"] or None)
+    return out
+
+
+@lru_cache(maxsize=None)
+def field_of_view() -> dict[tuple[str, str], frozenset[str]]:
+    """(modality, organ) -> organs in view; modality ``*`` applies to every modality."""
+    out: dict[tuple[str, str], set[str]] = {}
+    for _, row in _rows("field_of_view.csv", ("modality", "organ", "in_view", "why")):
+        out.setdefault((row["modality"], row["organ"]), set()).add(row["in_view"])
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+@lru_cache(maxsize=None)
+def overlap_groups() -> dict[str, frozenset[str]]:
+    """Group name -> member conditions."""
+    out: dict[str, set[str]] = {}
+    for _, row in _rows("condition_overlap.csv", ("group", "condition")):
+        out.setdefault(row["group"], set()).add(row["condition"])
+    return {k: frozenset(v) for k, v in out.items()}
+
+
+@lru_cache(maxsize=None)
+def region_overlaps() -> dict[str, frozenset[tuple[str, str]]]:
+    """Organ -> unordered pairs of overlapping regions (both orders)."""
+    out: dict[str, set[tuple[str, str]]] = {}
+    for _, row in _rows("region_overlap.csv", ("organ", "region", "overlaps")):
+        pairs = out.setdefault(row["organ"], set())
+        pairs.add((row["region"], row["overlaps"]))
+        pairs.add((row["overlaps"], row["region"]))
+    return {k: frozenset(v) for k, v in out.items()}
