@@ -1,0 +1,158 @@
+"""Adversarial values drawn so that no question text predicts its answer.
+
+A question text ("Is this an X-ray image?", "Is there evidence of a mass in this
+image?") is asked as a ground-truth question (answer yes) on the images where
+its value is true, and as an adversarial question (answer no) on images where
+it is not. A text-only model learns nothing from the text when each text is
+answered "yes" about as often as "no" across the set. Two tools get there:
+
+* :func:`balanced_subset` (categories with one pair per image: modality, organ):
+  the largest set of images whose pairs *can* balance. With a dominant value
+  (X-ray on most images) or a field-of-view rule that leaves one adversary
+  (a chest image may only be asked about the brain), not every image can be
+  asked; a small integer program (a circulation: every value's yes-count equals
+  its no-count) picks how many images of each kind are asked, and a seeded
+  draw picks which.
+* :func:`assign_balanced` (every category): each adversarial slot takes a value
+  among the candidates the truth rules allow so that every value is asked as a
+  hallucination exactly as often as it is ground truth (where the truth rules
+  leave enough slots that can take it), known-absent candidates first. Surplus
+  slots (the single hallucinated condition of normal images) go to the values
+  most often ground truth, so their texts lean "no" the least.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Hashable, Mapping, Sequence
+
+import numpy as np
+
+SEGMENTS = 100
+KNOWN_ABSENT = "known_absent"
+ASSUMED_ABSENT = "assumed_absent"
+
+
+@dataclass(frozen=True)
+class Slot:
+    """One adversarial question to fill: the values the truth rules allow for it."""
+
+    key: Hashable
+    candidates: tuple[str, ...]
+    known_absent: frozenset[str] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True)
+class Choice:
+    value: str
+    evidence: str  # KNOWN_ABSENT | ASSUMED_ABSENT
+
+
+def assign_balanced(slots: Sequence[Slot], targets: Mapping[str, int], rng: random.Random) -> dict[Hashable, Choice | None]:
+    """Each slot's value (None: no candidate), so that every value is used as often as its target.
+
+    A transportation problem solved exactly (an integer program whose matrix is a
+    network matrix): every slot takes one of its candidates; a value used fewer
+    times than its target costs most, one used more often costs less the more
+    often it is ground truth (surplus slots spread over the common values);
+    known-absent candidates are preferred, and seeded noise in the costs picks a
+    random assignment among the equally good ones.
+    """
+    from scipy.optimize import Bounds, LinearConstraint, milp
+    from scipy.sparse import coo_matrix
+
+    live = [s for s in slots if s.candidates]
+    out: dict[Hashable, Choice | None] = {s.key: None for s in slots if not s.candidates}
+    if not live:
+        return out
+    values = sorted({c for s in live for c in s.candidates})
+    vidx = {v: i for i, v in enumerate(values)}
+    pairs = [(si, c) for si, s in enumerate(live) for c in s.candidates]
+    n_x, n_v = len(pairs), len(values)
+    reach = Counter(c for _, c in pairs)
+    # surplus uses of a value in pieces of ~1% of its target; a piece costs 1 + the surplus share it brings the
+    # value to, a convex cost the program fills cheapest first, so surplus spreads in proportion to the targets
+    # (beyond doubling a value, or on a value never ground truth: cost 3, the last resort)
+    extra = []  # (value index, width, cost)
+    for v in values:
+        t = targets.get(v, 0)
+        width = -(-(t + 1) // SEGMENTS)
+        pieces = min(-(-reach[v] // width), -(-t // width)) if t else 0
+        extra += [(vidx[v], width, 1.0 + k * width / t) for k in range(1, pieces + 1)]
+        extra += [(vidx[v], reach[v], 3.0)]
+    cost = [(0.0 if c in live[si].known_absent else 0.5) + 0.01 * rng.random() for si, c in pairs]
+    cost += [c for _, _, c in extra] + [1000.0] * n_v
+    rows = [r for si, c in pairs for r in (si, len(live) + vidx[c])]
+    cols = [j for j in range(n_x) for _ in (0, 1)]
+    data = [1.0] * (2 * n_x)
+    rows += [len(live) + i for i, _, _ in extra] + [len(live) + i for i in range(n_v)]
+    cols += list(range(n_x, n_x + len(extra) + n_v))
+    data += [-1.0] * len(extra) + [1.0] * n_v
+    n = n_x + len(extra) + n_v
+    a = coo_matrix((data, (rows, cols)), shape=(len(live) + n_v, n)).tocsr()
+    rhs = np.array([1.0] * len(live) + [float(targets.get(v, 0)) for v in values])
+    upper = np.array([1.0] * n_x + [float(w) for _, w, _ in extra] + [np.inf] * n_v)
+    res = milp(c=np.array(cost), constraints=[LinearConstraint(a, rhs, rhs)], integrality=np.ones(n), bounds=Bounds(0, upper))
+    if not res.success:  # pragma: no cover - always feasible (surplus and shortfall absorb everything)
+        raise RuntimeError(f"balanced assignment: {res.message}")
+    for j in np.flatnonzero(np.rint(res.x[:n_x]) > 0):
+        si, c = pairs[j]
+        out[live[si].key] = Choice(c, KNOWN_ABSENT if c in live[si].known_absent else ASSUMED_ABSENT)
+    return out
+
+
+def balanced_subset(items: Sequence[tuple[Hashable, str, tuple[str, ...]]], rng: random.Random) -> set[Hashable]:
+    """Keys of the largest subset of one-pair-per-image items whose texts can balance exactly.
+
+    ``items``: (key, ground-truth value, allowed adversary values). Items with the
+    same value and the same allowed set are interchangeable; the program decides how
+    many of each kind to keep, the seeded ``rng`` which ones.
+    """
+    from scipy.optimize import LinearConstraint, milp
+
+    groups: dict[tuple[str, tuple[str, ...]], list[Hashable]] = {}
+    for key, value, allowed in items:
+        if allowed:
+            groups.setdefault((value, tuple(sorted(allowed))), []).append(key)
+    if not groups:
+        return set()
+    kinds = sorted(groups)
+    values = sorted({v for v, _ in kinds} | {a for _, allowed in kinds for a in allowed})
+    var = [(g, a) for g in kinds for a in g[1]]  # x[g, a]: items of kind g asked with adversary a
+    n = len(var)
+    cap = np.zeros((len(kinds), n))
+    flow = np.zeros((len(values), n))
+    for j, (g, a) in enumerate(var):
+        cap[kinds.index(g), j] = 1
+        flow[values.index(g[0]), j] += 1  # a yes for the item's own value
+        flow[values.index(a), j] -= 1  # a no for its adversary
+    sizes = np.array([len(groups[g]) for g in kinds], dtype=float)
+    balanced = [LinearConstraint(cap, 0, sizes), LinearConstraint(flow, 0, 0)]
+    first = milp(c=-np.ones(n), constraints=balanced, integrality=np.ones(n), bounds=(0, np.inf))
+    if not first.success:  # pragma: no cover - the all-zero solution is always feasible
+        raise RuntimeError(f"balanced subset: {first.message}")
+    # among the largest subsets, the fairest: every kind keeps at least the same share t of its items
+    # (variables x..., t; maximise t with the total fixed), so no kind is left out while another is kept whole
+    total = float(np.rint(-first.fun))
+    share = np.hstack([cap, -sizes[:, None]])
+    res = milp(
+        c=np.r_[np.zeros(n), -1.0],
+        constraints=[LinearConstraint(np.hstack([cap, np.zeros((len(kinds), 1))]), 0, sizes),
+                     LinearConstraint(np.hstack([flow, np.zeros((len(values), 1))]), 0, 0),
+                     LinearConstraint(np.r_[np.ones(n), 0.0][None, :], total, total),
+                     LinearConstraint(share, 0, np.inf)],
+        integrality=np.r_[np.ones(n), 0],
+        bounds=(0, np.r_[np.full(n, np.inf), 1.0]),
+    )
+    if not res.success:  # pragma: no cover - the first solution with t = 0 is feasible
+        raise RuntimeError(f"balanced subset: {res.message}")
+    keep: set[Hashable] = set()
+    counts = np.rint(res.x[:n]).astype(int)
+    for gi, g in enumerate(kinds):
+        k = int(sum(counts[j] for j, (gg, _) in enumerate(var) if gg == g))
+        members = list(groups[g])
+        rng.shuffle(members)
+        keep.update(members[:k])
+    return keep

@@ -1,0 +1,51 @@
+"""Balancing adversarial values: exact where the truth rules allow it, fair where they do not."""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+
+from probmed.benchmark.balance import ASSUMED_ABSENT, KNOWN_ABSENT, Slot, assign_balanced, balanced_subset
+
+
+def test_every_value_is_hallucinated_as_often_as_it_is_ground_truth() -> None:
+    rng = random.Random(0)
+    values = ["a"] * 30 + ["b"] * 20 + ["c"] * 10
+    slots = [Slot(i, tuple(x for x in "abc" if x != v)) for i, v in enumerate(values)]
+    got = assign_balanced(slots, Counter(values), rng)
+    assert Counter(c.value for c in got.values()) == Counter(values)
+    assert all(got[i].value != v for i, v in enumerate(values))  # never the slot's own value
+
+
+def test_known_absent_preferred_and_surplus_spread_in_proportion() -> None:
+    rng = random.Random(1)
+    slots = [Slot(i, ("a", "b"), frozenset({"b"})) for i in range(10)]
+    got = assign_balanced(slots, {"a": 5, "b": 5}, rng)
+    assert Counter(c.value for c in got.values()) == {"a": 5, "b": 5}
+    assert {c.evidence for c in got.values() if c.value == "b"} == {KNOWN_ABSENT}
+    assert {c.evidence for c in got.values() if c.value == "a"} == {ASSUMED_ABSENT}
+    # 300 slots for targets 100 + 50: the 150 surplus follow the targets (about 2:1), never the unseen value
+    many = [Slot(i, ("a", "b", "never")) for i in range(300)]
+    used = Counter(c.value for c in assign_balanced(many, {"a": 100, "b": 50}, rng).values())
+    assert used["never"] == 0 and abs(used["a"] - 2 * used["b"]) <= 6
+
+
+def test_slots_without_candidates_stay_empty() -> None:
+    got = assign_balanced([Slot("x", ()), Slot("y", ("a",))], {"a": 1}, random.Random(0))
+    assert got["x"] is None and got["y"].value == "a"
+
+
+def test_balanced_subset_caps_a_dominant_value_fairly() -> None:
+    rng = random.Random(0)
+    # X-ray on 80 images, CT on 15, MRI on 5: at most 20 X-ray images can balance the other two
+    items = [(f"x{i}", "x-ray", ("ct", "mri")) for i in range(80)]
+    items += [(f"c{i}", "ct", ("x-ray", "mri")) for i in range(15)] + [(f"m{i}", "mri", ("x-ray", "ct")) for i in range(5)]
+    keep = balanced_subset(items, rng)
+    kept = Counter(v for k, v, _ in items if k in keep)
+    assert kept == {"x-ray": 20, "ct": 15, "mri": 5}
+    # a chest image may only be asked about the brain: chest and abdomen share the brain images fairly
+    organs = [(f"h{i}", "chest", ("brain",)) for i in range(90)] + [(f"a{i}", "abdomen", ("brain",)) for i in range(10)]
+    organs += [(f"b{i}", "brain", ("chest", "abdomen")) for i in range(20)]
+    keep = balanced_subset(organs, rng)
+    kept = Counter(v for k, v, _ in organs if k in keep)
+    assert kept == {"brain": 20, "chest": 18, "abdomen": 2}  # the same share (20%) of chest and abdominal images
