@@ -23,12 +23,13 @@ def test_curate_generate_stats(shared_data: Path, repo_root: Path, tmp_path: Pat
     out = tmp_path / "q"
     args = ["generate", "--records", str(tmp_path / "vqarad.parquet"), str(tmp_path / "medicat.parquet"),
             "--out", str(out / "q.parquet"), "--official", str(out / "test.json"), "--report", str(out / "rep.json"), *params]
-    assert main([*args, "--seed", "7", "--strategy", "popular"]) == 0
+    assert main([*args, "--seed", "7", "--strategy", "popular", "audit.enforce=false"]) == 0  # POPE popular fails the gate
     q = read_questions(out / "q.parquet")
     assert read_question_file(out / "test.json")["qid"].tolist() == q["qid"].tolist()
     assert (repo_root / q["image_path"].iat[0]).is_file()  # paths relative to the image root
     gen = json.loads((out / "rep.json").read_text())
     assert gen["seed"] == 7 and gen["strategy"] == "popular" and gen["questions"] == len(q)
+    assert gen["gate"]["passed"] is False and (out / "q.audit" / "audit.md").is_file()
     assert set(q.strategy) <= {"gt", "popular"}
     assert main(["stats", "--questions", str(out / "q.parquet"), "--records", str(tmp_path / "vqarad.parquet"),
                  "--out", str(tmp_path / "stats"), *params]) == 0
@@ -41,3 +42,21 @@ def test_generate_without_records_fails_clearly(tmp_path: Path, repo_root: Path,
     rc = main(["generate", "--records", str(tmp_path / "none.parquet"), "--out", str(tmp_path / "q.parquet"), "--params", str(repo_root / "params.yaml")])
     assert rc == 2 and "run `probmed curate` first" in capsys.readouterr().err
     assert not (tmp_path / "q.parquet").exists()
+
+
+def test_generate_gate_fails_on_an_unbalanced_set(shared_data: Path, repo_root: Path, tmp_path: Path, capsys) -> None:
+    """POPE's popular strategy asks every image about the most common values: the text alone answers it."""
+    params = ["--params", str(repo_root / "params.yaml")]
+    assert main(["curate", "vqarad", "--data", str(shared_data / "vqa-rad"), "--out", str(tmp_path / "v.parquet"),
+                 "--image-root", str(repo_root), *params]) == 0
+    capsys.readouterr()
+    args = ["generate", "--records", str(tmp_path / "v.parquet"), "--out", str(tmp_path / "q.parquet"),
+            "--official", str(tmp_path / "test.json"), "--report", str(tmp_path / "rep.json"), *params]
+    assert main([*args, "--strategy", "popular"]) == 2
+    err = capsys.readouterr().err
+    assert "fails the audit gate" in err and "points above exact random" in err and "audit.enforce=false" in err
+    assert not (tmp_path / "q.parquet").exists() and not (tmp_path / "test.json").exists()  # nothing half-made
+    assert json.loads((tmp_path / "rep.json").read_text())["gate"]["passed"] is False
+    assert (tmp_path / "q.audit" / "audit.md").read_text().count("FAILED") == 1
+    assert main([*args, "--strategy", "balanced"]) == 0  # the same records, balanced: the gate passes
+    assert json.loads((tmp_path / "rep.json").read_text())["gate"] == {"passed": True, "enforced": True, "failures": []}

@@ -23,6 +23,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "probmed.cli.models",
     "probmed.cli.pipeline",
     "probmed.cli.finetuning",
+    "probmed.cli.audit",
 )
 
 

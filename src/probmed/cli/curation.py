@@ -69,8 +69,12 @@ def cmd_curate(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
-    from probmed.core.release_format import write_question_file
+    import sys
+
+    from probmed.benchmark.audit import gate, run_audit
     from probmed.benchmark.questions import generate_questions
+    from probmed.cli.audit import audit_settings, write_audit
+    from probmed.core.release_format import write_question_file
 
     cfg = _params(args)
     paths = args.records or list(cfg.questions.records)
@@ -80,16 +84,31 @@ def cmd_generate(args: argparse.Namespace) -> int:
             raise UserError(f"record table {p} not found (run `probmed curate` first)")
         records += read_image_records(p)
     seed = args.seed if args.seed is not None else (cfg.questions.seed if cfg.questions.seed is not None else cfg.seed)
+    strategy = args.strategy or cfg.questions.strategy
     t0 = time.perf_counter()
-    frame, report = generate_questions(records, seed=int(seed), strategy=args.strategy or cfg.questions.strategy, progress=True)
+    frame, report = generate_questions(records, seed=int(seed), strategy=strategy, progress=True)
     out = Path(args.out or cfg.questions.out)
+    settings = audit_settings(cfg)
+    # the gate: the set must not be answerable from its texts, every "no" must be true, every question must read right
+    audit = run_audit(frame, records, None, settings, source=str(out))
+    verdict = gate(audit, settings.max_oracle_margin, settings.enforce)
+    audit_dir = Path(args.audit_dir or out.with_suffix("").as_posix() + ".audit")
+    write_audit(audit, verdict.to_json(), audit_dir)
+    rep = {**report.to_json(), "seed": int(seed), "strategy": strategy, "seconds": round(time.perf_counter() - t0, 2),
+           "records": paths, "gate": verdict.to_json()}
+    write_json_atomic(rep, args.report or cfg.questions.report)
+    if not verdict.passed:
+        lines = "\n  ".join(verdict.failures)
+        if settings.enforce:
+            raise UserError(f"the question set fails the audit gate (see {audit_dir / 'audit.md'}; "
+                            f"audit.enforce=false makes this a warning):\n  {lines}")
+        print(f"probmed generate: warning: the question set fails the audit gate (audit.enforce=false):\n  {lines}", file=sys.stderr)
     write_questions(frame, out)
     official = args.official or cfg.questions.official
     if official:
         write_question_file(frame, official)
-    rep = {**report.to_json(), "seed": int(seed), "strategy": args.strategy or cfg.questions.strategy, "seconds": round(time.perf_counter() - t0, 2), "records": paths}
-    write_json_atomic(rep, args.report or cfg.questions.report)
-    print(f"{rep['questions']} questions on {rep['images']} images -> {out}" + (f" and {official}" if official else ""))
+    print(f"{rep['questions']} questions on {rep['images']} images -> {out}" + (f" and {official}" if official else "")
+          + f"; audit gate {'passed' if verdict.passed else 'FAILED'} ({audit_dir / 'audit.md'})")
     for k, v in rep["excluded"].items():
         print(f"  excluded ({k}): {v['count']}")
     return 0
@@ -116,7 +135,7 @@ def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
                 obj = client.ask("vqarad-twin", system, json.dumps(ctx, sort_keys=True), schema)
             except LLMAnswerError:
                 return None
-            return Twin(obj["question"], "llm", obj["entity"], "written by the LLM twin prompt")
+            return Twin(obj["question"], "llm", obj["entity"], "assumed_absent")
 
     data = Path(args.data or cfg.curate.vqarad.data)
     frame, report = build_vqarad_adversarial(data, Path(args.image_root or cfg.curate.image_root), int(cfg.seed), llm)
@@ -229,8 +248,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out", help="question table (default questions.out)")
     p.add_argument("--official", help="original-format question file (default questions.official)")
     p.add_argument("--report", help="generation report JSON (default questions.report)")
-    p.add_argument("--strategy", choices=("random", "popular", "adversarial"))
+    p.add_argument("--strategy", choices=("balanced", "random", "popular", "adversarial"))
     p.add_argument("--seed", type=int)
+    p.add_argument("--audit-dir", help="where the gate's audit.md / audit.json go (default: <out>.audit/)")
     _common(p)
     p.set_defaults(func=cmd_generate)
 

@@ -286,6 +286,23 @@ class Tracker:
         self.client.set_terminated(run_id, "FINISHED")
         return run_id
 
+    def log_audit(self, metrics: Mapping[str, float], audit_dir: str | Path, question_set: str) -> str:
+        """A question set's audit (headline metrics, audit.md / audit.json) as an ``audit`` run, updated in place."""
+        existing = self.find_run(kind="audit", question_set=question_set)
+        if existing is None:
+            run_id = self.client.create_run(
+                self.experiment_id,
+                run_name=f"audit/{question_set}",
+                tags={f"{TAG_PREFIX}kind": "audit", f"{TAG_PREFIX}question_set": question_set},
+            ).info.run_id
+        else:
+            run_id = existing.info.run_id
+        self.client.set_tag(run_id, f"{TAG_PREFIX}git_commit", git_commit())
+        self.client.log_batch(run_id, metrics=[Metric(metric_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())])
+        self.client.log_artifacts(run_id, str(audit_dir), "audit")
+        self.client.set_terminated(run_id, "FINISHED")
+        return run_id
+
     def attach(self, run_ids: Iterable[str], path: str | Path, artifact_dir: str) -> None:
         """Log one file or directory into several runs (the shared report into every evaluation run)."""
         path = Path(path)

@@ -1,0 +1,156 @@
+"""`probmed audit`: can a question set be passed without looking at the image, and is every "no" true?
+
+For any question set, generated or imported (an imported set is audited as it
+is, never rebalanced):
+
+* text-only models (the oracle and the blind baseline, audit.scores) scored by
+  the project scorer beside the exact random baseline, per category, overall
+  (original weighting) and per image type;
+* distinct texts and their yes-ratio spread per category and image type,
+  duplicate questions per image, the evidence of every "no", grammar lint
+  (audit.texts);
+* "no" answers contradicted by the image's metadata or QA (audit.truthcheck;
+  needs the image records);
+* how well simple pixel statistics separate normal from abnormal images within
+  an image type (audit.pixels; needs the image files);
+* the image-type mix beside the paper's Table 1.
+
+The gate (:func:`gate`) turns the audit into a pass/fail for the generation stage.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Sequence
+
+import numpy as np
+import pandas as pd
+
+from probmed.benchmark.audit.oracle import OracleSettings
+from probmed.core.records import ImageRecord
+
+__all__ = ["AuditSettings", "GateResult", "gate", "run_audit", "image_mix"]
+
+
+@dataclass(frozen=True)
+class AuditSettings:
+    """The ``audit:`` section of params.yaml (defaults mirror it)."""
+
+    folds: int = 5
+    alpha: float = 0.05
+    seed: int = 0
+    max_oracle_margin: float = 5.0
+    enforce: bool = True
+    pixel_folds: int = 5
+    log_to_mlflow: bool = True
+
+    @classmethod
+    def from_mapping(cls, section: Any) -> "AuditSettings":
+        from probmed.core.config import ConfigError
+
+        section = dict(section or {})
+        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
+        if unknown:
+            raise ConfigError(f"params: unknown key(s) under 'audit': {unknown}")
+        return cls(**section)
+
+    @property
+    def oracle(self) -> OracleSettings:
+        return OracleSettings(folds=self.folds, alpha=self.alpha)
+
+
+def image_mix(questions: pd.DataFrame) -> list[dict[str, Any]]:
+    """Images per image type and their share, beside the paper's Table 1 share."""
+    from probmed.core.paper import PAPER_TABLE1_IMAGES, paper_share
+
+    counts = questions.groupby("image_type")["image_id"].nunique().sort_values(ascending=False)
+    total = int(questions["image_id"].nunique())
+    rows = [{"image_type": str(t), "images": int(n), "share": n / total, "in_paper": str(t) in PAPER_TABLE1_IMAGES,
+             "paper_images": PAPER_TABLE1_IMAGES.get(str(t)), "paper_share": paper_share(str(t))} for t, n in counts.items()]
+    rows += [{"image_type": t, "images": 0, "share": 0.0, "in_paper": True, "paper_images": n, "paper_share": paper_share(t)}
+             for t, n in PAPER_TABLE1_IMAGES.items() if t not in counts.index]
+    return rows
+
+
+def _pixel_items(questions: pd.DataFrame, records: Sequence[ImageRecord] | None, image_root: Path) -> list[tuple]:
+    """(image_id, image_type, file, abnormal) for images with a known label and a file on disk."""
+    labels: dict[str, bool] = {}
+    if records:
+        labels = {r.image_id: bool(r.abnormal) for r in records if r.abnormal is not None}
+    abn = questions[questions["category"] == "abnormality"]
+    labels.update({str(i): a == "yes" for i, a in zip(abn["image_id"], abn["answer"]) if str(i) not in labels})
+    first = questions.drop_duplicates("image_id")
+    items = []
+    for iid, itype, path in zip(first["image_id"].astype(str), first["image_type"], first["image_path"]):
+        if iid in labels and path and (image_root / str(path)).is_file():
+            items.append((iid, str(itype), image_root / str(path), labels[iid]))
+    return items
+
+
+def run_audit(
+    questions: pd.DataFrame,
+    records: Sequence[ImageRecord] | None = None,
+    image_root: Path | None = None,
+    settings: AuditSettings = AuditSettings(),
+    blind_p_yes: np.ndarray | None = None,
+    source: str = "",
+) -> dict[str, Any]:
+    """The full audit of a question set as a JSON-ready dict (sections in the module docstring)."""
+    from probmed.benchmark.audit import pixels, scores, texts, truthcheck
+
+    audit: dict[str, Any] = {
+        "meta": {
+            "source": source, "questions": int(len(questions)), "images": int(questions["image_id"].nunique()),
+            "folds": settings.folds, "alpha": settings.alpha, "seed": settings.seed,
+            "records": bool(records), "pixels": image_root is not None, "blind": blind_p_yes is not None,
+        },
+        "oracle": scores.oracle_scores(questions, settings.oracle),
+        # for reference, not the gate: every training majority taken, however slight (audit.scores explains)
+        "oracle_raw": scores.oracle_scores(questions, OracleSettings(folds=settings.folds, alpha=1.0)),
+        "blind": None if blind_p_yes is None else scores.blind_scores(questions, blind_p_yes),
+        "texts": texts.text_stats(questions, settings.alpha),
+        "duplicates": texts.duplicates(questions),
+        "evidence": texts.evidence_shares(questions),
+        "lint": texts.lint_stats(questions),
+        "contradictions": truthcheck.contradictions(questions, records),
+        "pixel_leak": None,
+        "image_mix": image_mix(questions),
+    }
+    if image_root is not None:
+        items = _pixel_items(questions, records, Path(image_root))
+        audit["pixel_leak"] = pixels.pixel_leak(items, settings.pixel_folds, settings.seed)
+    return audit
+
+
+@dataclass
+class GateResult:
+    passed: bool
+    failures: list[str]
+    enforced: bool
+
+    def to_json(self) -> dict[str, Any]:
+        return {"passed": self.passed, "enforced": self.enforced, "failures": self.failures}
+
+
+def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True) -> GateResult:
+    """Fail when the oracle beats exact random by more than the margin anywhere, or a lint or contradiction remains."""
+    failures = []
+    oracle = audit["oracle"]
+    for name, entry in [*oracle["by_category"].items(), ("overall", oracle["overall"])]:
+        acc, rnd = entry["accuracy"], entry["random"]
+        if acc is not None and rnd is not None and acc - rnd > max_oracle_margin:
+            failures.append(
+                f"{name}: the text-only oracle scores {acc:.1f}% strict, {acc - rnd:.1f} points above exact random "
+                f"({rnd:.1f}%; audit.max_oracle_margin = {max_oracle_margin:g})"
+            )
+    lint = audit["lint"]
+    if lint["findings"]:
+        first = lint["examples"][0]
+        failures.append(f"grammar lint: {lint['findings']} finding(s), e.g. {first['question']!r}: {first['rule']} ({first['message']})")
+    contra = audit["contradictions"]
+    if contra.get("checked") and contra["count"]:
+        first = contra["examples"][0]
+        failures.append(f"{contra['count']} \"no\" answer(s) contradicted by the image's own metadata or QA, "
+                        f"e.g. image {first['image_id']}: {first['question']!r} ({first['why']})")
+    return GateResult(passed=not failures, failures=failures, enforced=enforce)

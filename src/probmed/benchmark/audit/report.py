@@ -1,0 +1,164 @@
+"""The audit as Markdown (audit.md) and its headline numbers (for MLflow and the report)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pandas as pd
+
+from probmed.core.markdown import markdown_table
+from probmed.core.vocab import CATEGORIES
+
+NOTE = (
+    "Strict accuracy with adversarial pairs (%), scored by the project scorer. *Oracle*: the majority answer of the "
+    "question's normalised text on the other images (5 folds by image); a text without a clear majority (binomial "
+    "test, alpha {alpha}) or never seen is guessed. *Blind*: the project's question-only model (sentence embedding + "
+    "logistic regression, cross-fitted by image) answering yes with the probability it gives. Both are scored by their "
+    "exact expected accuracy over their guesses, on the scorer's units. Overall uses the original weighting."
+)
+
+
+def _pct(v: Any, digits: int = 1) -> str:
+    return "—" if v is None else f"{v:.{digits}f}"
+
+
+def _table(rows: list[dict[str, Any]]) -> str:
+    return markdown_table(pd.DataFrame(rows)) if rows else "(none)\n"
+
+
+def baseline_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per category and overall: exact random, oracle, blind, and the texts' yes share."""
+    oracle, blind, spread = audit["oracle"], audit.get("blind"), audit["texts"]["by_category"]
+    rows = []
+    for cat in [c for c in CATEGORIES if c in oracle["by_category"]] + ["overall"]:
+        o = oracle["overall"] if cat == "overall" else oracle["by_category"][cat]
+        b = None if not blind else (blind["overall"] if cat == "overall" else blind["by_category"].get(cat))
+        s = spread.get(cat, {})
+        rows.append({
+            "category": cat,
+            "questions": s.get("questions", audit["meta"]["questions"] if cat == "overall" else None),
+            "yes share": _pct(100 * s["yes_share"]) if s.get("yes_share") is not None else "—",
+            "texts": s.get("texts", "—"),
+            "exact random": _pct(o["random"]),
+            "oracle": _pct(o["accuracy"]),
+            "oracle − random": _pct(None if o["accuracy"] is None or o["random"] is None else o["accuracy"] - o["random"]),
+            "blind": _pct(None if b is None else b["accuracy"]),
+        })
+    return rows
+
+
+def _reference(audit: dict[str, Any]) -> str:
+    """The deterministic variants, for reference: on a perfectly balanced set their numbers are fold noise."""
+    raw = audit["oracle_raw"]
+    parts = [f"every training majority taken however slight (oracle without the test): "
+             + ", ".join(f"{c} {_pct(m['accuracy'])}" for c, m in raw["by_category"].items()) + f", overall {_pct(raw['overall']['accuracy'])}"]
+    if audit.get("blind"):
+        arg = audit["blind"]["argmax"]
+        parts.append("the blind model thresholded at 0.5: " + ", ".join(f"{c} {_pct(v)}" for c, v in arg["by_category"].items())
+                     + f", overall {_pct(arg['overall'])}")
+    return ("For reference (not the gate): " + "; ".join(parts) + ". On a set whose texts are balanced these deterministic "
+            "variants follow the held-out fold's own imbalance (cross-fitting noise), which pairs can reward or punish.")
+
+
+def _texts_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for cat, s in audit["texts"]["by_category"].items():
+        top = s["most_skewed"][0] if s.get("most_skewed") else None
+        rows.append({
+            "category": cat, "texts": s["texts"], "yes ratio min / median / max":
+            f"{s['yes_ratio_min']:.2f} / {s['yes_ratio_median']:.2f} / {s['yes_ratio_max']:.2f}",
+            "texts with a clear majority": s["decided_texts"],
+            "their share of questions": f"{100 * s['decided_question_share']:.1f}%",
+            "most one-sided text": "—" if top is None else f"{top['text']} ({top['questions']}, yes {top['yes_ratio']:.2f})",
+        })
+    return rows
+
+
+def _by_type_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for itype, cats in audit["oracle"]["by_image_type"].items():
+        row: dict[str, Any] = {"image type": itype}
+        for cat in CATEGORIES:
+            m = cats.get(cat)
+            row[cat] = "" if m is None else f"{_pct(m['accuracy'])} / {_pct(m['random'])}"
+        rows.append(row)
+    return rows
+
+
+def _truth_section(audit: dict[str, Any]) -> list[str]:
+    c = audit["contradictions"]
+    out = ["## Truth of the \"no\" answers", ""]
+    if not c["checked"]:
+        out += ["Not checked: no image records were given (`--records`).", ""]
+    else:
+        out += [f"{c['count']} of {c['checked_no_answers']} \"no\" answers contradicted by the image's own metadata or QA"
+                f" ({', '.join(f'{k} {v}' for k, v in c['by_category'].items()) or 'none'});"
+                f" images without a record: {c['unmatched_images']}.", ""]
+        out += [_table([{k: e[k] for k in ("image_id", "category", "question", "why")} for e in c["examples"]])] if c["examples"] else []
+    ev = [{"category": k, **{kk: (_pct(100 * vv) + "%" if kk == "known_absent_share" and vv is not None else vv)
+                             for kk, vv in v.items()}} for k, v in audit["evidence"].items()]
+    out += ["Evidence of every \"no\" (known absent: a label table or QA answer says so; assumed absent: not mentioned):", "", _table(ev)]
+    return out
+
+
+def _pixel_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for itype, e in (audit.get("pixel_leak") or {}).items():
+        rows.append({"image type": itype, "normal": e["normal"], "abnormal": e["abnormal"], "CV AUC": _pct(e["auc"], 2),
+                     "most separating statistic": "—" if e.get("top_feature") is None else f"{e['top_feature']} ({e['top_feature_auc']:.2f})",
+                     "note": e.get("note", "")})
+    return rows
+
+
+def _mix_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for r in audit["image_mix"]:
+        known = r["in_paper"]
+        rows.append({"image type": r["image_type"], "images": r["images"], "share": f"{100 * r['share']:.1f}%",
+                     "paper images": "—" if not known else ("<100" if r["paper_images"] is None else r["paper_images"]),
+                     "paper share": "—" if not known else ("<1.6%" if r["paper_share"] is None else f"{100 * r['paper_share']:.1f}%")})
+    return rows
+
+
+def audit_markdown(audit: dict[str, Any], gate: dict[str, Any] | None = None) -> str:
+    meta = audit["meta"]
+    lines = [f"# Question-set audit{': ' + meta['source'] if meta.get('source') else ''}", "",
+             f"{meta['questions']} questions on {meta['images']} images.", ""]
+    if gate is not None:
+        verdict = "passed" if gate["passed"] else ("FAILED" if gate["enforced"] else "failed (not enforced: warning only)")
+        lines += [f"**Gate: {verdict}.**", ""] + [f"- {f}" for f in gate["failures"]] + ([""] if gate["failures"] else [])
+    lines += ["## Text-only baselines", "", _table(baseline_rows(audit)),
+              NOTE.format(alpha=meta["alpha"]) + (" Blind baseline not run (`--blind`)." if not meta["blind"] else ""), "",
+              _reference(audit), ""]
+    lines += ["## Question texts", "", _table(_texts_rows(audit)), "",
+              "Per image type, oracle / exact random (strict %):", "", _table(_by_type_rows(audit)), ""]
+    lines += _truth_section(audit) + [""]
+    d, lint = audit["duplicates"], audit["lint"]
+    lines += ["## Duplicates and grammar", "",
+              f"- questions asked twice of one image: {d['count']} ({d['conflicting']} with both answers)",
+              f"- grammar lint: {lint['findings']} finding(s) in {lint['texts']} distinct texts ({lint['questions_affected']} questions)"
+              + (f": {', '.join(f'{k} {v}' for k, v in lint['by_rule'].items())}" if lint["by_rule"] else ""), ""]
+    lines += [_table([{"question": e["question"], "rule": e["rule"], "why": e["message"]} for e in lint["examples"]])] if lint["examples"] else []
+    lines += ["## Pixel statistics: normal vs abnormal within an image type", "",
+              _table(_pixel_rows(audit)) if audit.get("pixel_leak") is not None else "Not checked: no image root (`--image-root`).\n", ""]
+    lines += ["## Image-type mix beside the paper's Table 1", "", _table(_mix_rows(audit))]
+    return "\n".join(lines).rstrip() + "\n"
+
+
+def headline_metrics(audit: dict[str, Any]) -> dict[str, float]:
+    """A handful of numbers for MLflow and dvc metrics: oracle and blind margins, yes share, findings."""
+    out: dict[str, float] = {}
+    oracle = audit["oracle"]
+    for name, e in [*oracle["by_category"].items(), ("overall", oracle["overall"])]:
+        if e["accuracy"] is not None and e["random"] is not None:
+            out[f"audit_oracle_margin_{name}"] = round(e["accuracy"] - e["random"], 3)
+    if audit.get("blind"):
+        b = audit["blind"]["overall"]
+        out["audit_blind_margin_overall"] = round(b["accuracy"] - b["random"], 3)
+    abn = audit["texts"]["by_category"].get("abnormality")
+    if abn:
+        out["audit_abnormality_yes_share"] = round(100 * abn["yes_share"], 3)
+    out["audit_contradictions"] = float(audit["contradictions"]["count"] or 0)
+    out["audit_lint_findings"] = float(audit["lint"]["findings"])
+    out["audit_known_absent_share"] = round(100 * (audit["evidence"].get("all", {}).get("known_absent_share") or 0.0), 3)
+    return out
