@@ -147,6 +147,6 @@ def test_caption_only_records_never_reach_questions() -> None:
 
 def test_report_names_what_was_left_out(records) -> None:
     _, report = generate_questions(records, seed=0)
-    skipped = Counter(report.to_json()["skipped"])
+    skipped = Counter(report.to_json()["skipped_categories"])
     assert skipped["position: cardiac finding (its position is the heart)"] == 146
     assert skipped["modality: left out so that every text balances"] > 0

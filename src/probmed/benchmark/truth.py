@@ -46,6 +46,16 @@ _ORGAN_WORDS = {
 }
 _ORGAN_RE = {organ: re.compile(p) for organ, p in _ORGAN_WORDS.items()}
 _NEGATIVE = frozenset({"no", "none", "nothing", "normal", "not seen", "absent"})
+# Signs the condition extractor does not count as findings, yet a QA that affirms one describes something that
+# may be any condition (group ANY of condition_overlap.csv): "Where are the hyperintensities located?"
+_SIGNS = {
+    re.compile(r"\blesions?\b"): "lesion",
+    re.compile(r"\bopacit(y|ies)\b"): "opacity",
+    re.compile(r"\bhyper-?intens"): "hyperintensity",
+    re.compile(r"\bhypo-?intens"): "hypointensity",
+    re.compile(r"\bhyper-?dens"): "hyperdensity",
+    re.compile(r"\bhypo-?dens"): "hypodensity",
+}
 
 
 # --- QA of the image (VQA-RAD records carry every QA pair in provenance.qa) ---------------------------
@@ -82,6 +92,7 @@ def qa_mentions(rec: ImageRecord) -> Mentions:
                     positions.append((f["condition"], f["position"]))
             low = text.lower()
             organs.update(o for o, rx in _ORGAN_RE.items() if rx.search(low))
+            conds.update(name for rx, name in _SIGNS.items() if rx.search(low))
     return Mentions(frozenset(conds), frozenset(organs), tuple(positions))
 
 

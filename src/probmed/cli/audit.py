@@ -13,7 +13,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probmed.cli import UserError, add_params_arguments
+from probmed.cli.options import add_params_arguments
+from probmed.core.errors import UserError
 
 
 def read_question_set(path: str | Path) -> Any:

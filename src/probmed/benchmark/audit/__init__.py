@@ -47,7 +47,7 @@ class AuditSettings:
 
     @classmethod
     def from_mapping(cls, section: Any) -> "AuditSettings":
-        from probmed.core.config import ConfigError
+        from probmed.core.errors import ConfigError
 
         section = dict(section or {})
         unknown = sorted(set(section) - set(cls.__dataclass_fields__))

@@ -7,7 +7,7 @@ from typing import Any
 import pandas as pd
 
 from probmed.core.markdown import markdown_table
-from probmed.core.vocab import CATEGORIES
+from probmed.core.categories import CATEGORIES
 
 NOTE = (
     "Strict accuracy with adversarial pairs (%), scored by the project scorer. *Oracle*: the majority answer of the "

@@ -25,7 +25,7 @@ import numpy as np
 import pandas as pd
 
 from probmed.benchmark.audit.oracle import OracleSettings, oracle_votes
-from probmed.core.vocab import CATEGORIES, PAIRED_CATEGORIES
+from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES
 
 _EMPTY = {"qid": pd.Series([], dtype=object), "label": pd.Series([], dtype=object)}
 
@@ -98,7 +98,7 @@ def blind_probabilities(questions: pd.DataFrame, cfg: dict[str, Any]) -> np.ndar
 
 def blind_from_predictions(questions: pd.DataFrame, predictions: pd.DataFrame) -> np.ndarray:
     """P(yes) per question from a blind model's prediction table (its ``p_yes``, else its yes/no labels)."""
-    from probmed.core.records import RecordError
+    from probmed.core.errors import RecordError
 
     pred = predictions.drop_duplicates("qid").set_index(predictions["qid"].drop_duplicates().astype(str))
     missing = set(questions["qid"].astype(str)) - set(pred.index)

@@ -15,7 +15,7 @@ import pandas as pd
 
 from probmed.benchmark.audit.oracle import normalise_text, text_table
 from probmed.benchmark.lint import lint_questions
-from probmed.core.vocab import CATEGORIES
+from probmed.core.categories import CATEGORIES
 
 EXAMPLES = 10
 

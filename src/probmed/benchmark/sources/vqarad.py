@@ -18,7 +18,8 @@
   image?", "Is this image normal or abnormal?"), not "Is the liver normal?".
   Polarity comes from the answer: "normal?" + yes is normal, "abnormal?" + yes
   is abnormal, a choice question is read from the word answered. The image
-  is abnormal when a whole-image answer says so or a finding is present, normal
+  is abnormal when a whole-image answer says so or a finding or an abnormal sign
+  (a lesion, a hyperintensity: ABNORMAL_SIGNS) is described, normal
   only when a whole-image answer says so and nothing contradicts it; when its QA
   disagree (two whole-image answers, or "normal" beside a present finding) the
   image is left unknown and asks no abnormality question.
@@ -65,6 +66,8 @@ WHOLE_IMAGE: tuple[tuple[str, bool | None], ...] = (
 )
 # A question restricted to a side or a place says nothing about the rest of the image.
 _LOCATIVE = re.compile(r"\b(left|right|bilateral|both)\b|\b(in|on|of|at|within|near|under|along|above|below) (the|this|a|an) ")
+# Abnormal signs that name no condition (a lesion, a hyperintensity): they make an image abnormal too.
+ABNORMAL_SIGNS = re.compile(r"\b(lesions?|hyper-?intens\w*|hypo-?intens\w*|hyper-?dens\w*|hypo-?dens\w*|opacit\w*)\b")
 NOTHING = frozenset({"no", "none", "nothing", "normal", "not seen", "n/a"})
 _WHOLE_RE = [(re.compile(p), says) for p, says in WHOLE_IMAGE]
 
@@ -159,11 +162,22 @@ def _findings_of(qa: dict[str, Any]) -> tuple[list[Finding], list[str]]:
     return [], [f["condition"] for f in found]
 
 
+def describes_lesion(qa: dict[str, Any]) -> bool:
+    """A PRES/ABN/POS pair that affirms an abnormal sign no condition name covers ("Where are the hyperintensities?")."""
+    if not any(t in qa["question_type"] for t in ("PRES", "ABN", "POS")):
+        return False
+    ans = qa["answer"].lower().strip(" .")
+    if qa["answer_type"] == "OPEN":
+        return ans not in NOTHING and bool(ABNORMAL_SIGNS.search(f"{qa['question']} {qa['answer']}".lower()))
+    return ans == "yes" and bool(ABNORMAL_SIGNS.search(qa["question"].lower()))
+
+
 def image_facts(qas: list[dict[str, Any]]) -> tuple[list[Finding], list[str], bool | None]:
     """(present findings, known-absent conditions, abnormal) from the image's QA (module docstring)."""
     present: list[Finding] = []
     absent: list[str] = []
     votes: set[bool] = set()
+    signs = False
     for qa in qas:
         vote = whole_image_vote(qa)
         if vote is not None:
@@ -172,13 +186,15 @@ def image_facts(qas: list[dict[str, Any]]) -> tuple[list[Finding], list[str], bo
         found, gone = _findings_of(qa)
         present += [f for f in found if f not in present]
         absent += [c for c in gone if c not in absent]
+        signs = signs or describes_lesion(qa)
     names = {f.condition for f in present}
     absent = [c for c in absent if c not in names]
-    if len(votes) > 1 or (votes == {False} and present):
+    described = bool(present) or signs
+    if len(votes) > 1 or (votes == {False} and described):
         return present, absent, None  # the image's own QA disagree
     if votes:
         return present, absent, votes.pop()
-    return present, absent, True if present else None
+    return present, absent, True if described else None
 
 
 def load_vqarad(data_dir: Path, image_root: Path) -> SourceResult:

@@ -1,0 +1,308 @@
+"""What each image is asked, and which hallucinated value each adversarial question names.
+
+The question generators (benchmark.questions) write the questions of one image;
+this module decides, over the whole record set, what they write: which pairs
+are asked, and for every adversarial slot its value, the strategy that chose it
+and its evidence. Every value obeys the truth rules (benchmark.truth: field of
+view, clinical overlap, every QA of the image, non-overlapping regions).
+
+``balanced`` (the default) makes no question text predict its answer:
+
+* ground-truth conditions and positions come from ONE vocabulary per organ
+  (curation.vocabularies); a finding outside it is left out;
+* each value is asked as a hallucination as often as it is ground truth
+  (balance.assign_balanced), known-absent candidates first; a value the truth
+  rules cannot ask often enough loses ground-truth pairs until its text balances;
+* modality and organ pairs are asked on the largest fair subset of images
+  whose texts can balance (balance.balanced_subset): with X-ray on most images,
+  or a chest image that may only be asked about the brain, not every image can be;
+* the abnormality question is asked on as many abnormal as normal images
+  within each image type that has normal images, and not at all in the others.
+
+A balanced plan depends on the whole set (which images there are decides what
+balances), seeded by ``seed``. The POPE strategies draw per image with an RNG
+seeded by (seed, image id), so one image's values do not depend on the others:
+``random`` (uniform among the allowed values), ``popular`` (the value most
+often ground truth in the record set), ``adversarial`` (the hardest confusion:
+CT<->MRI, the condition co-occurring most with the image's findings, the
+left-right flip of a position; ``random`` when none is allowed). Their texts
+are not balanced: `probmed audit` shows how much that leaks.
+"""
+
+from __future__ import annotations
+
+import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Hashable, Sequence
+
+from probmed.benchmark import truth
+from probmed.benchmark.balance import ASSUMED_ABSENT, KNOWN_ABSENT, Choice, Slot, assign_balanced, balanced_subset
+from probmed.benchmark.curation.vocabularies import CARDIAC_POSITION, conditions_for, flip_side, positions_for
+from probmed.core.records import ImageRecord
+from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
+
+STRATEGIES: tuple[str, ...] = ("balanced", "random", "popular", "adversarial")
+MODALITY_CONFUSION = {"ct": "mri", "mri": "ct", "x-ray": "ct"}
+ORGAN_CONFUSION = {"chest": "abdomen", "abdomen": "chest", "brain": "spine", "spine": "brain"}
+
+
+@dataclass
+class GenerationReport:
+    images: int = 0
+    questions: int = 0
+    strategy: str = "balanced"
+    excluded: dict[str, list[str]] = field(default_factory=dict)
+    skipped_categories: Counter = field(default_factory=Counter)  # "category: reason" -> count
+
+    def to_json(self) -> dict:
+        return {
+            "images": self.images,
+            "questions": self.questions,
+            "strategy": self.strategy,
+            "excluded": {k: {"count": len(v), "ids": v} for k, v in self.excluded.items()},
+            "skipped_categories": dict(sorted(self.skipped_categories.items())),
+        }
+
+
+@dataclass
+class PairPlan:
+    """A ground-truth value of an image and the slot of its hallucinated twin."""
+
+    rec: ImageRecord
+    category: str
+    k: int | None
+    value: str
+    slot: Slot
+    subject: str = ""  # the condition a position pair is about
+
+
+@dataclass
+class QuestionPlan:
+    """The set-level decisions the per-category generators read."""
+
+    pairs: dict[str, list[PairPlan]] = field(default_factory=dict)  # image id -> its pairs, in category order
+    choices: dict[Hashable, tuple[Choice | None, str]] = field(default_factory=dict)  # slot key -> (value, strategy)
+    abnormality: set[str] = field(default_factory=set)  # images asked the abnormality question
+
+    def single(self, image_id: str) -> tuple[Choice | None, str] | None:
+        """The single hallucinated condition of a normal image, if it has one."""
+        return self.choices.get((image_id, "condition", None))
+
+
+# --- what may be asked (the truth rules decide the candidates) ---------------------------------------------
+
+
+def _plan_modality_organ(recs: Sequence[ImageRecord], report: GenerationReport) -> list[PairPlan]:
+    plans = []
+    for rec in recs:
+        if rec.modality in ASKABLE_MODALITIES:
+            cands = tuple(m for m in ASKABLE_MODALITIES if m != rec.modality)
+            plans.append(PairPlan(rec, "modality", None, rec.modality, Slot((rec.image_id, "modality"), cands, frozenset(cands))))
+        else:
+            report.skipped_categories[f"modality: not askable ({rec.modality})"] += 1
+        if rec.organ not in ASKABLE_ORGANS:
+            report.skipped_categories[f"organ: not askable ({rec.organ})"] += 1
+            continue
+        cands = truth.organ_adversaries(rec)
+        if not cands:
+            report.skipped_categories["organ: every other organ is in the field of view"] += 1
+            continue
+        plans.append(PairPlan(rec, "organ", None, rec.organ, Slot((rec.image_id, "organ"), cands, frozenset(cands))))
+    return plans
+
+
+def _plan_conditions(rec: ImageRecord, report: GenerationReport) -> tuple[list[PairPlan], Slot | None]:
+    """The image's condition pairs, and the single hallucinated slot of a normal image."""
+    vocab = conditions_for(rec.organ, rec.modality)
+    present = list(dict.fromkeys(truth.canonical_condition(f.condition) for f in rec.findings))
+    asked = [c for c in present if c in vocab]
+    report.skipped_categories["condition: finding outside the organ vocabulary"] += len(present) - len(asked)
+    cands = truth.condition_adversaries(rec, vocab)
+    known = truth.known_absent_conditions(rec) & frozenset(cands)
+    if not cands:
+        if asked or rec.abnormal is False:
+            report.skipped_categories["condition: no value is surely absent (nonspecific finding)"] += 1
+        return [], None
+    plans = [PairPlan(rec, "condition", k, c, Slot((rec.image_id, "condition", k), cands, known)) for k, c in enumerate(asked)]
+    single = Slot((rec.image_id, "condition", None), cands, known) if rec.abnormal is False and not present else None
+    return plans, single
+
+
+def _plan_positions(rec: ImageRecord, report: GenerationReport) -> list[PairPlan]:
+    vocab = positions_for(rec.organ, rec.modality)
+    conds = conditions_for(rec.organ, rec.modality)
+    plans: list[PairPlan] = []
+    seen: set[tuple[str, str]] = set()
+    for f in rec.findings:
+        cond = truth.canonical_condition(f.condition)
+        if not f.position or (cond, f.position) in seen:
+            continue
+        seen.add((cond, f.position))
+        if f.position == CARDIAC_POSITION:
+            report.skipped_categories["position: cardiac finding (its position is the heart)"] += 1
+        elif f.position not in vocab or cond not in conds:
+            report.skipped_categories["position: outside the organ vocabulary"] += 1
+        elif not (cands := truth.position_adversaries(rec, cond, vocab)):
+            report.skipped_categories["position: no position free of the finding"] += 1
+        else:
+            k = len(plans)
+            plans.append(PairPlan(rec, "position", k, f.position, Slot((rec.image_id, "position", k), cands), subject=cond))
+    return plans
+
+
+def _abnormality_subset(recs: Sequence[ImageRecord], rng: random.Random, report: GenerationReport) -> set[str]:
+    """Images asked the abnormality question: as many normal as abnormal ones per image type that has both."""
+    by_type: dict[str, tuple[list[str], list[str]]] = {}
+    for rec in recs:
+        if rec.abnormal is not None:
+            by_type.setdefault(image_type(rec.modality, rec.organ), ([], []))[int(bool(rec.abnormal))].append(rec.image_id)
+    keep: set[str] = set()
+    for itype in sorted(by_type):
+        normal, abnormal = (sorted(x) for x in by_type[itype])
+        if not normal or not abnormal:
+            report.skipped_categories["abnormality: image type without normal images"] += len(normal) + len(abnormal)
+            continue
+        n = min(len(normal), len(abnormal))
+        rng.shuffle(normal)
+        rng.shuffle(abnormal)
+        keep.update(normal[:n] + abnormal[:n])
+        report.skipped_categories["abnormality: left out to balance normal and abnormal"] += len(normal) + len(abnormal) - 2 * n
+    return keep
+
+
+# --- POPE strategies -----------------------------------------------------------------------------------------
+
+
+@dataclass
+class Popularity:
+    """Record-set statistics: how often each value is ground truth, and condition co-occurrence."""
+
+    counts: Counter = field(default_factory=Counter)  # (category, value) -> images
+    cooccur: dict[str, Counter] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, records: Sequence[ImageRecord]) -> "Popularity":
+        pop = cls()
+        for r in records:
+            pop.counts["modality", r.modality] += 1
+            pop.counts["organ", r.organ] += 1
+            conds = sorted({truth.canonical_condition(f.condition) for f in r.findings})
+            pop.counts.update(("condition", c) for c in conds)
+            pop.counts.update(("position", f.position) for f in r.findings if f.position)
+            for a in conds:
+                pop.cooccur.setdefault(a, Counter()).update(b for b in conds if b != a)
+        return pop
+
+
+def _hard(plan: PairPlan, pop: Popularity) -> str | None:
+    if plan.category == "modality":
+        return MODALITY_CONFUSION.get(plan.value)
+    if plan.category == "organ":
+        return ORGAN_CONFUSION.get(plan.value)
+    if plan.category == "position":
+        return flip_side(plan.value)
+    row: Counter = Counter()
+    for f in plan.rec.findings:
+        row.update(pop.cooccur.get(truth.canonical_condition(f.condition), {}))
+    allowed = [c for c in plan.slot.candidates if row.get(c)]
+    return max(allowed, key=lambda c: (row[c], c)) if allowed else None
+
+
+def _pope_choice(slot: Slot, category: str, strategy: str, rng: random.Random, pop: Popularity, hard: str | None) -> tuple[Choice, str]:
+    pool = [c for c in slot.candidates if c in slot.known_absent] or list(slot.candidates)
+    if strategy == "adversarial" and hard in slot.candidates:
+        value, used = hard, "adversarial"
+    elif strategy == "popular":
+        value, used = max(pool, key=lambda c: (pop.counts.get((category, c), 0), c)), "popular"
+    else:
+        value, used = pool[rng.randrange(len(pool))], "random"
+    return Choice(value, KNOWN_ABSENT if value in slot.known_absent else ASSUMED_ABSENT), used
+
+
+def _pope(plans: Sequence[PairPlan], singles: Sequence[Slot], strategy: str, seed: int, pop: Popularity) -> dict[Hashable, tuple[Choice | None, str]]:
+    """POPE choices, each image drawing from its own RNG (seed, image id) in category order."""
+    rngs: dict[str, random.Random] = {}
+    out: dict[Hashable, tuple[Choice | None, str]] = {}
+    single_of = {s.key[0]: s for s in singles}
+    for p in plans:
+        rng = rngs.setdefault(p.rec.image_id, random.Random(f"{seed}:{p.rec.image_id}"))
+        out[p.slot.key] = _pope_choice(p.slot, p.category, strategy, rng, pop, _hard(p, pop))
+    for iid, s in single_of.items():
+        rng = rngs.setdefault(iid, random.Random(f"{seed}:{iid}"))
+        out[s.key] = _pope_choice(s, "condition", strategy, rng, pop, None)
+    return out
+
+
+# --- balanced ----------------------------------------------------------------------------------------------
+
+
+def _capped_assignment(members: list[PairPlan], extra: list[Slot], rng: random.Random, rounds: int = 4) -> dict[Hashable, Choice | None]:
+    """Balanced assignment; a value the truth rules cannot ask often enough as a hallucination loses ground-truth
+    pairs (a random few) until its text balances: a cap, not a guess."""
+    keys = [p.slot.key for p in members] + [s.key for s in extra]
+    chosen: dict[Hashable, Choice | None] = {}
+    for _ in range(rounds):
+        targets = Counter(p.value for p in members)
+        chosen = assign_balanced([p.slot for p in members] + extra, targets, rng)
+        used = Counter(c.value for c in chosen.values() if c is not None)
+        short = {v: n - used[v] for v, n in targets.items() if n > used[v]}
+        if not short:
+            break
+        drop: set[Hashable] = set()
+        for value, n in sorted(short.items()):
+            mine = sorted((p.slot.key for p in members if p.value == value), key=str)
+            rng.shuffle(mine)
+            drop.update(mine[:n])
+        members = [p for p in members if p.slot.key not in drop]
+    return {k: chosen.get(k) for k in keys}
+
+
+def _balanced(plans: list[PairPlan], singles: list[Slot], rng: random.Random, report: GenerationReport) -> tuple[list[PairPlan], dict[Hashable, tuple[Choice | None, str]]]:
+    """(the pairs asked, every slot's value): modality and organ on their fair subset, every text balanced."""
+    kept: list[PairPlan] = []
+    for category in ("modality", "organ"):
+        mine = [p for p in plans if p.category == category]
+        chosen = balanced_subset([(p.slot.key, p.value, p.slot.candidates) for p in mine], rng)
+        kept += [p for p in mine if p.slot.key in chosen]
+        report.skipped_categories[f"{category}: left out so that every text balances"] += len(mine) - len(chosen)
+    kept += [p for p in plans if p.category not in ("modality", "organ")]
+    groups: dict[tuple[str, str], list[PairPlan]] = {("condition", ""): []} if singles else {}
+    for p in kept:  # a text is (category, value), or (condition, position) for positions
+        groups.setdefault((p.category, p.subject), []).append(p)
+    out: dict[Hashable, tuple[Choice | None, str]] = {}
+    for (category, _), members in sorted(groups.items()):
+        extra = list(singles) if category == "condition" else []
+        out.update({key: (choice, "balanced") for key, choice in _capped_assignment(members, extra, rng).items()})
+    return kept, out
+
+
+def plan_questions(records: Sequence[ImageRecord], seed: int, strategy: str, report: GenerationReport,
+                   popularity: Popularity | None = None) -> QuestionPlan:
+    """Every image's pairs and every adversarial value, for records that have an image."""
+    rng = random.Random(f"probmed-questions:{seed}")
+    plans = _plan_modality_organ(records, report)
+    singles: list[Slot] = []
+    for rec in records:
+        pairs, single = _plan_conditions(rec, report)
+        plans += pairs + _plan_positions(rec, report)
+        singles += [single] if single else []
+    if strategy == "balanced":
+        plans, choices = _balanced(plans, singles, rng, report)
+    else:
+        choices = _pope(plans, singles, strategy, seed, popularity or Popularity.of(records))
+    plan = QuestionPlan(choices=choices, abnormality=_abnormality_subset(records, rng, report))
+    for p in plans:
+        if choices.get(p.slot.key, (None, ""))[0] is not None:
+            plan.pairs.setdefault(p.rec.image_id, []).append(p)
+    return plan
+
+
+def plans_of(plan: QuestionPlan, image_id: str, category: str) -> list[PairPlan]:
+    """The asked pairs of one category of an image, in pair order."""
+    return [p for p in plan.pairs.get(image_id, []) if p.category == category]
+
+
+__all__ = [
+    "GenerationReport", "PairPlan", "Popularity", "QuestionPlan", "STRATEGIES", "plan_questions", "plans_of",
+]
