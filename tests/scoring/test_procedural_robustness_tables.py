@@ -123,7 +123,7 @@ def test_write_run(tmp_path, run_metrics: dict) -> None:
     back = json.loads((tmp_path / "out" / "metrics.json").read_text())
     assert back["meta"]["model"] == "fixture-model"
     assert set(back) == {"meta", "overall", "by_category", "by_image_type", "random_baseline", "procedural",
-                         "subset_robustness"}
+                         "subset_robustness", "known_absent"}
     assert not list((tmp_path / "out").glob(".*tmp"))
 
 

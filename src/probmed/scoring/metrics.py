@@ -45,7 +45,8 @@ metrics.json (every accuracy / rate in percent, null where undefined)::
       "by_image_type": {IMAGE_TYPE: {CATEGORY: {...same keys...}}},
       "random_baseline": {"overall": {...}, "by_category": {...}, "by_image_type": {...}},
       "procedural": {...},           # probmed.scoring.procedural
-      "subset_robustness": [...]     # probmed.scoring.robustness
+      "subset_robustness": [...],    # probmed.scoring.robustness
+      "known_absent": {...} | null   # probmed.scoring.evidence: the same, every "no" resting on evidence
     }
 
 ``num`` is the original's weight: images with a pair for modality/organ, questions for

@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from probmed.core.records import write_json_atomic, write_text_atomic
+from probmed.scoring.evidence import known_absent_scores
 from probmed.scoring.metrics import prepare, score_prepared
 from probmed.scoring.procedural import procedural
 from probmed.scoring.robustness import DEFAULT_FRACTIONS, subset_robustness_prepared
@@ -118,6 +119,7 @@ def evaluate(
         **result,
         "procedural": procedural(prepared),
         "subset_robustness": subset_robustness_prepared(prepared, settings.subset_fractions, settings.subset_seed),
+        "known_absent": known_absent_scores(questions, predictions),
     })
 
 

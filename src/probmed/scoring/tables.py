@@ -232,12 +232,34 @@ def to_csv(frame: pd.DataFrame) -> str:
     return frame.to_csv(index=False)
 
 
+def table_known_absent(runs: Runs) -> pd.DataFrame:
+    """Strict accuracy on the full set and on its known-absent subset (every "no" rests on evidence)."""
+    rows = []
+    for name, m in runs.items():
+        ka = m.get("known_absent")
+        if not ka:
+            continue
+        for cat, full in m.get("by_category", {}).items():
+            sub = ka["by_category"].get(cat, {})
+            rows.append({"model": name, "category": cat, "accuracy_adv_pairs": _r(full.get("accuracy_adv_pairs")),
+                         "known_absent_accuracy_adv_pairs": _r(sub.get("accuracy_adv_pairs")),
+                         "n_questions": full.get("n_questions"), "known_absent_n_questions": sub.get("n_questions", 0)})
+        rows.append({"model": name, "category": "overall",
+                     "accuracy_adv_pairs": _r(m["overall"].get("accuracy_adv_pairs_original_weighting")),
+                     "known_absent_accuracy_adv_pairs": _r(ka["overall"].get("accuracy_adv_pairs_original_weighting")),
+                     "n_questions": m["meta"].get("n_questions"), "known_absent_n_questions": ka["n_questions"]})
+    return pd.DataFrame(rows, dtype=object, columns=["model", "category", "accuracy_adv_pairs", "known_absent_accuracy_adv_pairs",
+                                                     "n_questions", "known_absent_n_questions"])
+
+
 TABLES: dict[str, tuple[str, Any]] = {
     "table2": ("Table 2: averaged accuracy vs accuracy with adversarial pairs", table2),
     "table3": ("Table 3: accuracy (%) with adversarial pairs per category and overall", table3),
     "table_image_types": ("Appendix A: results per image type", table_image_types),
     "table4": ("Table 4: procedural diagnosis, accuracy and error shares (%)", table4),
     "table_subsets": ("Appendix C: accuracy on seeded random image subsets", table_subsets),
+    "table_known_absent": ("Accuracy (%) with adversarial pairs on the known-absent subset (every 'no' rests on a label or QA answer)",
+                           table_known_absent),
 }
 
 
