@@ -163,3 +163,28 @@ def test_no_runs_or_bad_metrics_is_a_clear_error(tmp_path):
     bad.write_text("{")
     with pytest.raises(ReportError, match=str(bad)):
         discover_runs(tmp_path)
+
+
+def test_audit_section(tmp_path):
+    """A `probmed audit` directory becomes the set's benchmark-validity table, the full audit linked."""
+    from probmed.benchmark.audit import AuditSettings, gate, run_audit
+    from probmed.benchmark.questions import generate_questions
+    from probmed.cli.audit import write_audit
+    from probmed.core.records import Finding, ImageRecord
+
+    recs = [ImageRecord(f"i{k}", "S", "x-ray" if k % 2 else "ct", "chest", bool(k % 3), [Finding("mass")] if k % 3 else [],
+                        image_path=f"{k}.png") for k in range(12)]
+    q, _ = generate_questions(recs, strategy="random")
+    audit = run_audit(q, recs, None, AuditSettings())
+    write_audit(audit, gate(audit, 5.0).to_json(), tmp_path / "audit")
+    path = tmp_path / "scores" / "probmed" / "tiny" / "vanilla" / "metrics.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(make_metrics(0)))
+    build_report(tmp_path / "scores", tmp_path / "out", audits={"probmed-full": tmp_path / "audit"})
+    table = pd.read_csv(tmp_path / "out" / "tables" / "audit_probmed_full.csv")
+    assert list(table["category"])[-1] == "overall" and {"exact random", "oracle", "blind"} <= set(table.columns)
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "Benchmark validity (probmed-full)" in page and "audit/probmed_full.md" in page
+    assert (tmp_path / "out" / "audit" / "probmed_full.md").read_text().startswith("# Question-set audit")
+    with pytest.raises(ReportError, match="run `probmed audit` first"):
+        build_report(tmp_path / "scores", tmp_path / "out2", audits={"x": tmp_path / "missing"})

@@ -117,3 +117,14 @@ def test_missing_or_malformed_metrics_is_a_clear_error(tmp_path, logged):
     bad.write_text("[1, 2]")
     with pytest.raises(TrackingError, match="by_category"):
         tracker.log(RunSpec("m", "vanilla", "q", bad))
+
+
+def test_audit_is_one_run_per_question_set_updated_in_place(logged, tmp_path):
+    tracker = logged[0]
+    (tmp_path / "audit.md").write_text("# Question-set audit\n")
+    first = tracker.log_audit({"audit_oracle_margin_overall": 0.5, "audit_lint_findings": 0.0}, tmp_path, "probmed-full")
+    again = tracker.log_audit({"audit_oracle_margin_overall": 0.25, "audit_lint_findings": 0.0}, tmp_path, "probmed-full")
+    assert first == again
+    run = tracker.client.get_run(first)
+    assert run.data.tags["probmed.kind"] == "audit" and run.data.metrics["audit_oracle_margin_overall"] == 0.25
+    assert [a.path for a in tracker.client.list_artifacts(first, "audit")] == ["audit/audit.md"]

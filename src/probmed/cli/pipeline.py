@@ -62,6 +62,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--questions-root", default="build/questions", help="question tables for Table 1")
     r.add_argument("--out-dir", default="build/report")
     r.add_argument("--runs", help="run ids from `probmed track`: the report is logged into each of them")
+    r.add_argument("--audit", action="append", metavar="NAME=DIR",
+                   help="a `probmed audit` directory shown as the set's benchmark-validity table; repeat for several")
     r.set_defaults(func=cmd_report)
 
 
@@ -187,6 +189,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     qroot = Path(args.questions_root)
     question_sets = (cfg.get("datasets") or {}).get("question_sets") or {}
     questions = {name: qroot / f"{name}.parquet" for name in question_sets if (qroot / f"{name}.parquet").is_file()}
+    audits = {}
+    for item in args.audit or []:
+        name, sep, directory = item.partition("=")
+        if not sep or not name or not directory:
+            raise UserError(f"--audit {item!r}: expected NAME=DIR (e.g. probmed-full=build/audit/probmed-full)")
+        audits[name] = Path(directory)
     manifest = build_report(
         args.scores_root or ["build/scores"],
         args.out_dir,
@@ -194,6 +202,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         transfer_models=rcfg.get("transfer_models") or [],
         transfer_category=rcfg.get("transfer_category", "condition"),
         title=rcfg.get("title", "ProbMed probing evaluation"),
+        audits=audits,
     )
     logged = 0
     if (cfg.get("tracking") or {}).get("enabled", True) and rcfg.get("log_to_mlflow", True):

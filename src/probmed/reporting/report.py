@@ -253,6 +253,21 @@ def slug(text: str) -> str:
 # --- the report -----------------------------------------------------------------
 
 
+def audit_table(name: str, directory: Path) -> tuple[str, pd.DataFrame, str]:
+    """(caption, table, the full audit as Markdown) of a `probmed audit` directory."""
+    from probmed.benchmark.audit.report import baseline_rows
+
+    path = directory / "audit.json"
+    if not path.is_file():
+        raise ReportError(f"audit {path} not found (run `probmed audit` first)")
+    audit = json.loads(path.read_text(encoding="utf-8"))
+    gate = audit.get("gate") or {}
+    verdict = "passed" if gate.get("passed") else "failed"
+    caption = (f"Benchmark validity ({name}): text-only baselines beside exact random (strict %); gate {verdict}, "
+               f"{audit['contradictions'].get('count')} contradicted 'no', {audit['lint']['findings']} lint findings")
+    return caption, pd.DataFrame(baseline_rows(audit)), (directory / "audit.md").read_text(encoding="utf-8")
+
+
 def build_report(
     scores_root: str | Path | Iterable[str | Path],
     out_dir: str | Path,
@@ -260,8 +275,12 @@ def build_report(
     transfer_models: Iterable[str] = (),
     transfer_category: str = "condition",
     title: str = "ProbMed probing evaluation",
+    audits: Mapping[str, str | Path] | None = None,
 ) -> dict[str, Any]:
-    """Write every table, plot and index.html into ``out_dir``; returns the manifest written too."""
+    """Write every table, plot and index.html into ``out_dir``; returns the manifest written too.
+
+    ``audits``: question-set name -> ``probmed audit`` directory (audit.json, audit.md): a
+    benchmark-validity table per set, and the full audit linked."""
     runs = discover_runs(scores_root)
     out = Path(out_dir)
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -279,8 +298,13 @@ def build_report(
     tables["table4_procedural"] = ("Table 4: procedural diagnosis and error analysis", table_procedural(runs))
     for image_type, frame in tables_by_image_type(runs).items():
         tables[f"appendix_{slug(image_type)}"] = (f"Appendix A: {image_type}", frame)
-
     files: dict[str, list[str]] = {"tables": [], "plots": [], "data": []}
+    for name, directory in (audits or {}).items():
+        caption, frame, md = audit_table(name, Path(directory))
+        tables[f"audit_{slug(name)}"] = (caption, frame)
+        write_text_atomic(md, out / "audit" / f"{slug(name)}.md")
+        files["data"].append(f"audit/{slug(name)}.md")
+
     for name, (_, frame) in tables.items():
         write_text_atomic(frame.to_csv(index=False), out / "tables" / f"{name}.csv")
         write_text_atomic(to_markdown(frame), out / "tables" / f"{name}.md")

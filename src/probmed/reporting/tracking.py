@@ -23,6 +23,7 @@ import json
 import math
 import re
 import subprocess
+import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -298,7 +299,8 @@ class Tracker:
         else:
             run_id = existing.info.run_id
         self.client.set_tag(run_id, f"{TAG_PREFIX}git_commit", git_commit())
-        self.client.log_batch(run_id, metrics=[Metric(metric_name(k), float(v), 0, 0) for k, v in sorted(metrics.items())])
+        now = int(time.time() * 1000)  # the latest audit of the set is the one a metric shows
+        self.client.log_batch(run_id, metrics=[Metric(metric_name(k), float(v), now, 0) for k, v in sorted(metrics.items())])
         self.client.log_artifacts(run_id, str(audit_dir), "audit")
         self.client.set_terminated(run_id, "FINISHED")
         return run_id
