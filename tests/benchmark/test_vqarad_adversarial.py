@@ -47,6 +47,20 @@ def test_twins_are_pairs_and_never_a_yes_question(built, shared_data: Path) -> N
     assert "Is there a right apical pneumothorax?" in set(side.question)
 
 
+def test_no_twin_is_true_for_its_image(built, shared_data: Path, repo_root: Path) -> None:
+    """Every "no" checked against the image's metadata and every QA pair (the audit's truth check)."""
+    from probmed.benchmark.audit.truthcheck import contradictions
+    from probmed.benchmark.lint import lint_question
+    from probmed.benchmark.sources.vqarad import load_vqarad
+
+    frame, _ = built
+    found = contradictions(frame, load_vqarad(shared_data / "vqa-rad", repo_root).records)
+    assert found["checked"] and found["unmatched_images"] == 0 and found["count"] == 0, found["examples"]
+    assert set(frame.loc[frame.answer == "no", "evidence"]) <= {"known_absent", "assumed_absent"}
+    # twins read as well as their source: every question one capital letter and one question mark
+    assert not [q for q in frame.question if {f.rule for f in lint_question(q)} & {"question-mark", "capital", "a-an"}]
+
+
 def test_cli_outputs_official_format(shared_data: Path, tmp_path: Path, repo_root: Path) -> None:
     out = tmp_path / "adv"
     rc = main(["vqarad-adversarial", "--data", str(shared_data / "vqa-rad"), "--image-root", str(repo_root),
