@@ -229,7 +229,8 @@ def generate_questions(
         itype = image_type(rec.modality, rec.organ)
         for d in drafts:
             row = {"qid": question_id(iid, d.qa_type, d.question), "image_id": iid, "image_path": rec.image_path,
-                   "source": rec.source, "pair_id": f"{iid}:{d.pair_key}", "image_type": itype, **vars(d)}
+                   "source": rec.source, "pair_id": f"{iid}:{d.pair_key}", "image_type": itype,
+                   "licence": rec.licence or "", **vars(d)}
             for c in QUESTION_COLUMNS:
                 cols[c].append(row[c])
     frame = pd.DataFrame(cols, columns=list(QUESTION_COLUMNS))

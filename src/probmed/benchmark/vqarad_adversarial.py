@@ -333,7 +333,8 @@ def build_vqarad_adversarial(
             rows.append(
                 {"qid": question_id(stem, qa_type, text), "image_id": stem, "image_path": path, "source": SOURCE,
                  "category": category, "polarity": polarity, "pair_id": pid, "question": text, "answer": answer,
-                 "entity": entity, "image_type": itype, "qa_type": qa_type, "strategy": strategy, "evidence": evidence}
+                 "entity": entity, "image_type": itype, "qa_type": qa_type, "strategy": strategy, "evidence": evidence,
+                 "licence": rec.licence or ""}
             )
         k += 1
     frame = validate_question_frame(pd.DataFrame(rows, columns=list(QUESTION_COLUMNS)), "VQA-RAD adversarial set")

@@ -43,6 +43,7 @@ class ImageRecord:
     split: str = "test"
     patient_id: str | None = None
     provenance: dict[str, Any] = field(default_factory=dict)
+    licence: str | None = None  # the image's licence as its source states it (core.licences)
 
     def __post_init__(self) -> None:
         if self.modality not in MODALITIES:
@@ -73,7 +74,7 @@ def image_records_from_frame(frame: pd.DataFrame) -> list[ImageRecord]:
     for row in frame.to_dict("records"):
         for name in IMAGE_JSON_FIELDS:
             row[name] = json.loads(row[name])
-        for name in ("image_path", "patient_id", "abnormal"):
+        for name in ("image_path", "patient_id", "abnormal", "licence"):
             if row.get(name) is not None and pd.isna(row[name]):
                 row[name] = None
         records.append(ImageRecord(**row))
@@ -105,7 +106,10 @@ QUESTION_COLUMNS: tuple[str, ...] = (
     "qa_type",  # the original release's qa_type
     "strategy",  # random | popular | adversarial | gt
     "evidence",  # why the adversarial entity is believed absent
+    "licence",  # the image's licence, so non-commercial rows can be filtered (core.licences)
 )
+# Columns a table written before they existed may lack: read as empty.
+OPTIONAL_QUESTION_COLUMNS: tuple[str, ...] = ("licence",)
 
 
 @dataclass
@@ -124,6 +128,7 @@ class Question:
     source: str = ""
     strategy: str = "gt"
     evidence: str = ""
+    licence: str = ""
 
 
 def questions_to_frame(questions: Iterable[Question]) -> pd.DataFrame:
@@ -131,7 +136,12 @@ def questions_to_frame(questions: Iterable[Question]) -> pd.DataFrame:
 
 
 def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd.DataFrame:
-    """Check a question table strictly; raise RecordError naming row, image and field."""
+    """Check a question table strictly; raise RecordError naming row, image and field.
+
+    Optional columns a table lacks (older tables have no licence) are added empty."""
+    absent = [c for c in OPTIONAL_QUESTION_COLUMNS if c not in frame.columns]
+    if absent:
+        frame = frame.assign(**{c: "" for c in absent})
     missing = [c for c in QUESTION_COLUMNS if c not in frame.columns]
     if missing:
         raise RecordError(f"{where}: missing column(s) {missing}")
@@ -159,7 +169,7 @@ def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd
 
 def write_questions(questions: pd.DataFrame | Iterable[Question], path: str | Path) -> None:
     frame = questions if isinstance(questions, pd.DataFrame) else questions_to_frame(questions)
-    validate_question_frame(frame, str(path))
+    frame = validate_question_frame(frame, str(path))
     write_parquet(frame[list(QUESTION_COLUMNS)], path)
 
 

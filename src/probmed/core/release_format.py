@@ -26,6 +26,7 @@ Conversion between the formats (decisions where the original format is silent):
   record may carry an optional ``category`` field (ignored by the original
   tools), otherwise such records get category ``condition``.
 * ``entity``, ``evidence`` are not in the original format (empty on import);
+  ``licence`` is written as an optional field (ignored by the original tools) and read back;
   ``strategy`` is ``gt`` for ground-truth records and ``official`` otherwise.
 """
 
@@ -200,6 +201,7 @@ def questions_from_official(records: list[dict[str, Any]], where: str = "questio
                 "qa_type": rec["qa_type"],
                 "strategy": "gt" if polarity == "gt" else "official",
                 "evidence": "",
+                "licence": str(rec.get("licence") or ""),
             }
         )
     frame = pd.DataFrame(rows, columns=list(QUESTION_COLUMNS))
@@ -227,6 +229,9 @@ def questions_to_official(frame: pd.DataFrame, with_category: bool = False) -> l
         }
         if with_category:
             rec["category"] = row.category
+        licence = getattr(row, "licence", "")
+        if isinstance(licence, str) and licence:
+            rec["licence"] = licence
         out.append(rec)
     return out
 
@@ -348,7 +353,7 @@ def validate_question_table(frame: pd.DataFrame, where: str = "questions") -> pd
     carry one image_type, an adversarial row's gt twin (same pair_id) comes
     before it, a pair has at most one adversarial row, a (image, qa_type) is unique.
     """
-    validate_question_frame(frame, where)
+    frame = validate_question_frame(frame, where)
     finished: set[str] = set()
     current: str | None = None
     current_type: str | None = None

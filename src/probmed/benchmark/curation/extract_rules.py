@@ -75,7 +75,7 @@ ORGAN_ANATOMY: tuple[tuple[str, str], ...] = (
 )
 NEGATION = re.compile(
     r"\b(no|not|without|absence of|absent|negative for|free of|resolution of|resolved|ruled out|rule out|"
-    r"no evidence of|no signs? of|unremarkable|normal|remission of|disappearance of)\b"
+    r"no evidence of|no signs? of|unremarkable|normal|remission of|disappearance of|heal(ing|ed) of)\b"
 )
 # Context, not a finding of this image: scoped to the words that follow, up to a verb.
 CONTEXT = re.compile(
@@ -87,7 +87,7 @@ CONTEXT = re.compile(
 CONTEXT_END = re.compile(r"\b(shows?|showing|reveals?|revealing|demonstrat\w*|depicts?|is|are|was|were|seen|noted|"
                          r"with|which)\b|[,]")
 POST_NEGATION = re.compile(r"^\W*(\w+\W+){0,6}?(has |have |had |was |were )?(\w+ )?(disappeared|resolved|eliminated|"
-                           r"removed|excluded|ruled out|regressed|resection|resected|excised)\b")
+                           r"removed|excluded|ruled out|regressed|resection|resected|excised|healed)\b")
 CLAUSE_SPLIT = re.compile(r"\.(?=\s|$)|[;:!?]|\bbut\b|\bhowever\b|\balthough\b|\bwhereas\b|\bwhile\b")
 # Condition synonyms that qualify another finding or describe signal/density, never findings of
 # their own in a caption; and anatomical phrases that contain a condition word.
@@ -367,6 +367,9 @@ def places(clause: str, organ: str) -> list[Place]:
             if region == "cerebellum" and side in ("left", "right"):
                 region, sides = "cerebellar hemisphere", ("right", "left", "bilateral")
             found.append(Place(start, m.end(), region, sides, side))
+    if organ == "chest":  # RUL, RML, RLL, LUL, LLL name the side with the lobe
+        found = [Place(p.start, p.end, p.region, p.sides, {"r": "right", "l": "left"}[masked[p.start]])
+                 if p.side is None and re.fullmatch(r"[rl][uml]l", masked[p.start:p.end]) else p for p in found]
     if organ == "brain":
         for m in _BI_LOBE.finditer(masked):
             found.append(Place(m.start(), m.end(), f"{m.group(1)} lobe", ("right", "left", "bilateral"), "bilateral"))

@@ -1,10 +1,12 @@
-"""Image hygiene: every curated image is written the same way.
+"""Image hygiene: every curated image of a source is written the same way.
 
 In the raw ChestX-ray14 copy, file format and size leak the label (normal
 images are mostly 1024 px JPEG re-encodes, abnormal ones PNG, most only 256 px).
-Curation decodes each image, converts it to 8-bit grayscale, resizes it to one
-size with one resampling filter and writes PNG, so downstream code cannot tell
-normal from abnormal by anything but the pixels.
+Curation decodes each image, converts it to 8-bit grayscale, resizes it with one
+resampling filter and writes PNG, so downstream code cannot tell normal from
+abnormal by anything but the pixels. Two size policies (``fit``): ``square``
+(size x size, the ChestX-ray14 policy) and ``long_side`` (aspect kept, the long
+side exactly ``size``: figures and slices of other shapes, never distorted).
 """
 
 from __future__ import annotations
@@ -27,30 +29,45 @@ FILTERS = {
 MANIFEST = "hygiene.json"
 
 
-def normalise_image(src: Path, dst: Path, size: int = 256, resample: str = "lanczos") -> None:
-    """Decode, grayscale (mode L), resize to size x size, write PNG atomically."""
+FITS = ("square", "long_side")
+
+
+def fitted_size(width: int, height: int, size: int, fit: str = "square") -> tuple[int, int]:
+    """The curated image's (width, height) under a size policy."""
+    if fit == "square":
+        return size, size
+    if fit == "long_side":
+        scale = size / max(width, height)
+        return max(1, round(width * scale)), max(1, round(height * scale))
+    raise ValueError(f"image fit {fit!r} not in {FITS}")
+
+
+def normalise_image(src: Path, dst: Path, size: int = 256, resample: str = "lanczos", fit: str = "square") -> None:
+    """Decode, grayscale (mode L), resize by the size policy, write PNG atomically."""
     with Image.open(src) as im:
         im.load()
         gray = im.convert("L")
-    if gray.size != (size, size):
-        gray = gray.resize((size, size), FILTERS[resample])
+    target = fitted_size(gray.width, gray.height, size, fit)
+    if gray.size != target:
+        gray = gray.resize(target, FILTERS[resample])
     dst.parent.mkdir(parents=True, exist_ok=True)
     tmp = dst.with_name(f".{dst.name}.tmp")
     gray.save(tmp, format="PNG")
     os.replace(tmp, dst)
 
 
-def _job(args: tuple[str, str, int, str]) -> str | None:
-    src, dst, size, resample = args
+def _job(args: tuple[str, str, int, str, str]) -> str | None:
+    src, dst, size, resample, fit = args
     try:
-        normalise_image(Path(src), Path(dst), size, resample)
+        normalise_image(Path(src), Path(dst), size, resample, fit)
     except Exception as exc:  # unreadable image: reported by the caller, never fatal
         return f"{type(exc).__name__}: {exc}"
     return None
 
 
 def normalise_many(
-    pairs: Iterable[tuple[Path, Path]], out_dir: Path, size: int = 256, resample: str = "lanczos", workers: int = 2
+    pairs: Iterable[tuple[Path, Path]], out_dir: Path, size: int = 256, resample: str = "lanczos", workers: int = 2,
+    fit: str = "square",
 ) -> dict[str, str]:
     """Normalise (src, dst) pairs; returns {src: error} for the unreadable ones.
 
@@ -59,12 +76,16 @@ def normalise_many(
     """
     if resample not in FILTERS:
         raise ValueError(f"resampling filter {resample!r} not in {sorted(FILTERS)}")
+    if fit not in FITS:
+        raise ValueError(f"image fit {fit!r} not in {FITS}")
     out_dir.mkdir(parents=True, exist_ok=True)
     manifest = out_dir / MANIFEST
     settings = {"size": size, "resample": resample, "mode": "L", "format": "PNG"}
+    if fit != "square":  # the square policy's manifest stays as it was, so its images are reused
+        settings["fit"] = fit
     reuse = manifest.exists() and json.loads(manifest.read_text()) == settings
     todo = [
-        (str(s), str(d), size, resample)
+        (str(s), str(d), size, resample, fit)
         for s, d in pairs
         if not (reuse and d.exists() and d.stat().st_mtime >= s.stat().st_mtime)
     ]

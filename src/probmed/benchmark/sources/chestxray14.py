@@ -24,6 +24,7 @@ from pathlib import Path
 from probmed.benchmark.curation.images import normalise_many
 from probmed.benchmark.curation.positions import Box, place_box
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS, CXR14_LABELS
+from probmed.core.licences import CHESTXRAY14 as LICENCE
 from probmed.core.records import Finding, ImageRecord
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
 from probmed.core.errors import SourceError
@@ -161,6 +162,7 @@ def load_chestxray14(
             absent_conditions=[c for c in CXR14_CONDITIONS if c not in present],
             image_path=relative_path(dst, image_root),
             patient_id=row["Patient ID"],
+            licence=LICENCE,
             provenance={
                 "origin": name,
                 "pixels": "original_1024" if src == full else "thumbnail_256",
@@ -196,6 +198,7 @@ def load_chestxray14(
             absent_conditions=list(CXR14_CONDITIONS),
             image_path=relative_path(dst, image_root),
             patient_id=row["Patient ID"],
+            licence=LICENCE,
             provenance={"origin": src.name, "pixels": f"no_finding_{src.suffix.lstrip('.').lower()}", "view": row.get("View Position")},
         )
         pairs.append((src, dst))

@@ -38,6 +38,7 @@ from pathlib import Path
 from typing import Any
 
 from probmed.benchmark.curation.extract_rules import find_conditions, find_modality
+from probmed.core.licences import VQARAD as LICENCE
 from probmed.core.records import Finding, ImageRecord
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
 from probmed.core.errors import SourceError
@@ -236,6 +237,7 @@ def load_vqarad(data_dir: Path, image_root: Path) -> SourceResult:
                 absent_conditions=absent,
                 image_path=relative_path(img_dir / name, image_root),
                 split="test" if any(qa["test"] for qa in items) else "train",
+                licence=LICENCE,
                 provenance={
                     "origin": name,
                     "qids": [str(qa["qid"]) for qa in items],

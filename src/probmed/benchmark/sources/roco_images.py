@@ -1,0 +1,111 @@
+"""ROCO radiology figures with their captions (roco-images) -> ImageRecords, through the caption extractor.
+
+The paper's construction path: figure caption -> metadata -> questions. Every caption goes through
+the extractor (rules offline; the LLM extractor when ``extract.llm`` points at an endpoint, cached);
+the rule extractor's figure flags apply to both. A figure is left out, with its reason and id, when
+it is a multi-panel figure, an animal study or a non-radiology figure, when its modality is not CT,
+MRI or X-ray, or is not stated or ambiguous, or when its organ is not one of the four, or is not
+stated or ambiguous. Findings named in the caption are present, with their positions in the organ's
+vocabulary; silence is not evidence of absence (``abnormal`` stays unknown unless the caption names a
+finding, or says the image is normal). Licence per figure, as ROCO records it.
+Pixels: every figure written the same way (grayscale, long side ``image_size``, one filter, PNG).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Callable
+
+from tqdm import tqdm
+
+from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules
+from probmed.benchmark.sources.base import SourceResult, relative_path
+from probmed.benchmark.sources.tabular import ImagePolicy, read_metadata, write_images
+from probmed.core.errors import ConfigError, SourceError
+from probmed.core.records import Finding, ImageRecord
+from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS
+
+SOURCE = "ROCO"
+REQUIRED = ("file", "roco_id", "pmc_article", "licence", "caption")
+Extractor = Callable[[str, str], Extraction]
+
+
+def exclusion(rules: Extraction, ex: Extraction) -> str | None:
+    """Why a captioned figure cannot be one benchmark image, or None.
+
+    ``rules`` is the rule extraction (figure flags, ambiguity); ``ex`` the extraction used for the
+    record (the same one, or the LLM's)."""
+    for flag in ("multi-panel figure", "animal study", "non-radiology figure"):
+        if flag in rules.flags:
+            return flag
+    if ex.modality == "other":
+        return "modality other than CT, MRI or X-ray"
+    if ex.modality not in ASKABLE_MODALITIES:
+        ambiguous = any(f.startswith("ambiguous modality") for f in rules.flags)
+        return "modality ambiguous" if ambiguous else "modality not stated"
+    if ex.organ == "other":
+        return "organ other than abdomen, brain, chest or spine"
+    if ex.organ not in ASKABLE_ORGANS:
+        ambiguous = any(f.startswith("ambiguous organ") for f in rules.flags)
+        return "organ ambiguous" if ambiguous else "organ not stated"
+    return None
+
+
+def _extract(roco_id: str, caption: str, extractor: Extractor, result: SourceResult) -> tuple[Extraction, Extraction] | None:
+    rules = extract_rules(roco_id, caption)
+    if extractor is extract_rules:
+        return rules, rules
+    try:
+        return rules, extractor(roco_id, caption)
+    except ConfigError:
+        raise  # the endpoint as a whole is unusable: stop (answers so far are cached)
+    except ValueError as exc:  # an invalid LLM answer: reported, not crashed on
+        result.exclude("extractor error", f"{roco_id}: {exc}")
+        return None
+
+
+def load_roco_images(
+    data_dir: Path, policy: ImagePolicy, image_root: Path, extractor: Extractor = extract_rules, write: bool = True
+) -> SourceResult:
+    data_dir = Path(data_dir)
+    if not data_dir.is_dir():
+        raise SourceError(f"roco-images directory not found: {data_dir}")
+    result = SourceResult(SOURCE)
+    rows = read_metadata(data_dir, REQUIRED, "roco-images")
+    pending = []
+    for row in tqdm(rows, desc="captions", leave=False, disable=len(rows) < 200):
+        image_id = f"roco-{row['roco_id']}"
+        src = data_dir / row["file"]
+        if not src.is_file():
+            result.exclude("missing image file", image_id)
+            continue
+        if not row["licence"]:
+            result.exclude("no licence stated", image_id)
+            continue
+        got = _extract(row["roco_id"], row["caption"], extractor, result)
+        if got is None:
+            continue
+        rules, ex = got
+        reason = exclusion(rules, ex)
+        if reason:
+            result.exclude(reason, image_id)
+            continue
+        findings = [Finding(f["condition"], f.get("position")) for f in ex.findings]
+        pending.append((ImageRecord(
+            image_id=image_id,
+            source=SOURCE,
+            modality=ex.modality,
+            organ=ex.organ,
+            abnormal=True if findings else (False if rules.normal else None),
+            findings=findings,
+            absent_conditions=list(ex.negated),
+            image_path=relative_path(policy.out_dir / f"{src.stem}.png", image_root),
+            licence=row["licence"],
+            provenance={"origin": row["file"], "roco_id": row["roco_id"], "pmc_article": row["pmc_article"],
+                        "caption": row["caption"], "keywords": row.get("keywords", ""), "flags": rules.flags},
+        ), src))
+    write_images(pending, policy, result, write)
+    if not result.records:
+        raise SourceError(f"{data_dir}: no usable roco-images figure")
+    result.notes["captions"] = len(rows)
+    return result
