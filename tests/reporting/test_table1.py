@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import pandas as pd
+
 from probmed.benchmark.questions import generate_questions
 from probmed.core.records import Finding, ImageRecord
 from probmed.reporting.table1 import balance, record_counts, table1
@@ -28,3 +30,27 @@ def test_table1_layout_and_counts() -> None:
     assert b.loc["abnormality", "yes"] == 1 and b.loc["abnormality", "no"] == 1
     rc = record_counts(_records())
     assert rc["records"].sum() == 4 and not rc.loc[rc.has_image == False, "records"].empty  # noqa: E712
+
+
+def test_table1_beside_the_papers_shares(repo_root) -> None:
+    from probmed.reporting.table1 import PAPER_TABLE1, PAPER_TOTAL, table1_vs_paper
+
+    known = [v for v in PAPER_TABLE1.values()]
+    assert sum(q for _, q, _ in known) == PAPER_TOTAL[1] and sum(y for _, _, y in known) == PAPER_TOTAL[2]
+    assert PAPER_TOTAL[0] - sum(i for i, _, _ in known if i) == 232  # the four counts the paper's text lost
+    text = (repo_root.parent / "shared" / "reference" / "probmed-paper.txt").read_text()
+    for number in ("3,178", "27,530", "13,278", "6,855", "5,161", "57,132"):
+        assert number in text
+    q, _ = generate_questions(_records())
+    t = table1_vs_paper(q).set_index("image_type")
+    assert list(t.index[:12]) == list(PAPER_TABLE1) and t.index[-1] == "Total"
+    assert t.loc["X-ray - Chest", "paper_images_pct"] == 50.4 and t.loc["X-ray - Chest", "images_pct"] == 66.7
+    assert t.loc["MRI - Chest", "images"] == 0 and pd.isna(t.loc["MRI - Abdomen", "paper_images_pct"])
+    assert t.loc["Total", "questions_pct"] == 100.0
+
+
+def test_commercial_use_reads_the_licence() -> None:
+    from probmed.core.licences import CHESTXRAY14, MEDICAT, commercial_use
+
+    assert commercial_use("CC BY 4.0") and commercial_use("CC0") and commercial_use(CHESTXRAY14)
+    assert not any(commercial_use(x) for x in ("CC BY-NC", "CC BY-NC-SA 3.0 CH", MEDICAT, "", None))

@@ -86,6 +86,15 @@ def cmd_generate(args: argparse.Namespace) -> int:
     seed = args.seed if args.seed is not None else (cfg.questions.seed if cfg.questions.seed is not None else cfg.seed)
     strategy = args.strategy or cfg.questions.strategy
     t0 = time.perf_counter()
+    mix = None
+    if args.question_set:  # the set's image-type caps (datasets.question_sets.<set>.image_types)
+        from probmed.benchmark.mix import MixCaps, sample_records
+
+        key = f"datasets.question_sets.{args.question_set}"
+        qset = ((cfg.get("datasets") or {}).get("question_sets") or {}).get(args.question_set)
+        if qset is None:
+            raise UserError(f"--question-set {args.question_set!r}: params {key} is missing")
+        records, mix = sample_records(records, MixCaps.from_params(qset.get("image_types"), f"{key}.image_types"), int(seed))
     frame, report = generate_questions(records, seed=int(seed), strategy=strategy, progress=True)
     out = Path(args.out or cfg.questions.out)
     settings = audit_settings(cfg)
@@ -96,6 +105,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     write_audit(audit, verdict.to_json(), audit_dir)
     rep = {**report.to_json(), "seed": int(seed), "strategy": strategy, "seconds": round(time.perf_counter() - t0, 2),
            "records": paths, "gate": verdict.to_json()}
+    if mix is not None:
+        rep["image_type_mix"] = mix
     write_json_atomic(rep, args.report or cfg.questions.report)
     if not verdict.passed:
         lines = "\n  ".join(verdict.failures)
@@ -186,15 +197,18 @@ def cmd_extract_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
-    from probmed.reporting.table1 import balance, record_counts, table1, to_markdown
+    from probmed.reporting.table1 import balance, record_counts, table1, table1_vs_paper, to_markdown
 
     cfg = _params(args)
     q = read_questions(args.questions or cfg.questions.out)
     out = Path(args.out or cfg.questions.stats_dir)
-    t1, bal = table1(q), balance(q)
+    t1, bal, paper = table1(q), balance(q), table1_vs_paper(q)
     write_text_atomic(t1.to_csv(index=False), out / "table1.csv")
+    write_text_atomic(paper.to_csv(index=False), out / "table1_vs_paper.csv")
     write_text_atomic(bal.to_csv(index=False), out / "balance.csv")
     md = "# Dataset statistics (paper Table 1 layout)\n\n" + to_markdown(t1) + "\n## Yes/no balance per category\n\n" + to_markdown(bal)
+    md += "\n## Beside the paper's Table 1 (shares in %; paper image counts missing in its text stay empty)\n\n"
+    md += to_markdown(paper)
     if args.records:
         recs = [r for p in args.records for r in read_image_records(p)]
         rc = record_counts(recs)
@@ -251,6 +265,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strategy", choices=("balanced", "random", "popular", "adversarial"))
     p.add_argument("--seed", type=int)
     p.add_argument("--audit-dir", help="where the gate's audit.md / audit.json go (default: <out>.audit/)")
+    p.add_argument("--question-set", help="sample images per image type under datasets.question_sets.<set>.image_types first")
     _common(p)
     p.set_defaults(func=cmd_generate)
 

@@ -110,6 +110,10 @@ def cmd_subset(args: argparse.Namespace) -> int:
         import pandas as pd
 
         pool = drop_training_images(full, pd.read_parquet(args.splits))
+    if qset.get("commercial_only"):  # drop the images whose licence forbids commercial use (core.licences)
+        from probmed.core.licences import commercial_use
+
+        pool = pool[pool["licence"].map(commercial_use)].reset_index(drop=True)
     frame = subset_questions(pool, max_images, int(seed or 0))
     write_questions(frame, args.out)
     if args.official:
@@ -195,10 +199,13 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not sep or not name or not directory:
             raise UserError(f"--audit {item!r}: expected NAME=DIR (e.g. probmed-full=build/audit/probmed-full)")
         audits[name] = Path(directory)
+    full = {name: qroot / f"{name}-full.parquet" for name in question_sets
+            if (question_sets[name] or {}).get("image_types") is not None and (qroot / f"{name}-full.parquet").is_file()}
     manifest = build_report(
         args.scores_root or ["build/scores"],
         args.out_dir,
         questions=questions,
+        full_questions=full,
         transfer_models=rcfg.get("transfer_models") or [],
         transfer_category=rcfg.get("transfer_category", "condition"),
         title=rcfg.get("title", "ProbMed probing evaluation"),

@@ -272,6 +272,7 @@ def build_report(
     scores_root: str | Path | Iterable[str | Path],
     out_dir: str | Path,
     questions: Mapping[str, str | Path] | None = None,
+    full_questions: Mapping[str, str | Path] | None = None,
     transfer_models: Iterable[str] = (),
     transfer_category: str = "condition",
     title: str = "ProbMed probing evaluation",
@@ -290,6 +291,14 @@ def build_report(
     tables: dict[str, tuple[str, pd.DataFrame]] = {}
     if question_frames:
         tables["table1_dataset"] = ("Table 1: question-set statistics", table_dataset(question_frames))
+    for name, path in (full_questions or {}).items():  # the full generated set beside the paper's Table 1
+        from probmed.reporting.table1 import table1_vs_paper
+
+        tables[f"table1_{slug(name)}_vs_paper"] = (
+            f"Table 1: the full generated set '{name}' per image type, beside the paper's shares "
+            "(images %, questions %, yes % of the paper's Table 1; four image counts unreadable in the paper's text)",
+            table1_vs_paper(pd.read_parquet(path)),
+        )
     tables["table2_adversarial_drop"] = (
         "Table 2: averaged accuracy vs accuracy with adversarial pairs (question-weighted, paired categories)",
         table_adversarial_drop(runs),

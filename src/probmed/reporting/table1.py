@@ -32,6 +32,59 @@ def table1(questions: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=TABLE1_COLUMNS)
 
 
+# The paper's Table 1 (../shared/reference/probmed-paper.txt): image type -> (images, questions, "yes"
+# answers). The text extraction of the paper lost four image counts (Abdomen MRI, Chest MRI, Spine CT,
+# Brain X-ray; together 6,303 - 6,071 = 232 images): they stay None rather than guessed.
+PAPER_TABLE1: dict[str, tuple[int | None, int, int]] = {
+    "MRI - Abdomen": (None, 757, 375),
+    "MRI - Brain": (566, 5046, 2509),
+    "MRI - Chest": (None, 382, 189),
+    "MRI - Spine": (324, 3346, 1664),
+    "CT Scan - Abdomen": (751, 6855, 3410),
+    "CT Scan - Brain": (270, 2417, 1200),
+    "CT Scan - Chest": (548, 5161, 2572),
+    "CT Scan - Spine": (None, 941, 470),
+    "X-ray - Abdomen": (232, 2046, 1018),
+    "X-ray - Brain": (None, 599, 298),
+    "X-ray - Chest": (3178, 27530, 13278),
+    "X-ray - Spine": (202, 2052, 1020),
+}
+PAPER_TOTAL = (6303, 57132, 28003)
+
+
+def _pct(part: float | None, whole: float) -> float | None:
+    return None if part is None or not whole else round(100.0 * part / whole, 1)
+
+
+def table1_vs_paper(questions: pd.DataFrame) -> pd.DataFrame:
+    """Paper Table 1 layout with the paper's shares beside ours: per image type (the paper's twelve,
+    then any other), images and questions with their shares of the set, the "yes" share of the
+    questions, unique ground-truth conditions and positions; a Total row."""
+    ours = table1(questions).set_index("image_type")
+    total_images, total_questions = int(ours.loc["Total", "images"]), int(ours.loc["Total", "questions"])
+    order = list(PAPER_TABLE1) + sorted(t for t in ours.index if t not in PAPER_TABLE1 and t != "Total") + ["Total"]
+    rows = []
+    for itype in order:
+        have = itype in ours.index
+        images = int(ours.loc[itype, "images"]) if have else 0
+        n_questions = int(ours.loc[itype, "questions"]) if have else 0
+        p_images, p_questions, p_yes = PAPER_TABLE1.get(itype, PAPER_TOTAL if itype == "Total" else (None, None, None))
+        rows.append({
+            "image_type": itype,
+            "images": images,
+            "images_pct": _pct(images, total_images),
+            "paper_images_pct": _pct(p_images, PAPER_TOTAL[0]),
+            "questions": n_questions,
+            "questions_pct": _pct(n_questions, total_questions),
+            "paper_questions_pct": _pct(p_questions, PAPER_TOTAL[1]),
+            "yes_pct": _pct(int(ours.loc[itype, "yes_answers"]) if have else None, n_questions),
+            "paper_yes_pct": _pct(p_yes, p_questions or 0),
+            "unique_conditions": int(ours.loc[itype, "unique_conditions"]) if have else 0,
+            "unique_positions": int(ours.loc[itype, "unique_positions"]) if have else 0,
+        })
+    return pd.DataFrame(rows)
+
+
 def balance(questions: pd.DataFrame) -> pd.DataFrame:
     """Yes/no counts and yes ratio per category (and overall)."""
     rows = []
@@ -48,5 +101,11 @@ def record_counts(records: Iterable[ImageRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["source", "modality", "organ", "has_image", "records"])
 
 
+def _cell(value: object) -> str:
+    if value is None or (isinstance(value, float) and value != value):
+        return "—"  # e.g. a paper count its text does not give
+    return str(value)
+
+
 def to_markdown(frame: pd.DataFrame) -> str:
-    return markdown_table(frame)
+    return markdown_table(frame, cell=_cell)

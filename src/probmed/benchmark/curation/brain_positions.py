@@ -33,7 +33,8 @@ from probmed.benchmark.curation.positions import Box
 SYMMETRIC = 0.92  # outline IoU with its mirror; every hand-labelled sagittal calibration slice is below 0.912
 MIDLINE_SHARE = 0.25  # a box with >= this share of its width on each side of the midline is "midline"
 GRID = 96  # pixels of the square the outline is computed on
-ANGLES = tuple(range(-20, 21, 4))  # degrees of head tilt searched
+ANGLES = tuple(sorted(range(-20, 21, 4), key=abs))  # degrees of head tilt searched, upright first
+GOOD_ENOUGH = 0.95  # stop searching tilts once the outline is this symmetric
 SHIFTS = 6  # pixels of axis shift searched around the outline's centre
 PLANES = ("axial", "coronal", "sagittal")
 
@@ -77,7 +78,9 @@ def outline_symmetry(image: Image.Image) -> Outline:
     if not mask.any():
         return best
     for angle in ANGLES:
-        rotated = ndi.rotate(mask.astype(float), angle, reshape=False, order=0) > 0.5
+        if best.symmetry >= GOOD_ENOUGH:
+            break
+        rotated = ndi.rotate(mask.astype(float), angle, reshape=False, order=0) > 0.5 if angle else mask
         cols = np.where(rotated.any(axis=0))[0]
         if cols.size == 0:
             continue

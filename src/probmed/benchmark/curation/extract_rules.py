@@ -123,8 +123,13 @@ PANELS = re.compile(
     r"\(\s*[a-h]\s*(?:[,\-–&]|and|to)\s*[a-h]?\s*\)|\b(?:fig(?:ure)?s?\.?\s*\d+\s*[a-h]\b.*?){2}|"
     r"\b(?:panels?|upper|lower|top|bottom|left|right|middle)\s+(?:panels?|images?|row)\b|"
     r"\b(?:fig(?:ure)?s?\.?\s*\d+\s*[a-h]?\s*(?:and|[-–,])\s*(?:fig(?:ure)?s?\.?\s*)?\d*[a-h]?)\b|"
-    r"\([a-h]\).*\([a-h]\)|\b[a-h]\s*(?:,|and)\s*[a-h]\)|\b(?:a|b|c)\)\s.*\b(?:b|c|d)\)\s|"
-    r"\b(?:at|on the) left and (?:at |on the )?right\b|\b(?:images?|scans?) (?:at|on the) (?:left|right)\b"
+    r"(?:^|[.;:]\s*|\(\s*)[a-h]\s*[).:]\s*(?:axial|coronal|sagittal|transverse|ct|mri?|t[12]|x-?ray|radiograph|"
+    r"images?|scans?|pre|post|before|after|follow|initial|plain|contrast|non|lateral|ap|pa)\b.*\b[b-h]\s*[).:]|"
+    r"\b[a-h]\s*(?:,|and)\s*[a-h]\)|"
+    r"\b(?:axial|coronal|sagittal|transverse|ct|mri?|radiographs?|images?|scans?|views?)\s*\(\s*[a-h]\s*\).*"
+    r"\b(?:axial|coronal|sagittal|transverse|ct|mri?|radiographs?|images?|scans?|views?)\s*\(\s*[b-h]\s*\)|"
+    r"\b(?:at|on the) left and (?:at |on the )?right\b|\b(?:images?|scans?) (?:at|on the) (?:left|right)\b|"
+    r"\bfig(?:ure)?s?\.?\s*(\d+)\b.*\bfig(?:ure)?s?\.?\s*(?!\1\b)\d+\b"
 )
 SIDE_WORDS = {"left": "left", "right": "right", "bilateral": "bilateral", "bilaterally": "bilateral",
               "both": "bilateral", "each": "bilateral"}

@@ -21,7 +21,7 @@ from tqdm import tqdm
 from probmed.benchmark.curation.brain_positions import BrainPosition, brain_box_position
 from probmed.benchmark.curation.positions import Box
 from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS
-from probmed.benchmark.sources.base import SourceResult, relative_path
+from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.benchmark.sources.tabular import ImagePolicy, parse_box, read_metadata, write_images
 from probmed.core.errors import SourceError
 from probmed.core.records import Finding, ImageRecord
@@ -126,3 +126,13 @@ def load_figshare_brain_tumor(data_dir: Path, policy: ImagePolicy, image_root: P
 
 def load_brats_sample(data_dir: Path, policy: ImagePolicy, image_root: Path, write: bool = True) -> SourceResult:
     return load_brain_mri(data_dir, policy, image_root, BRATS, "brats", write)
+
+
+def load_figshare(context: SourceContext) -> SourceResult:
+    """The registry's loader for `figshare` (image policy from `curate.figshare`)."""
+    return load_figshare_brain_tumor(context.data_dir, ImagePolicy.from_context(context), context.image_root)
+
+
+def load_brats(context: SourceContext) -> SourceResult:
+    """The registry's loader for `brats` (image policy from `curate.brats`)."""
+    return load_brats_sample(context.data_dir, ImagePolicy.from_context(context), context.image_root)

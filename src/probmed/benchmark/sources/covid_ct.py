@@ -21,7 +21,7 @@ from pathlib import Path
 
 from probmed.benchmark.curation.extract_rules import find_conditions
 from probmed.benchmark.curation.vocabularies import position_phrase
-from probmed.benchmark.sources.base import SourceResult, relative_path
+from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.benchmark.sources.tabular import ImagePolicy, read_metadata, write_images
 from probmed.core.errors import SourceError
 from probmed.core.records import Finding, ImageRecord
@@ -146,3 +146,8 @@ def load_covid_ct(data_dir: Path, policy: ImagePolicy, image_root: Path, write: 
     if not result.records:
         raise SourceError(f"{data_dir}: no usable {SOURCE} image")
     return result
+
+
+def load(context: SourceContext) -> SourceResult:
+    """The registry's loader: the image policy from `curate.covid_ct`."""
+    return load_covid_ct(context.data_dir, ImagePolicy.from_context(context), context.image_root)

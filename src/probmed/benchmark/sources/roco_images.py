@@ -19,7 +19,7 @@ from typing import Callable
 from tqdm import tqdm
 
 from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules
-from probmed.benchmark.sources.base import SourceResult, relative_path
+from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.benchmark.sources.tabular import ImagePolicy, read_metadata, write_images
 from probmed.core.errors import ConfigError, SourceError
 from probmed.core.records import Finding, ImageRecord
@@ -109,3 +109,8 @@ def load_roco_images(
         raise SourceError(f"{data_dir}: no usable roco-images figure")
     result.notes["captions"] = len(rows)
     return result
+
+
+def load(context: SourceContext) -> SourceResult:
+    """The registry's loader: the image policy from `curate.roco_images`, the configured caption extractor."""
+    return load_roco_images(context.data_dir, ImagePolicy.from_context(context), context.image_root, context.extractor())

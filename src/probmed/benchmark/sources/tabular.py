@@ -14,7 +14,7 @@ from PIL import Image
 
 from probmed.benchmark.curation.images import fitted_size, normalise_many
 from probmed.benchmark.curation.positions import Box
-from probmed.benchmark.sources.base import SourceResult, require_file
+from probmed.benchmark.sources.base import SourceContext, SourceResult, require_file
 from probmed.core.errors import SourceError
 from probmed.core.records import ImageRecord
 
@@ -56,6 +56,13 @@ class ImagePolicy:
 
     def describe(self) -> str:
         return f"decode, grayscale, {self.fit} {self.size} px ({self.resample}), PNG"
+
+    @classmethod
+    def from_context(cls, context: SourceContext) -> "ImagePolicy":
+        """The source's options `curate.<source>`: `images_dir` (required), `image_size`, `resample`, `fit`, `workers`."""
+        return cls(Path(context.require("images_dir")), int(context.option("image_size", 256)),
+                   str(context.option("resample", "lanczos")), str(context.option("fit", "long_side")),
+                   int(context.option("workers", 2)))
 
 
 def write_images(

@@ -1,0 +1,130 @@
+"""The four sources with a metadata.csv, each on a few real files of ../shared/data: records, exclusions
+with reasons and ids, positions, licence per record, one image policy for normal and abnormal images."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+from probmed.benchmark.sources.brain_mri import load_brats_sample, load_figshare_brain_tumor
+from probmed.benchmark.sources.covid_ct import load_covid_ct, own_notes
+from probmed.benchmark.sources.roco_images import load_roco_images
+from probmed.benchmark.sources.tabular import ImagePolicy
+from probmed.core.errors import SourceError
+from probmed.core.licences import commercial_use
+
+
+def make_source(shared: Path, folder: str, tmp: Path, keep, edit=None) -> Path:
+    """A copy of a source folder holding the rows ``keep`` selects (images linked, not copied)."""
+    src, dst = shared / folder, tmp / folder
+    (dst / "images").mkdir(parents=True)
+    with open(src / "metadata.csv", newline="", encoding="utf-8") as fh:
+        reader = csv.DictReader(fh)
+        rows = [dict(r) for r in reader if keep(r)]
+        fields = reader.fieldnames
+    for row in rows:
+        (dst / row["file"]).symlink_to(src / row["file"])
+    if edit:
+        rows = edit(rows)
+    with open(dst / "metadata.csv", "w", newline="", encoding="utf-8") as fh:
+        writer = csv.DictWriter(fh, fieldnames=fields)
+        writer.writeheader()
+        writer.writerows(rows)
+    return dst
+
+
+def formats(root: Path, records) -> set:
+    out = set()
+    for r in records:
+        with Image.open(root / r.image_path) as im:
+            out.add((im.format, im.mode, max(im.size)))
+    return out
+
+
+def test_roco_images_records_exclusions_positions_licence(shared_data: Path, tmp_path: Path) -> None:
+    ids = {"ROCO_00535", "ROCO_59123", "ROCO_49230", "ROCO_27941", "ROCO_15930", "ROCO_04873", "ROCO_56869"}
+    data = make_source(shared_data, "roco-images", tmp_path, lambda r: r["roco_id"] in ids)
+    res = load_roco_images(data, ImagePolicy(tmp_path / "img", workers=1), tmp_path)
+    by_id = {r.image_id: r for r in res.records}
+    assert res.excluded == {
+        "organ ambiguous": ["roco-ROCO_49230"],  # "CT scan study of neck and thorax"
+        "multi-panel figure": ["roco-ROCO_27941"],  # "Fig 1 Axial ... and Fig 2 sagittal CT"
+        "modality other than CT, MRI or X-ray": ["roco-ROCO_56869"],  # "On X-ray and US ..."
+    }
+    tumour = by_id["roco-ROCO_59123"]  # "CT scan showing large tumor of the right kidney."
+    assert (tumour.modality, tumour.organ, tumour.abnormal) == ("ct", "abdomen", True)
+    assert [(f.condition, f.position) for f in tumour.findings] == [("tumor", "right kidney")]
+    chest = by_id["roco-ROCO_04873"]
+    assert {(f.condition, f.position) for f in chest.findings} == {("mass", "left lower lobe"), ("metastasis", "bilateral lungs")}
+    assert by_id["roco-ROCO_15930"].abnormal is False  # "... showing no obvious abnormality"
+    assert {r.licence for r in res.records} <= {"CC BY", "CC BY-NC", "CC BY-NC-SA", "CC0"} and all(r.licence for r in res.records)
+    assert not commercial_use(by_id["roco-ROCO_00535"].licence) or by_id["roco-ROCO_00535"].licence == "CC BY"
+    assert formats(tmp_path, res.records) == {("PNG", "L", 256)}  # RGB and grayscale JPEGs alike
+
+
+def test_covid_ct_notes_positions_and_label_conflicts(shared_data: Path, tmp_path: Path) -> None:
+    data = make_source(shared_data, "covid-chestxray-ct", tmp_path, lambda r: r["patient_id"] in ("17", "217", "218"))
+    res = load_covid_ct(data, ImagePolicy(tmp_path / "img", workers=1), tmp_path)
+    by_id = {r.image_id: r for r in res.records}
+    # patient 218: two slices labelled "No Finding" whose own notes describe GGO and consolidation
+    assert res.excluded == {"labelled normal but the case notes describe lung findings": ["covid-ct-16631_1_1", "covid-ct-16631_1_2"]}
+    normal = by_id["covid-ct-16630_1_1"]  # "Axial chest CT ... is normal"
+    assert normal.abnormal is False and not normal.findings and "covid-19 pneumonia" in normal.absent_conditions
+    ill = by_id["covid-ct-jkms-35-e79-g001-l-d"]
+    assert {(f.condition, f.position) for f in ill.findings} == {
+        ("covid-19 pneumonia", "bilateral lungs"), ("consolidation", "right upper lobe"),
+        ("ground-glass opacity", "bilateral lower lobes")}
+    assert {(r.modality, r.organ) for r in res.records} == {("ct", "chest")}
+    assert all(r.licence.startswith("CC BY-NC-SA") and not commercial_use(r.licence) for r in res.records)
+    sizes = {r.abnormal: formats(tmp_path, [r]) for r in res.records}
+    assert sizes[True] == sizes[False] == {("PNG", "L", 256)}  # one policy for normal and abnormal slices
+    own, only = own_notes("Case text. Slice one.", ["Case text. Slice one.", "Case text. Slice two."])
+    assert (own, only) == ("Slice one.", True)
+
+
+def test_figshare_positions_exclusions_and_licence(shared_data: Path, tmp_path: Path) -> None:
+    keep = {"images/924.jpg", "images/2035.jpg", "images/192.jpg", "images/20.jpg", "images/11.jpg"}
+
+    def edit(rows):
+        rows[0] = {**rows[0], "finding_boxes": "1,2,0,4"}  # no area
+        rows[1] = {**rows[1], "findings": "astrocytic blob"}
+        return rows
+
+    data = make_source(shared_data, "figshare-brain-tumor", tmp_path, lambda r: r["file"] in keep, edit)
+    res = load_figshare_brain_tumor(data, ImagePolicy(tmp_path / "img", workers=1), tmp_path)
+    assert sum(len(v) for v in res.excluded.values()) == 2
+    assert set(res.excluded) == {"malformed tumour box", "unknown tumour class 'astrocytic blob'"}
+    for r in res.records:
+        assert (r.modality, r.organ, r.abnormal, r.licence, r.patient_id) == ("mri", "brain", True, "CC BY 4.0", None)
+        condition = r.findings[0].condition
+        assert set(r.absent_conditions) == {"glioma", "meningioma", "pituitary tumor"} - {condition}
+        assert r.provenance["boxes_curated"][0]["w"] == pytest.approx(r.provenance["boxes"][0]["w"] / 2, abs=0.01)
+    positions = {r.image_id: r.findings[0].position for r in res.records}
+    assert positions.get("figshare-192") in (None, "right hemisphere")
+    assert all(p in (None, "left hemisphere", "right hemisphere", "midline", "sellar region") for p in positions.values())
+
+
+def test_brats_axial_sides_and_patients(shared_data: Path, tmp_path: Path) -> None:
+    data = make_source(shared_data, "brats2015-deepmedic-sample", tmp_path, lambda r: "pat0001" in r["file"] or "pat0002" in r["file"])
+    res = load_brats_sample(data, ImagePolicy(tmp_path / "img", workers=1), tmp_path)
+    assert len(res.records) == 12 and res.excluded == {}
+    assert {r.patient_id for r in res.records} == {"brats_2013_pat0001_1", "brats_2013_pat0002_1"}
+    sides = {rec.findings[0].position for rec in res.records if rec.patient_id == "brats_2013_pat0001_1"}
+    assert sides == {"right hemisphere"}  # the tumour is on the image's left
+    assert {r.provenance["plane"] for r in res.records} == {"axial"}
+    assert {r.licence for r in res.records} == {"CC BY-NC-SA 3.0 CH"}
+    assert formats(tmp_path, res.records) == {("PNG", "L", 256)}
+
+
+def test_missing_column_and_folder_are_clear_errors(shared_data: Path, tmp_path: Path) -> None:
+    data = make_source(shared_data, "brats2015-deepmedic-sample", tmp_path, lambda r: "pat0001" in r["file"],
+                       lambda rows: [{k: v for k, v in r.items()} for r in rows])
+    text = (data / "metadata.csv").read_text().replace("finding_boxes", "boxes")
+    (data / "metadata.csv").write_text(text)
+    with pytest.raises(SourceError, match=r"missing column\(s\) \['finding_boxes'\]"):
+        load_brats_sample(data, ImagePolicy(tmp_path / "img", workers=1), tmp_path)
+    with pytest.raises(SourceError, match="directory not found"):
+        load_covid_ct(tmp_path / "nowhere", ImagePolicy(tmp_path / "img"), tmp_path)
