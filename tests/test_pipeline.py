@@ -271,6 +271,13 @@ def test_repro_builds_report_and_mlflow_runs_and_noop_is_fast(pipeline_repo):
         assert (repo / "build/report" / ref).is_file(), ref
     runs = json.loads((repo / "build/tracking/runs.json").read_text())
     assert set(runs) == set(TINY_RUNS) | set(TINY_DESCRIBED)
+    # the new sources are in: Table 1 of the full set beside the paper's shares, chest CT in the transfer study
+    table1 = pd.read_csv(repo / "build/report/tables/table1_probmed_vs_paper.csv").set_index("image_type")
+    big = table1.drop(index="Total")
+    assert (big["images"] >= 30).sum() >= 9 and big.loc["X-ray - Chest", "images_pct"] <= 50
+    transfer = pd.read_csv(repo / "build/finetune/transfer/transfer.csv")
+    chest_ct = transfer[(transfer["comparison"] == "same organ, other modality") & (transfer["image_type"] == "CT Scan - Chest")]
+    assert set(chest_ct["source"]) >= {"COVID-19 IDC", "ROCO"} and chest_ct["n_images"].min() > 0
 
     started = time.monotonic()
     again = sh(f"{BIN}/dvc", "repro", cwd=repo)

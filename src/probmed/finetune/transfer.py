@@ -6,8 +6,8 @@ pass, answers kept in an answer store) and are scored by the project's scorer,
 group by group. Each group is labelled with the comparison it supports relative
 to the adaptation domain: in-domain held-out patients, the same modality and
 organ from another source, the same organ in another modality (the paper's
-claim; absent from the data here), the same modality on another organ, or
-neither.
+claim: chest X-ray -> chest CT, measured on the COVID-19 and ROCO chest CT
+groups), the same modality on another organ, or neither.
 
 Outputs under `<out_dir>`: transfer.csv / transfer.md / transfer.json (one row
 per group and category), metrics.json (the same, compact, for `dvc metrics`), transfer.png,
