@@ -49,6 +49,7 @@ VQARAD_EVERY = 3  # every 3rd VQA-RAD image (by name): 105 images
 PROBMED_IMAGES = 48  # seeded subset across image types: 263 questions, every qa_type
 VQARAD_IMAGES = 8
 PREDICTION_COLUMNS = ("qid", "model", "setting", "response", "label")
+NEW_SOURCES = {"covid_ct": "covid-chestxray-ct", "brats": "brats2015-deepmedic-sample"}  # small sources with a metadata.csv
 RUNS = (  # (question set, model, setting, extra overrides)
     ("probmed", "random", "vanilla", ()),
     ("probmed", "always-yes", "vanilla", ()),
@@ -76,6 +77,8 @@ def make_data(shared: Path, data: Path) -> None:
     """A small copy of the raw sources (copied, not linked: image paths must not leave the run directory)."""
     _copy_vqarad(shared / "vqa-rad", data / "vqa-rad")
     shutil.copytree(shared / "medicat-sample", data / "medicat-sample")
+    for small in NEW_SOURCES.values():  # whole folders: 49 chest CT and 36 brain MRI slices
+        shutil.copytree(shared / small, data / small)
     src, dst = shared / "chestxray14", data / "chestxray14"
     (dst / "images").mkdir(parents=True)
     (dst / "thumbnails_256").mkdir()
@@ -115,9 +118,13 @@ def run_pipeline(work: Path) -> None:
     for source, folder in (("chestxray14", "chestxray14"), ("vqarad", "vqa-rad"), ("medicat", "medicat-sample")):
         _probmed("curate", source, "curate.chestxray14.images_dir=build/images/chestxray14",
                  "curate.chestxray14.workers=1", "--data", f"data/{folder}", "--out", f"build/records/{source}.parquet")
+    for source, folder in NEW_SOURCES.items():
+        _probmed("curate", source, f"curate.{source}.workers=1", "--data", f"data/{folder}",
+                 "--out", f"build/records/{source}.parquet")
     q = "build/questions"
     _probmed("generate", "--records", "build/records/chestxray14.parquet", "build/records/vqarad.parquet",
-             "build/records/medicat.parquet", "--out", f"{q}/probmed-full.parquet", "--official",
+             "build/records/medicat.parquet", *(f"build/records/{s}.parquet" for s in NEW_SOURCES),
+             "--out", f"{q}/probmed-full.parquet", "--official",
              f"{q}/probmed-full.json", "--report", f"{q}/probmed-full.report.json")
     _probmed("vqarad-adversarial", "--data", "data/vqa-rad", "--out", f"{q}/vqarad-adv-full.parquet",
              "--official", f"{q}/vqarad-adv-full.json", "--report", f"{q}/vqarad-adv-full.report.md")

@@ -108,10 +108,11 @@ def dvc_status(repo: Path) -> dict:
 
 @pytest.fixture()
 def cfg(repo_root, tmp_path):
+    params = to_plain(load_params(repo_root / "params.yaml"))
     (tmp_path / "data").mkdir()
-    for name in ("chestxray14", "vqa-rad", "medicat-sample"):
-        (tmp_path / "data" / name).mkdir()
-    return to_plain(load_params(repo_root / "params.yaml")), tmp_path
+    for source in params["datasets"]["sources"].values():  # every raw source folder the plan checks
+        (tmp_path / "data" / source["dir"]).mkdir()
+    return params, tmp_path
 
 
 @pytest.mark.parametrize(
