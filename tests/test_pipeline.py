@@ -293,11 +293,11 @@ def test_one_models_param_reruns_only_its_stages_and_metrics_params_show(pipelin
     params = repo / "params.yaml"
     original = params.read_text()
     try:
-        edit_params(params, lambda cfg: cfg["models"]["always-yes"].update(note="changed"))
+        edit_params(params, lambda cfg: cfg["models"]["always-yes"].update(description="changed"))
         changed = set(dvc_status(repo))
         assert changed == {"plan", "predict@probmed-always-yes-vanilla", "track"}, changed
         diff = json.loads(sh(f"{BIN}/dvc", "params", "diff", "--json", cwd=repo).stdout)
-        assert diff["params.yaml"]["models.always-yes.note"]["new"] == "changed"
+        assert diff["params.yaml"]["models.always-yes.description"]["new"] == "changed"
     finally:
         params.write_text(original)
     shown = json.loads(sh(f"{BIN}/dvc", "metrics", "show", "--json", cwd=repo).stdout)

@@ -29,8 +29,8 @@ from omegaconf import OmegaConf
 from probmed.benchmark.sources.registry import SOURCES
 from probmed.core.errors import ConfigError, FetchError
 from probmed.core.settings import SETTINGS, get_setting
-from probmed.inference.models.registry import BACKENDS
 from probmed.inference.models.hub import pin_problem
+from probmed.inference.models.registry import check_model_entries
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -63,7 +63,7 @@ def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
         raise ConfigError("params: 'pipeline.runs' is missing or empty (nothing to evaluate)")
     question_sets = (cfg.get("datasets") or {}).get("question_sets") or {}
     models = cfg.get("models") or {}
-    check_backends(models)
+    check_model_entries(models)
     out = []
     for (group, name), run in runs.items():
         key = f"pipeline.{group}.{name}"
@@ -105,12 +105,6 @@ def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
         if name not in question_sets:
             raise ConfigError(f"params: pipeline.describe lists {name!r}, not in datasets.question_sets")
     return out
-
-
-def check_backends(models: Mapping[str, Any]) -> None:
-    """Every entry of params `models` names a registered backend (enabled or not)."""
-    for name, entry in models.items():
-        BACKENDS.check((entry or {}).get("backend"), f"models.{name}.backend")
 
 
 def check_model(models: Mapping[str, Any], name: str, key: str) -> None:

@@ -75,7 +75,7 @@ def test_score_refuses_bad_override(files, tmp_path: Path, capsys) -> None:
 def test_baseline_command(files, tmp_path: Path) -> None:
     qfile, _ = files
     out = tmp_path / "yes.parquet"
-    assert main(["baseline", "yes", str(qfile), "--out", str(out)]) == 0
+    assert main(["baseline", "always-yes", str(qfile), "--out", str(out)]) == 0
     preds = read_predictions(out)
     assert len(preds) == 15 and set(preds["label"]) == {"yes"}
     r1, r2 = tmp_path / "r1.parquet", tmp_path / "r2.parquet"
@@ -153,7 +153,7 @@ def test_real_vqarad_set_scores_always_yes_at_zero(shared_data: Path, tmp_path: 
     qfile = tmp_path / "vqarad.json"
     write_question_file(frame, qfile, with_category=True)
     pfile = tmp_path / "yes.parquet"
-    assert main(["baseline", "yes", str(qfile), "--out", str(pfile)]) == 0
+    assert main(["baseline", "always-yes", str(qfile), "--out", str(pfile)]) == 0
     out = tmp_path / "scores"
     assert main(["score", str(qfile), str(pfile), "--out-dir", str(out), "--params",
                  str(Path(__file__).resolve().parents[2] / "params.yaml"), "-S", "score.bootstrap_resamples=20"]) == 0

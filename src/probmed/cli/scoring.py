@@ -103,7 +103,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     questions = read_questions_any(args.questions)
     if args.kind == "random":
         frame = random_predictions(questions, seed=args.seed)
-    elif args.kind == "yes":
+    elif args.kind == "always-yes":
         frame = always_yes(questions)
     else:
         frame = always_no(questions)
@@ -167,7 +167,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_score_official)
 
     p = sub.add_parser("baseline", help="write baseline predictions (random / always-yes / always-no)")
-    p.add_argument("kind", choices=("random", "yes", "no"))
+    p.add_argument("kind", choices=("random", "always-yes", "always-no"))
     p.add_argument("questions", help="question set (Parquet or original-format JSON)")
     p.add_argument("--out", required=True, help="prediction table to write (Parquet)")
     p.add_argument("--seed", type=int, default=0, help="seed of the random baseline")

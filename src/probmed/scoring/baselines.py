@@ -51,5 +51,3 @@ def always_no(questions: pd.DataFrame) -> pd.DataFrame:
     """Answer every question "no"."""
     return _predictions(questions, np.full(len(questions), "no", dtype=object), "always-no")
 
-
-BASELINES = {"random": random_predictions, "yes": always_yes, "no": always_no}

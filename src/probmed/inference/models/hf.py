@@ -20,7 +20,7 @@ can reuse both.
 
 from __future__ import annotations
 
-import hashlib
+import dataclasses
 import time
 from pathlib import Path
 from typing import Any
@@ -28,30 +28,22 @@ from typing import Any
 from probmed.core.errors import BackendError, ConfigError, MissingFileError
 from probmed.inference.models.answer_tokens import AnswerTokens, answer_tokens
 from probmed.inference.models.base import Answer, Backend, Item
-from probmed.inference.models.hub import pin_problem
+from probmed.inference.models.config import BackendConfig, answer_field, run_field
 from probmed.inference.models.families import GENERIC, Family, family_of, load_processor, processor_images
-
-# Files that define what a local checkpoint answers: weights, configs, tokenizer, chat template, and the
-# modelling code of a trust_remote_code checkpoint.
-_WEIGHT_SUFFIXES = (".safetensors", ".bin", ".json", ".jinja", ".model", ".txt", ".py")
+from probmed.inference.models.hub import pin_problem
 
 
-def directory_fingerprint(path: Path) -> str:
-    """Content hash of a model or adapter directory (weights, configs, tokenizer)."""
-    h = hashlib.sha256()
-    for f in sorted(p for p in path.rglob("*") if p.is_file() and p.suffix in _WEIGHT_SUFFIXES):
-        h.update(str(f.relative_to(path)).encode())
-        size = f.stat().st_size
-        h.update(str(size).encode())
-        with open(f, "rb") as fh:
-            if size <= 512 * 1024 * 1024:
-                for chunk in iter(lambda: fh.read(1 << 20), b""):
-                    h.update(chunk)
-            else:  # multi-GB shards: size plus head and tail
-                h.update(fh.read(1 << 20))
-                fh.seek(-(1 << 20), 2)
-                h.update(fh.read(1 << 20))
-    return h.hexdigest()
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class HFConfig(BackendConfig):
+    model_id: str = answer_field(hash_as="weights")  # hub id, or a local directory keyed by its content
+    revision: str | None = answer_field(None)  # the commit sha a hub id is pinned to
+    adapter: str | None = answer_field(None, hash_as="adapter")  # a LoRA directory, keyed by its content
+    dtype: str = answer_field("float32")
+    mode: str = answer_field("generate")  # generate | logits
+    max_new_tokens: int = answer_field(16)
+    trust_remote_code: bool = answer_field(False, when_set=True)  # run the checkpoint's own modelling code
+    device: str = run_field("cpu")  # cpu, cuda, or auto (device_map)
+    threads: int | None = run_field(None)  # torch CPU threads
 
 
 def yes_probability(logits, tokens: AnswerTokens):
@@ -80,54 +72,29 @@ def encode(processor, family: Family, images: list[Any], prompts: list[str]):
 
 class HFBackend(Backend):
     kind = "hf"
+    config_class = HFConfig
+    sends_system_prompt = True
 
     def __init__(self, name, cfg, context=None):
         super().__init__(name, cfg, context)
-        model_id = cfg.get("model_id")
-        if not model_id:
-            raise ConfigError(f"models.{name}.model_id is required")
-        self.model_id = str(model_id)
+        self.model_id = self.config.model_id
         self.local = Path(self.model_id).exists()
-        self.revision = cfg.get("revision")
-        self.trust_remote_code = cfg.get("trust_remote_code", False)
-        if not isinstance(self.trust_remote_code, bool):
-            raise ConfigError(f"models.{name}.trust_remote_code = {self.trust_remote_code!r}, expected true or false")
-        problem = pin_problem(name, cfg)
+        self.revision = self.config.revision
+        self.trust_remote_code = self.config.trust_remote_code
+        problem = pin_problem(name, {"backend": self.kind, **cfg})
         if problem:
             raise ConfigError(problem)
-        self.adapter = cfg.get("adapter")
+        self.adapter = self.config.adapter
         if self.adapter and not Path(self.adapter).exists():
             raise ConfigError(f"models.{name}.adapter: directory {self.adapter} not found")
-        self.mode = cfg.get("mode", "generate")
+        self.mode = self.config.mode
         if self.mode not in ("generate", "logits"):
             raise ConfigError(f"models.{name}.mode = {self.mode!r}, expected 'generate' or 'logits'")
-        self.max_new_tokens = int(cfg.get("max_new_tokens", 16))
+        self.max_new_tokens = self.config.max_new_tokens
         self._model = None
         self._processor = None
         self.family: Family = GENERIC
         self.answer_tokens: AnswerTokens | None = None
-        self._fp: dict[str, Any] | None = None
-
-    def fingerprint(self) -> dict[str, Any]:
-        if self._fp is None:
-            fp = {
-                "backend": self.kind,
-                "model_id": self.model_id,
-                "revision": self.revision,
-                "adapter": None,
-                "dtype": str(self.cfg.get("dtype", "float32")),
-                "mode": self.mode,
-                "max_new_tokens": self.max_new_tokens,
-                "system_prompt": self.context.get("system_prompt"),
-            }
-            if self.trust_remote_code:  # only when set: keys of every other model stay as they were
-                fp["trust_remote_code"] = True
-            if self.local:
-                fp["weights"] = directory_fingerprint(Path(self.model_id))
-            if self.adapter:
-                fp["adapter"] = directory_fingerprint(Path(self.adapter))
-            self._fp = fp
-        return self._fp
 
     def run_info(self) -> dict[str, Any]:
         """How the run answered: the model family, the prompt path, and in logit mode the counted token ids."""
@@ -184,12 +151,12 @@ class HFBackend(Backend):
         from transformers import AutoModelForImageTextToText
 
         processor = self.processor()
-        dtype_name = str(self.cfg.get("dtype", "float32"))
+        dtype_name = self.config.dtype
         dtype = "auto" if dtype_name == "auto" else getattr(torch, dtype_name, None)
         if dtype is None:
             raise ConfigError(f"models.{self.name}.dtype = {dtype_name!r} is not a torch dtype")
-        device = str(self.cfg.get("device", "cpu"))
-        threads = self.cfg.get("threads")
+        device = self.config.device
+        threads = self.config.threads
         if threads:  # on a shared CPU, oversubscribed intra-op threads stall for seconds per call
             torch.set_num_threads(int(threads))
         kwargs: dict[str, Any] = {"dtype": dtype, **self._hub_kwargs()}

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 import functools
 import io
 import json
@@ -29,6 +30,7 @@ from typing import Any
 
 from probmed.core.errors import BackendError, ConfigError, EndpointUnreachableError, MissingFileError
 from probmed.inference.models.base import Answer, AnswerCallback, Backend, Item
+from probmed.inference.models.config import BackendConfig, answer_field, run_field
 from probmed.inference.models.pricing import cost_usd
 
 MIME = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif", ".webp": "image/webp"}
@@ -105,39 +107,61 @@ def p_yes_from_logprobs(choice: Any) -> float | None:
     return py / (py + pn)
 
 
+@dataclasses.dataclass(frozen=True, kw_only=True)
+class OpenAIConfig(BackendConfig):
+    model_id: str = answer_field(hash_as="weights")  # the API's model name; a local directory is keyed by content
+    revision: str | None = answer_field(None)
+    base_url: str | None = answer_field(None, when_set=True)  # the endpoint (null: api.openai.com)
+    max_tokens: int = answer_field(64)
+    temperature: float = answer_field(0.0)
+    logprobs: bool = answer_field(False)  # read P(yes) from the first answer token's logprobs
+    max_image_side: int | None = answer_field(None)  # images are shrunk to this longest side
+    max_tokens_param: str = run_field("max_tokens")  # or max_completion_tokens (newer OpenAI models)
+    api_key_env: str | None = run_field(None)  # the environment variable holding the key
+    base_url_env: str | None = run_field(None)  # the environment variable holding the endpoint
+    require_key: bool = run_field(False)  # refuse to run without a key even on a local endpoint
+    concurrency: int = run_field(8)
+    rpm: float | None = run_field(0.0)  # requests per minute (0 or null: unlimited)
+    max_retries: int = run_field(5)
+    timeout_s: float = run_field(60.0)
+    backoff_base_s: float = run_field(1.0)
+    backoff_max_s: float = run_field(60.0)
+
+
 class OpenAIBackend(Backend):
     kind = "openai"
+    config_class = OpenAIConfig
     batch_by_image = False
+    sends_system_prompt = True
 
     def __init__(self, name, cfg, context=None):
         super().__init__(name, cfg, context)
-        self.model_id = cfg.get("model_id")
-        if not self.model_id:
-            raise ConfigError(f"models.{name}.model_id is required")
-        base_url = cfg.get("base_url")
-        if not base_url and cfg.get("base_url_env"):
-            base_url = os.environ.get(str(cfg["base_url_env"]))
-        self.base_url = base_url or None
-        key_env = cfg.get("api_key_env")
-        key = os.environ.get(str(key_env)) if key_env else None
+        base_url = self.config.base_url
+        if not base_url and self.config.base_url_env:
+            base_url = os.environ.get(self.config.base_url_env)
+        self.config = self.config.replace(base_url=base_url.rstrip("/") if base_url else None)  # keyed as used
+        self.model_id = self.config.model_id
+        self.base_url = self.config.base_url
+        key_env = self.config.api_key_env
+        key = os.environ.get(key_env) if key_env else None
         if not key:
-            if self.base_url is None or cfg.get("require_key", False):
+            if self.base_url is None or self.config.require_key:
                 raise ConfigError(
                     f"models.{name}: the API key environment variable {key_env or '(models.' + name + '.api_key_env)'}"
                     " is not set"
                 )
             key = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
         self._key = key
-        self.concurrency = int(cfg.get("concurrency", 8))
-        self.rpm = float(cfg.get("rpm", 0) or 0)
-        self.max_retries = int(cfg.get("max_retries", 5))
-        self.timeout_s = float(cfg.get("timeout_s", 60))
-        self.backoff_base_s = float(cfg.get("backoff_base_s", 1.0))
-        self.backoff_max_s = float(cfg.get("backoff_max_s", 60.0))
-        self.max_tokens = int(cfg.get("max_tokens", cfg.get("max_new_tokens", 64)))
-        self.temperature = float(cfg.get("temperature", 0.0))
-        self.logprobs = bool(cfg.get("logprobs", False))
-        self.max_image_side = cfg.get("max_image_side")
+        self.concurrency = self.config.concurrency
+        self.rpm = self.config.rpm or 0.0
+        self.max_retries = self.config.max_retries
+        self.timeout_s = self.config.timeout_s
+        self.backoff_base_s = self.config.backoff_base_s
+        self.backoff_max_s = self.config.backoff_max_s
+        self.max_tokens = self.config.max_tokens
+        self.temperature = self.config.temperature
+        self.logprobs = self.config.logprobs
+        self.max_image_side = self.config.max_image_side
         self.prices = self.context.get("pricing") or {}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client = None
@@ -146,18 +170,6 @@ class OpenAIBackend(Backend):
         self._stats = {"requests": 0, "retries": 0, "failed": 0, "refusals": 0, "cost_usd": 0.0}
 
     # --- identity and secrets -----------------------------------------------------
-
-    def fingerprint(self) -> dict[str, Any]:
-        return {
-            "backend": self.kind,
-            "model_id": self.model_id,
-            "revision": self.cfg.get("revision"),
-            "max_tokens": self.max_tokens,
-            "temperature": self.temperature,
-            "logprobs": self.logprobs,
-            "max_image_side": self.max_image_side,
-            "system_prompt": self.context.get("system_prompt"),
-        }
 
     def redact(self, text: str) -> str:
         """`text` with the API key (and any bearer token of it) removed."""
@@ -214,7 +226,7 @@ class OpenAIBackend(Backend):
             "model": self.model_id,
             "messages": messages,
             # newer OpenAI models take max_completion_tokens; vLLM, transformers serve and gpt-4o max_tokens
-            str(self.cfg.get("max_tokens_param", "max_tokens")): item.max_new_tokens or self.max_tokens,
+            self.config.max_tokens_param: item.max_new_tokens or self.max_tokens,
             "temperature": self.temperature,
         }
         if self.logprobs and item.task == "answer":
@@ -227,7 +239,7 @@ class OpenAIBackend(Backend):
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise BackendError(
                 f"model {self.name}: the endpoint rejected the credentials (HTTP {exc.status_code}); "
-                f"check the key in ${self.cfg.get('api_key_env')}"
+                f"check the key in ${self.config.api_key_env}"
             ) from None
         except openai.NotFoundError as exc:
             raise BackendError(

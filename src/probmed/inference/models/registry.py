@@ -1,8 +1,10 @@
 """The model backends a `models:` entry in params.yaml can name with `backend:`, and how they are built.
 
 One line per backend: its kind and the class that implements it, imported only
-when a model of that kind is built. The kinds `probmed plan` accepts are this
-table's keys.
+when a model of that kind is built or checked. The kinds `probmed plan` accepts
+are this table's keys; the keys each entry may carry are its backend's typed
+config (`config_class`, see models.config). A new backend is one module (the
+class and its config) plus one line here.
 """
 
 from __future__ import annotations
@@ -18,13 +20,20 @@ BACKENDS = Registry(
     "model backend",
     {
         "random": "probmed.inference.models.baselines:RandomBackend",
-        "always_yes": "probmed.inference.models.baselines:AlwaysYesBackend",
-        "always_no": "probmed.inference.models.baselines:AlwaysNoBackend",
+        "always-yes": "probmed.inference.models.baselines:AlwaysYesBackend",
+        "always-no": "probmed.inference.models.baselines:AlwaysNoBackend",
         "blind": "probmed.inference.models.baselines:BlindBackend",
         "hf": "probmed.inference.models.hf:HFBackend",
         "openai": "probmed.inference.models.openai_api:OpenAIBackend",
     },
 )
+
+
+def check_model_entries(models: Mapping[str, Any]) -> None:
+    """Every `models:` entry, enabled or not: a registered backend, and only keys of the right type that it takes."""
+    for name, entry in models.items():
+        entry = entry or {}
+        BACKENDS.load(entry.get("backend"), f"models.{name}.backend").config_class.from_entry(name, entry)
 
 
 def model_config(models: Mapping[str, Any], name: str) -> dict[str, Any]:
