@@ -14,7 +14,7 @@ from metrics_factory import make_metrics
 from PIL import Image
 
 from probmed.reporting.report import build_report, discover_runs, table_adversarial_drop, to_markdown
-from probmed.core.errors import ReportError
+from probmed.core.errors import ReportError, ScoresError
 
 RUNS = [
     ("probmed", "tiny", "vanilla"),
@@ -161,7 +161,7 @@ def test_no_runs_or_bad_metrics_is_a_clear_error(tmp_path):
     bad = tmp_path / "q" / "m" / "vanilla" / "metrics.json"
     bad.parent.mkdir(parents=True)
     bad.write_text("{")
-    with pytest.raises(ReportError, match=str(bad)):
+    with pytest.raises(ScoresError, match=str(bad)):
         discover_runs(tmp_path)
 
 

@@ -10,7 +10,7 @@ import pytest
 from metrics_factory import make_metrics
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
-from probmed.core.errors import TrackingError
+from probmed.core.errors import ScoresError
 from probmed.reporting.tracking import (
     RunSpec,
     Tracker,
@@ -111,11 +111,11 @@ def test_clean_params_drops_credentials_keeps_env_var_names():
 
 def test_missing_or_malformed_metrics_is_a_clear_error(tmp_path, logged):
     tracker = logged[0]
-    with pytest.raises(TrackingError, match="not found"):
+    with pytest.raises(ScoresError, match="not found"):
         tracker.log(RunSpec("m", "vanilla", "q", tmp_path / "nope.json"))
     bad = tmp_path / "metrics.json"
     bad.write_text("[1, 2]")
-    with pytest.raises(TrackingError, match="by_category"):
+    with pytest.raises(ScoresError, match="by_category"):
         tracker.log(RunSpec("m", "vanilla", "q", bad))
 
 

@@ -47,6 +47,10 @@ class ReportError(ProbmedError, ValueError):
     """The report cannot be built (no runs, bad metrics file); the message names the path."""
 
 
+class ScoresError(ProbmedError, ValueError):
+    """A score result (metrics.json) is missing or malformed; the message names the file and key."""
+
+
 class TrackingError(ProbmedError, RuntimeError):
     """A run cannot be logged (missing input, bad metrics file); the message names the file."""
 

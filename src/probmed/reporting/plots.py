@@ -29,20 +29,6 @@ from probmed.core.settings import ABLATIONS, BASE_SETTING  # noqa: E402
 from probmed.reporting.runs import Run  # noqa: E402
 
 
-def _val(run: Run, category: str, key: str, image_type: str | None = None) -> float:
-    if image_type is None:
-        block = (run.metrics.get("by_category") or {}).get(category) or {}
-    else:
-        block = ((run.metrics.get("by_image_type") or {}).get(image_type) or {}).get(category) or {}
-    value = block.get(key)
-    if isinstance(value, bool) or value is None:
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
 def _save(fig: plt.Figure, path: Path) -> Path:
     """Save atomically: a crash never leaves a truncated PNG the HTML links to."""
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -66,7 +52,7 @@ def _by_set(runs: Sequence[Run]) -> dict[str, list[Run]]:
 
 
 def _present(runs: Sequence[Run], categories: Sequence[str]) -> list[str]:
-    return [c for c in categories if any(c in (r.metrics.get("by_category") or {}) for r in runs)]
+    return [c for c in categories if any(c in r.scores.categories for r in runs)]
 
 
 def figure_strict_vs_averaged(runs: Sequence[Run], question_set: str, path: Path) -> Path | None:
@@ -77,8 +63,8 @@ def figure_strict_vs_averaged(runs: Sequence[Run], question_set: str, path: Path
     fig, axes = plt.subplots(1, len(categories), figsize=(4 * len(categories), 4), squeeze=False, sharey=True)
     x = np.arange(len(runs))
     for ax, category in zip(axes[0], categories):
-        averaged = [_val(r, category, "averaged_accuracy") for r in runs]
-        strict = [_val(r, category, "accuracy_adv_pairs") for r in runs]
+        averaged = [r.scores.value(category, "averaged_accuracy") for r in runs]
+        strict = [r.scores.value(category, "accuracy_adv_pairs") for r in runs]
         ax.bar(x - 0.2, averaged, 0.4, label="averaged (without adversarial pairs)", color="#9ecae1")
         ax.bar(x + 0.2, strict, 0.4, label="with adversarial pairs", color="#08519c")
         ax.set_title(category)
@@ -92,7 +78,7 @@ def figure_strict_vs_averaged(runs: Sequence[Run], question_set: str, path: Path
 
 def figure_per_image_type(runs: Sequence[Run], question_set: str, path: Path) -> Path | None:
     """Appendix A as heatmaps: accuracy with adversarial pairs per image type, one panel per category."""
-    image_types = sorted({it for r in runs for it in (r.metrics.get("by_image_type") or {})})
+    image_types = sorted({it for r in runs for it in r.scores.image_types})
     categories = _present(runs, CATEGORIES)
     if not image_types or not categories:
         return None
@@ -103,7 +89,7 @@ def figure_per_image_type(runs: Sequence[Run], question_set: str, path: Path) ->
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#dddddd")  # not asked: grey, never "0"
     for k, category in enumerate(categories):
         ax = axes[k // ncols][k % ncols]
-        grid = np.array([[_val(r, category, "accuracy_adv_pairs", it) for it in image_types] for r in runs])
+        grid = np.array([[r.scores.value(category, "accuracy_adv_pairs", it) for it in image_types] for r in runs])
         ax.imshow(np.ma.masked_invalid(grid), vmin=0, vmax=100, cmap=cmap, aspect="auto")
         for i in range(grid.shape[0]):
             for j in range(grid.shape[1]):
@@ -139,9 +125,9 @@ def figure_response_distribution(
                 for key, value in zip(colors, (yes, 1 - yes, 0.0, 0.0)):
                     shares[key].append(value)
         for run in runs:
-            yes = _val(run, category, "yes_ratio")
-            refusal = _val(run, category, "refusal_rate")
-            unparsed = _val(run, category, "unparsed_rate")
+            yes = run.scores.value(category, "yes_ratio")
+            refusal = run.scores.value(category, "refusal_rate")
+            unparsed = run.scores.value(category, "unparsed_rate")
             parts = [0.0 if math.isnan(v) else v / 100.0 for v in (yes, refusal, unparsed)]  # scorer: percent
             labels.append(run.label)
             shares["yes"].append(parts[0])
@@ -173,7 +159,7 @@ def figure_ablation_deltas(runs: Sequence[Run], question_set: str, path: Path) -
     x = np.arange(len(categories))
     for k, (run, base) in enumerate(pairs):
         deltas = [
-            _val(run, c, "accuracy_adv_pairs") - _val(base, c, "accuracy_adv_pairs") for c in categories
+            run.scores.value(c, "accuracy_adv_pairs") - base.scores.value(c, "accuracy_adv_pairs") for c in categories
         ]
         ax.bar(x - 0.4 + width * (k + 0.5), np.nan_to_num(deltas), width, label=f"{run.model}: {run.setting} - vanilla")
     ax.axhline(0, color="black", linewidth=0.8)
@@ -189,14 +175,14 @@ def figure_transfer(
 ) -> Path | None:
     """Figure 5: a category's accuracy per image type for the base and fine-tuned models named in params."""
     chosen = [r for r in runs if r.model in models and r.setting == BASE_SETTING]
-    image_types = sorted({it for r in chosen for it in (r.metrics.get("by_image_type") or {})})
+    image_types = sorted({it for r in chosen for it in r.scores.image_types})
     if len(chosen) < 1 or not image_types:
         return None
     fig, ax = plt.subplots(figsize=(2 + 1.2 * len(image_types), 4))
     width = 0.8 / len(chosen)
     x = np.arange(len(image_types))
     for k, run in enumerate(chosen):
-        values = [_val(run, category, "accuracy_adv_pairs", it) for it in image_types]
+        values = [run.scores.value(category, "accuracy_adv_pairs", it) for it in image_types]
         ax.bar(x - 0.4 + width * (k + 0.5), np.nan_to_num(values), width, label=run.model)
     ax.set_xticks(x, image_types, rotation=30, ha="right")
     ax.set_ylim(0, 100)

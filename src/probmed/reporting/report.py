@@ -25,7 +25,6 @@ position): single questions are reported beside pairs, never mixed in.
 from __future__ import annotations
 
 import html
-import json
 import math
 import re
 from pathlib import Path
@@ -40,6 +39,7 @@ from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CAT
 from probmed.core.settings import SETTING_NAMES
 from probmed.reporting import plots
 from probmed.reporting.runs import Run
+from probmed.scoring.score_report import ScoreReport, number
 
 RUN_COLUMNS = ["question_set", "model", "setting"]
 SETTING_ORDER = {name: i for i, name in enumerate(SETTING_NAMES)}
@@ -77,32 +77,14 @@ def _discover(root: Path) -> list[Run]:
     runs = []
     for path in sorted(root.glob("*/*/*/metrics.json")):
         question_set, model, setting = path.relative_to(root).parts[:3]
-        try:
-            metrics = json.loads(path.read_text(encoding="utf-8"))
-        except json.JSONDecodeError as exc:
-            raise ReportError(f"{path}: not valid JSON ({exc})") from exc
-        if not isinstance(metrics, dict) or not isinstance(metrics.get("by_category"), dict):
-            raise ReportError(f"{path}: expected an object with key 'by_category'")
-        runs.append(Run(question_set, model, setting, metrics, path))
+        runs.append(Run(question_set, model, setting, ScoreReport.load(path)))
     return runs
 
 
-def _num(value: Any) -> float:
-    if isinstance(value, bool) or value is None:
-        return math.nan
-    try:
-        return float(value)
-    except (TypeError, ValueError):
-        return math.nan
-
-
-def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(obj, Mapping):
-        out: dict[str, Any] = {}
-        for key, value in obj.items():
-            out.update(_flat(value, f"{prefix}.{key}" if prefix else str(key)))
-        return out
-    return {prefix: obj}
+def _nan(value: Any) -> float:
+    """A metric leaf as a float, NaN for null or anything that is not a number (shown as a dash)."""
+    found = number(value)
+    return math.nan if found is None else found
 
 
 # --- tables ---------------------------------------------------------------------
@@ -112,16 +94,11 @@ def long_table(runs: Iterable[Run]) -> pd.DataFrame:
     """One row per (run, image type or ``all``, category) with every metric the scorer gives."""
     rows = []
     for run in runs:
-        blocks = [("all", run.metrics.get("by_category") or {})]
-        blocks += list((run.metrics.get("by_image_type") or {}).items())
-        for image_type, cats in blocks:
-            for category, values in (cats or {}).items():
-                if not isinstance(values, Mapping):
-                    continue
-                row = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
-                row.update({"image_type": image_type, "category": category})
-                row.update({k: _num(v) for k, v in values.items() if not isinstance(v, (dict, list))})
-                rows.append(row)
+        for image_type, category, values in run.scores.blocks():
+            row = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+            row.update({"image_type": image_type, "category": category})
+            row.update({k: _nan(v) for k, v in values.items() if not isinstance(v, (dict, list))})
+            rows.append(row)
     return pd.DataFrame(rows)
 
 
@@ -143,22 +120,20 @@ def table_dataset(questions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _paired_summary(metrics: Mapping[str, Any]) -> tuple[float, float]:
+def _paired_summary(scores: ScoreReport) -> tuple[float, float]:
     """(averaged, strict) accuracy over the paired questions of a run.
 
     The scorer's pooled ``overall.averaged_accuracy`` / ``overall.accuracy_adv_pairs``
     (the paper's Table 2 definitions) when present; otherwise the per-category
     values weighted by their number of questions.
     """
-    overall = metrics.get("overall") or {}
-    avg, strict = _num(overall.get("averaged_accuracy")), _num(overall.get("accuracy_adv_pairs"))
+    avg, strict = scores.overall_value("averaged_accuracy"), scores.overall_value("accuracy_adv_pairs")
     if not (math.isnan(avg) or math.isnan(strict)):
         return avg, strict
     num_avg = num_strict = weight = 0.0
     for category in PAIRED_CATEGORIES:
-        values = (metrics.get("by_category") or {}).get(category) or {}
-        n = _num(values.get("n_questions"))
-        avg, strict = _num(values.get("averaged_accuracy")), _num(values.get("accuracy_adv_pairs"))
+        n = scores.value(category, "n_questions")
+        avg, strict = scores.value(category, "averaged_accuracy"), scores.value(category, "accuracy_adv_pairs")
         if math.isnan(n) or n <= 0 or math.isnan(avg) or math.isnan(strict):
             continue
         num_avg += avg * n
@@ -173,7 +148,7 @@ def table_adversarial_drop(runs: Iterable[Run]) -> pd.DataFrame:
     """Table 2: per (model, setting), each question set's averaged vs strict accuracy and the drop."""
     rows: dict[tuple[str, str], dict[str, Any]] = {}
     for run in runs:
-        avg, strict = _paired_summary(run.metrics)
+        avg, strict = _paired_summary(run.scores)
         row = rows.setdefault((run.model, run.setting), {"model": run.model, "setting": run.setting})
         row[f"{run.question_set} averaged"] = avg
         row[f"{run.question_set} adv. pairs"] = strict
@@ -181,14 +156,13 @@ def table_adversarial_drop(runs: Iterable[Run]) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()))
 
 
-def _category_row(head: dict[str, Any], metrics: Mapping[str, Any]) -> dict[str, Any]:
+def _category_row(head: dict[str, Any], scores: ScoreReport) -> dict[str, Any]:
     row = dict(head)
     for category in CATEGORIES:
-        values = (metrics.get("by_category") or {}).get(category) or {}
-        row[category] = _num(values.get("accuracy_adv_pairs"))
-    for key, value in _flat(metrics.get("overall") or {}).items():
+        row[category] = scores.value(category, "accuracy_adv_pairs")
+    for key, value in scores.leaves("overall").items():
         if key.startswith("accuracy") or key.endswith("_accuracy"):
-            row[f"overall {key}"] = _num(value)
+            row[f"overall {key}"] = _nan(value)
     return row
 
 
@@ -200,13 +174,13 @@ def table_categories(runs: Iterable[Run]) -> pd.DataFrame:
     """
     rows, seen = [], set()
     for run in runs:  # runs come sorted by question set: the exact baseline heads each set's rows
-        baseline = run.metrics.get("random_baseline") or {}
-        if run.question_set not in seen and baseline.get("by_category"):
+        baseline = run.scores.random_baseline
+        if run.question_set not in seen and baseline is not None:
             seen.add(run.question_set)
             rows.append(_category_row({"question_set": run.question_set, "model": "random (exact)", "setting": "-"},
                                       baseline))
         rows.append(_category_row({"question_set": run.question_set, "model": run.model, "setting": run.setting},
-                                  run.metrics))
+                                  run.scores))
     return pd.DataFrame(rows)
 
 
@@ -215,9 +189,9 @@ def table_procedural(runs: Iterable[Run]) -> pd.DataFrame:
     rows = []
     for run in runs:
         row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
-        for key, value in _flat(run.metrics.get("procedural") or {}).items():
+        for key, value in run.scores.leaves("procedural").items():
             if not isinstance(value, (list, str)):
-                row[key] = _num(value)
+                row[key] = _nan(value)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -226,10 +200,10 @@ def tables_by_image_type(runs: Iterable[Run]) -> dict[str, pd.DataFrame]:
     """Appendix A: for each image type, strict accuracy per category, one row per run."""
     out: dict[str, list[dict[str, Any]]] = {}
     for run in runs:
-        for image_type, cats in sorted((run.metrics.get("by_image_type") or {}).items()):
+        for image_type in sorted(run.scores.image_types):
             row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
             for category in CATEGORIES:
-                row[category] = _num(((cats or {}).get(category) or {}).get("accuracy_adv_pairs"))
+                row[category] = run.scores.value(category, "accuracy_adv_pairs", image_type)
             out.setdefault(image_type, []).append(row)
     return {k: pd.DataFrame(v) for k, v in out.items()}
 
@@ -349,20 +323,18 @@ def build_report(
 def summary_metrics(runs: Iterable[Run]) -> dict[str, Any]:
     """The compact metrics `dvc metrics show` lists: per run, overall and per-category headline numbers."""
 
-    def clean(value: Any) -> float | None:
-        number = _num(value)
-        return None if math.isnan(number) else round(number, 4)
+    def clean(value: float) -> float | None:
+        return None if math.isnan(value) else round(value, 4)
 
     out: dict[str, Any] = {}
     for run in runs:
-        overall = run.metrics.get("overall") or {}
+        scores = run.scores
         entry: dict[str, Any] = {
-            "overall": {k: clean(overall.get(k)) for k in (
+            "overall": {k: clean(scores.overall_value(k)) for k in (
                 "accuracy_adv_pairs_original_weighting", "accuracy_adv_pairs", "averaged_accuracy")},
         }
-        for category, values in (run.metrics.get("by_category") or {}).items():
-            if isinstance(values, Mapping):
-                entry[category] = {k: clean(values.get(k)) for k in ("accuracy_adv_pairs", "averaged_accuracy")}
+        for category in scores.categories:
+            entry[category] = {k: clean(scores.value(category, k)) for k in ("accuracy_adv_pairs", "averaged_accuracy")}
         out[f"{run.question_set}-{run.model}-{run.setting}"] = entry
     return out
 

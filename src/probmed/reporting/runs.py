@@ -4,18 +4,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+
+from probmed.scoring.score_report import ScoreReport
 
 
 @dataclass
 class Run:
-    """The metrics.json of one (question set, model, setting), with where it was read from."""
+    """The scores of one (question set, model, setting), as laid out under a score root."""
 
     question_set: str
     model: str
     setting: str
-    metrics: dict[str, Any]
-    path: Path
+    scores: ScoreReport
+
+    @property
+    def path(self) -> Path | None:
+        return self.scores.path
 
     @property
     def label(self) -> str:

@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import re
 import subprocess
 import time
@@ -34,6 +33,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
 from probmed.core.errors import TrackingError
 from probmed.core.settings import ABLATIONS, BASE_SETTING
+from probmed.scoring.score_report import ScoreReport, flatten, number
 
 # Per-image-type metrics logged (all categories); the full breakdown is in the artifacts.
 IMAGE_TYPE_METRIC_KEYS: tuple[str, ...] = ("accuracy_adv_pairs", "averaged_accuracy", "n_images")
@@ -87,18 +87,6 @@ def git_commit(repo_dir: str | Path = ".") -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested dicts -> ``{"a.b.c": leaf}``; lists are kept as leaves."""
-    out: dict[str, Any] = {}
-    if isinstance(obj, Mapping):
-        for key, value in obj.items():
-            name = f"{prefix}.{key}" if prefix else str(key)
-            out.update(flatten(value, name))
-    else:
-        out[prefix] = obj
-    return out
-
-
 def is_secret_name(name: str) -> bool:
     """True for param names that may hold a credential (``*_env`` names an env var, not a secret)."""
     last = name.rsplit(".", 1)[-1]
@@ -124,58 +112,28 @@ def metric_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_\-./]", "_", text).lower()
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, (int, float)):
-        value = float(value)
-        return value if math.isfinite(value) else None
-    return None
-
-
-def metrics_from_scores(scores: Mapping[str, Any]) -> dict[str, float]:
-    """The metrics logged for one run, from a ``probmed score`` metrics.json dict.
+def metrics_from_scores(scores: ScoreReport | Mapping[str, Any]) -> dict[str, float]:
+    """The metrics logged for one run, from its score result (or a ``probmed score`` metrics dict).
 
     Every numeric leaf of ``overall``, ``by_category``, ``procedural`` and the
     random baseline's ``overall`` / ``by_category``; for ``by_image_type`` only
     the headline keys (the complete tables are artifacts). Nulls and NaNs are left out, never logged as 0.
     """
+    if not isinstance(scores, ScoreReport):
+        scores = ScoreReport.from_dict(scores)
     out: dict[str, float] = {}
-    baseline = scores.get("random_baseline") or {}
-    sections = {
-        "overall": scores.get("overall"),
-        "by_category": scores.get("by_category"),
-        "procedural": scores.get("procedural"),
-        "random_baseline.overall": baseline.get("overall"),
-        "random_baseline.by_category": baseline.get("by_category"),
-    }
-    for section, block in sections.items():
-        for key, value in flatten(block or {}, section).items():
-            number = _number(value)
-            if number is not None:
-                out[metric_name(key)] = number
-    for image_type, cats in (scores.get("by_image_type") or {}).items():
-        for category, values in (cats or {}).items():
-            if not isinstance(values, Mapping):
-                continue
+    for section in ("overall", "by_category", "procedural", "random_baseline.overall", "random_baseline.by_category"):
+        for key, value in scores.leaves(section).items():
+            found = number(value)
+            if found is not None:
+                out[metric_name(f"{section}.{key}")] = found
+    for image_type in scores.image_types:
+        for category in scores.categories_of(image_type):
             for key in IMAGE_TYPE_METRIC_KEYS:
-                number = _number(values.get(key))
-                if number is not None:
-                    out[metric_name(f"by_image_type.{image_type}.{category}.{key}")] = number
+                found = number(scores.category(category, image_type).get(key))
+                if found is not None:
+                    out[metric_name(f"by_image_type.{image_type}.{category}.{key}")] = found
     return out
-
-
-def read_metrics(path: str | Path) -> dict[str, Any]:
-    path = Path(path)
-    if not path.is_file():
-        raise TrackingError(f"metrics file {path} not found (run `probmed score` first)")
-    try:
-        scores = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TrackingError(f"metrics file {path}: not valid JSON ({exc})") from exc
-    if not isinstance(scores, dict) or "by_category" not in scores:
-        raise TrackingError(f"metrics file {path}: expected an object with key 'by_category'")
-    return scores
 
 
 def run_key(spec: RunSpec, questions_hash: str, params: Mapping[str, str]) -> str:
@@ -210,8 +168,7 @@ class Tracker:
 
     def log(self, spec: RunSpec, repo_dir: str | Path = ".") -> str:
         """Create or update the run for ``spec``; returns its run id."""
-        scores = read_metrics(spec.metrics_path)
-        metrics = metrics_from_scores(scores)
+        metrics = metrics_from_scores(ScoreReport.load(spec.metrics_path))
         questions_hash = file_md5(spec.questions_path) if spec.questions_path else "unknown"
         params = clean_params(
             {**spec.params, "run": {"model": spec.model, "setting": spec.setting, "question_set": spec.question_set}}
