@@ -1,6 +1,7 @@
 """The report's figures as PNG (matplotlib, headless).
 
-One function per figure of the paper, each taking the runs the report found:
+One function per figure of the paper, each ``(FigureInput, path) -> path | None``
+and named in the figure table (probmed.reporting.figures), which draws them:
 Figure 1 (accuracy with adversarial pairs vs averaged accuracy per category),
 per image type (Appendix A as heatmaps), the yes-ratio / response distribution
 per category (Appendix F), ablation deltas for cot and described (Figure 4 /
@@ -15,7 +16,7 @@ import math
 import os
 import tempfile
 from pathlib import Path
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import matplotlib
 
@@ -26,7 +27,7 @@ import pandas as pd  # noqa: E402
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
 from probmed.core.settings import ABLATIONS, BASE_SETTING  # noqa: E402
-from probmed.reporting.runs import Run  # noqa: E402
+from probmed.reporting.runs import FigureInput, Run  # noqa: E402
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
@@ -44,19 +45,13 @@ def _save(fig: plt.Figure, path: Path) -> Path:
     return path
 
 
-def _by_set(runs: Sequence[Run]) -> dict[str, list[Run]]:
-    out: dict[str, list[Run]] = {}
-    for run in runs:
-        out.setdefault(run.question_set, []).append(run)
-    return out
-
-
 def _present(runs: Sequence[Run], categories: Sequence[str]) -> list[str]:
     return [c for c in categories if any(c in r.scores.categories for r in runs)]
 
 
-def figure_strict_vs_averaged(runs: Sequence[Run], question_set: str, path: Path) -> Path | None:
+def figure_strict_vs_averaged(data: FigureInput, path: Path) -> Path | None:
     """Figure 1: per category, averaged accuracy beside accuracy with adversarial pairs, per run."""
+    runs, question_set = data.runs, data.question_set
     categories = _present(runs, PAIRED_CATEGORIES)
     if not categories:
         return None
@@ -76,8 +71,9 @@ def figure_strict_vs_averaged(runs: Sequence[Run], question_set: str, path: Path
     return _save(fig, path)
 
 
-def figure_per_image_type(runs: Sequence[Run], question_set: str, path: Path) -> Path | None:
+def figure_per_image_type(data: FigureInput, path: Path) -> Path | None:
     """Appendix A as heatmaps: accuracy with adversarial pairs per image type, one panel per category."""
+    runs, question_set = data.runs, data.question_set
     image_types = sorted({it for r in runs for it in r.scores.image_types})
     categories = _present(runs, CATEGORIES)
     if not image_types or not categories:
@@ -106,10 +102,9 @@ def figure_per_image_type(runs: Sequence[Run], question_set: str, path: Path) ->
     return _save(fig, path)
 
 
-def figure_response_distribution(
-    runs: Sequence[Run], question_set: str, path: Path, questions: pd.DataFrame | None = None
-) -> Path | None:
+def figure_response_distribution(data: FigureInput, path: Path) -> Path | None:
     """Appendix F: yes / no / refusal / unparsed shares per category, beside the ground-truth yes share."""
+    runs, question_set, questions = data.runs, data.question_set, data.questions
     categories = _present(runs, CATEGORIES)
     if not categories:
         return None
@@ -147,8 +142,9 @@ def figure_response_distribution(
     return _save(fig, path)
 
 
-def figure_ablation_deltas(runs: Sequence[Run], question_set: str, path: Path) -> Path | None:
+def figure_ablation_deltas(data: FigureInput, path: Path) -> Path | None:
     """Figure 4 / Appendix D: change in accuracy with adversarial pairs vs the model's vanilla run."""
+    runs, question_set = data.runs, data.question_set
     vanilla = {r.model: r for r in runs if r.setting == BASE_SETTING}
     pairs = [(r, vanilla[r.model]) for r in runs if r.setting in ABLATIONS and r.model in vanilla]
     categories = _present(runs, CATEGORIES)
@@ -170,10 +166,11 @@ def figure_ablation_deltas(runs: Sequence[Run], question_set: str, path: Path) -
     return _save(fig, path)
 
 
-def figure_transfer(
-    runs: Sequence[Run], question_set: str, path: Path, models: Sequence[str], category: str
-) -> Path | None:
-    """Figure 5: a category's accuracy per image type for the base and fine-tuned models named in params."""
+def figure_transfer(data: FigureInput, path: Path) -> Path | None:
+    """Figure 5: a category's accuracy per image type for the base and fine-tuned models named in params
+    (``report.transfer_models``, ``report.transfer_category``)."""
+    runs, question_set = data.runs, data.question_set
+    models, category = data.transfer_models, data.transfer_category
     chosen = [r for r in runs if r.model in models and r.setting == BASE_SETTING]
     image_types = sorted({it for r in chosen for it in r.scores.image_types})
     if len(chosen) < 1 or not image_types:
@@ -190,29 +187,3 @@ def figure_transfer(
     ax.legend(fontsize=8)
     ax.set_title(f"{question_set}: transfer across image types")
     return _save(fig, path)
-
-
-def make_all(
-    runs: Sequence[Run],
-    questions: Mapping[str, pd.DataFrame],
-    out_dir: Path,
-    transfer_models: Sequence[str] = (),
-    transfer_category: str = "condition",
-) -> list[Path]:
-    """Every figure the runs support; returns the files written (the HTML links exactly these)."""
-    written: list[Any] = []
-    for question_set, group in _by_set(runs).items():
-        name = "".join(ch if ch.isalnum() or ch in "-_" else "_" for ch in question_set)
-        written.append(figure_strict_vs_averaged(group, question_set, out_dir / f"fig1_strict_vs_averaged_{name}.png"))
-        written.append(figure_per_image_type(group, question_set, out_dir / f"per_image_type_{name}.png"))
-        written.append(
-            figure_response_distribution(
-                group, question_set, out_dir / f"response_distribution_{name}.png", questions.get(question_set)
-            )
-        )
-        written.append(figure_ablation_deltas(group, question_set, out_dir / f"ablation_deltas_{name}.png"))
-        if transfer_models:
-            written.append(
-                figure_transfer(group, question_set, out_dir / f"transfer_{name}.png", transfer_models, transfer_category)
-            )
-    return [p for p in written if p is not None]

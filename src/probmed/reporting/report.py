@@ -13,7 +13,7 @@ Markdown and CSV with one row per (model, setting):
   scorer's ``procedural`` block);
 - Appendix A: one table per image type;
 
-plus the PNG figures of :mod:`probmed.reporting.plots`, ``per_category.csv`` for
+plus the PNG figures of the figure table (probmed.reporting.figures), ``per_category.csv`` for
 ``dvc plots``, a compact ``metrics.json`` for ``dvc metrics show`` and
 ``index.html`` that references only files written here.
 
@@ -37,7 +37,7 @@ from probmed.core.markdown import markdown_table
 from probmed.core.records import write_json_atomic, write_text_atomic
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
 from probmed.core.settings import SETTING_NAMES
-from probmed.reporting import plots
+from probmed.reporting.figures import draw_all
 from probmed.reporting.runs import Run
 from probmed.scoring.score_report import ScoreReport, number
 
@@ -305,9 +305,7 @@ def build_report(
     write_json_atomic(summary_metrics(runs), out / "metrics.json")
     files["data"].append("metrics.json")
 
-    figures = plots.make_all(
-        runs, question_frames, out / "plots", transfer_models=list(transfer_models), transfer_category=transfer_category
-    )
+    figures = draw_all(runs, question_frames, out / "plots", transfer_models, transfer_category)
     files["plots"] = [f"plots/{p.name}" for p in figures]
 
     page = render_html(title, runs, tables, files)

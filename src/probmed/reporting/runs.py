@@ -1,11 +1,15 @@
-"""One scored evaluation as the report and its figures see it."""
+"""One scored evaluation as the report and its figures see it, and what a figure is given."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, Sequence
 
 from probmed.scoring.score_report import ScoreReport
+
+if TYPE_CHECKING:
+    import pandas as pd
 
 
 @dataclass
@@ -24,3 +28,14 @@ class Run:
     @property
     def label(self) -> str:
         return f"{self.model} ({self.setting})"
+
+
+@dataclass(frozen=True)
+class FigureInput:
+    """Everything a report figure may draw from: one question set's runs and the report's options."""
+
+    question_set: str
+    runs: Sequence[Run]
+    questions: "pd.DataFrame | None" = None  # the set's question table, when the report was given it
+    transfer_models: Sequence[str] = ()  # report.transfer_models (Figure 5)
+    transfer_category: str = "condition"  # report.transfer_category
