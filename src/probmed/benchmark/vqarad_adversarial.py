@@ -262,16 +262,8 @@ def _norm(q: str) -> str:
     return re.sub(r"[^a-z0-9 ]", "", q.lower()).strip()
 
 
-def build_vqarad_adversarial(
-    data_dir: Path,
-    image_root: Path,
-    seed: int = 0,
-    llm: Callable[[dict[str, Any]], Twin | None] | None = None,
-) -> tuple[pd.DataFrame, dict[str, Any]]:
-    """(question table in pair order, report) for the test split's closed "yes" questions."""
-    data_dir = Path(data_dir)
-    qas = read_qa(data_dir)
-    records = {r.provenance["origin"]: r for r in load_vqarad(data_dir, image_root).records}
+def _closed_yes_questions(qas: list[dict[str, Any]]) -> tuple[list[dict[str, Any]], dict[str, set[str]]]:
+    """(the test split's closed questions answered yes, contiguous per image; every image's yes-questions)."""
     yes_by_image: dict[str, set[str]] = {}
     for qa in qas:
         if qa["answer"].lower() == "yes":
@@ -281,67 +273,85 @@ def build_vqarad_adversarial(
     for qa in selected:
         order.setdefault(qa["image_name"], len(order))
     selected.sort(key=lambda qa: order[qa["image_name"]])  # stable: contiguous per image, file order within
+    return selected, yes_by_image
 
+
+def _twin(q: str, qa: dict[str, Any], rec: ImageRecord, rng: random.Random, answered_yes: set[str],
+          llm: Callable[[dict[str, Any]], Twin | None] | None) -> tuple[Twin | None, str, str]:
+    """(twin, how it was made, why there is none) for the tidied question ``q``: the first rule whose
+    twin is not itself a question answered yes, else the LLM when configured."""
+    rejected = []
+    pre_excluded = GENERAL_KNOWLEDGE.search(q) or "COUNT" in qa["question_type"]
+    for rule in () if pre_excluded else RULES:
+        cand = rule(q, rec=rec, rng=rng)
+        if cand is None:
+            continue
+        cand.question = tidy(_fix_articles(cand.question))
+        if _norm(cand.question) in answered_yes or _norm(cand.question) == _norm(q):
+            rejected.append(rule.__name__)
+            continue
+        return cand, f"rules:{cand.kind}", ""
+    if not pre_excluded and llm is not None:
+        twin = llm({"question": q, "organ": rec.organ, "modality": rec.modality, "known_present": [f.condition for f in rec.findings]})
+        if twin is not None:
+            twin.question = tidy(twin.question)
+            if _norm(twin.question) not in answered_yes:
+                return twin, "llm", ""
+    reason = exclusion_reason(q, qa["question_type"])
+    if rejected:
+        reason += f"; twins of {rejected} equal a question answered yes"
+    return None, "", reason
+
+
+def _pair_rows(q: str, qa: dict[str, Any], twin: Twin, how: str, rec: ImageRecord, k: int, path: str) -> list[dict[str, Any]]:
+    """The ground-truth question ``q`` and its twin as pair k, in the question-table layout."""
+    stem = Path(qa["image_name"]).stem
+    itype = image_type(rec.modality, rec.organ)
+    category = KIND_CATEGORY[twin.kind]
+    rows = []
+    for polarity, text, answer, entity, qa_type, strategy, evidence in (
+        ("gt", q, "yes", "", f"vqarad_gt_{k}", "gt", f"VQA-RAD qid {qa['qid']} ({qa['question_type']})"),
+        ("adversarial", twin.question, "no", twin.entity, f"vqarad_hallu_{k}", how, twin.evidence),
+    ):
+        rows.append(
+            {"qid": question_id(stem, qa_type, text), "image_id": stem, "image_path": path, "source": SOURCE,
+             "category": category, "polarity": polarity, "pair_id": f"{stem}:vqarad_{k}", "question": text,
+             "answer": answer, "entity": entity, "image_type": itype, "qa_type": qa_type, "strategy": strategy,
+             "evidence": evidence, "licence": rec.licence or ""}
+        )
+    return rows
+
+
+def build_vqarad_adversarial(
+    data_dir: Path,
+    image_root: Path,
+    seed: int = 0,
+    llm: Callable[[dict[str, Any]], Twin | None] | None = None,
+) -> tuple[pd.DataFrame, dict[str, Any]]:
+    """(question table in pair order, report) for the test split's closed "yes" questions."""
+    data_dir = Path(data_dir)
+    records = {r.provenance["origin"]: r for r in load_vqarad(data_dir, image_root).records}
+    selected, yes_by_image = _closed_yes_questions(read_qa(data_dir))
     rows: list[dict[str, Any]] = []
     made: Counter = Counter()
     excluded: list[dict[str, str]] = []
-    k = 0
     for qa in selected:
         name, q = qa["image_name"], tidy(qa["question"])
         rec = records.get(name)
         if rec is None:
             excluded.append({"qid": str(qa["qid"]), "image": name, "question": q, "reason": "image not usable (see source report)"})
             continue
-        rng = random.Random(f"{seed}:{qa['qid']}")
-        twin, how = None, ""
-        rejected = []
-        pre_excluded = GENERAL_KNOWLEDGE.search(q) or "COUNT" in qa["question_type"]
-        for rule in () if pre_excluded else RULES:
-            cand = rule(q, rec=rec, rng=rng)
-            if cand is not None:
-                cand.question = tidy(_fix_articles(cand.question))
-            if cand is None:
-                continue
-            if _norm(cand.question) in yes_by_image.get(name, set()) or _norm(cand.question) == _norm(q):
-                rejected.append(rule.__name__)
-                continue
-            twin, how = cand, f"rules:{cand.kind}"
-            break
-        if twin is None and not pre_excluded and llm is not None:
-            twin = llm({"question": q, "organ": rec.organ, "modality": rec.modality, "known_present": [f.condition for f in rec.findings]})
-            if twin is not None:
-                twin.question = tidy(twin.question)
-            if twin is not None and _norm(twin.question) not in yes_by_image.get(name, set()):
-                how = "llm"
-            else:
-                twin = None
+        twin, how, reason = _twin(q, qa, rec, random.Random(f"{seed}:{qa['qid']}"), yes_by_image.get(name, set()), llm)
         if twin is None:
-            reason = exclusion_reason(q, qa["question_type"])
-            if rejected:
-                reason += f"; twins of {rejected} equal a question answered yes"
             excluded.append({"qid": str(qa["qid"]), "image": name, "question": q, "reason": reason})
             continue
         made[how] += 1
-        stem = Path(name).stem
-        itype = image_type(rec.modality, rec.organ)
-        path = relative_path(Path(data_dir) / IMAGE_DIR / name, image_root)
-        pid = f"{stem}:vqarad_{k}"
-        for polarity, text, answer, entity, qa_type, strategy, evidence, category in (
-            ("gt", q, "yes", "", f"vqarad_gt_{k}", "gt", f"VQA-RAD qid {qa['qid']} ({qa['question_type']})", KIND_CATEGORY[twin.kind]),
-            ("adversarial", twin.question, "no", twin.entity, f"vqarad_hallu_{k}", how, twin.evidence, KIND_CATEGORY[twin.kind]),
-        ):
-            rows.append(
-                {"qid": question_id(stem, qa_type, text), "image_id": stem, "image_path": path, "source": SOURCE,
-                 "category": category, "polarity": polarity, "pair_id": pid, "question": text, "answer": answer,
-                 "entity": entity, "image_type": itype, "qa_type": qa_type, "strategy": strategy, "evidence": evidence,
-                 "licence": rec.licence or ""}
-            )
-        k += 1
+        path = relative_path(data_dir / IMAGE_DIR / name, image_root)
+        rows += _pair_rows(q, qa, twin, how, rec, len(rows) // 2, path)  # pair k = pairs so far
     frame = validate_question_frame(pd.DataFrame(rows, columns=list(QUESTION_COLUMNS)), "VQA-RAD adversarial set")
-    by_rules = sum(v for h, v in made.items() if h.startswith("rules:"))
     report = {
         "selected": len(selected),
-        "twins_by_rules": by_rules,
+        "twins_by_rules": sum(v for h, v in made.items() if h.startswith("rules:")),
         "twins_by_rule_kind": {h.split(":", 1)[1]: v for h, v in sorted(made.items()) if h.startswith("rules:")},
         "twins_by_llm": made.get("llm", 0),
         "excluded": len(excluded),

@@ -230,6 +230,66 @@ def _publish(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
+def _stage_model(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any, staging: Path,
+                 out_dir: Path) -> tuple[Path, str, dict[str, str]]:
+    """(model directory, training mode, MLflow tags naming the parent run) of a stage."""
+    if stage == "pretrain":
+        return _initial_model(fcfg, frame, prompts, staging / "init"), "full", {}
+    model_dir, _revision = resolve_base(out_dir / "pretrain")
+    parent_tags: dict[str, str] = {}
+    summary = out_dir / "pretrain.json"
+    if summary.is_file() and json.loads(summary.read_text()).get("run_id"):
+        parent_tags[PARENT_TAG] = json.loads(summary.read_text())["run_id"]
+    return model_dir, "lora", parent_tags
+
+
+def _log_hyperparams(logger: Any, stage: str, mode: str, fcfg: DictConfig, prompts: Any, n_train: int, n_val: int,
+                     trainable: int, total: int) -> None:
+    logger.log_hyperparams(
+        {
+            "stage": stage,
+            "mode": mode,
+            "base_model": str(fcfg.base_model),
+            "n_train": n_train,
+            "n_val": n_val,
+            "trainable_params": trainable,
+            "total_params": total,
+            "prompt_version": prompts.version,
+            **{f"finetune.{k}": v for k, v in _flat(to_plain(fcfg)).items() if not k.startswith("profiles")},
+        }
+    )
+
+
+def _fit(trainer: Any, module: Any, dm: Any, logger: Any) -> float:
+    """Train; returns the seconds it took. A failed fit marks the MLflow run FAILED, not RUNNING."""
+    import torch
+
+    dm.setup()
+    start = time.perf_counter()
+    try:
+        trainer.fit(module, datamodule=dm)
+    except BaseException:
+        logger.finalize("failed")
+        raise
+    seconds = time.perf_counter() - start
+    torch.set_grad_enabled(True)
+    return seconds
+
+
+def _publish_stage(stage: str, module: Any, processor: Any, staging: Path, out_dir: Path, logger: Any) -> Path:
+    """Save the trained weights (the full model, or the adapter only) and move them into place."""
+    if stage == "pretrain":
+        module.save(staging / "model")
+        processor.save_pretrained(staging / "model")
+        shutil.rmtree(staging / "init")
+    else:
+        module.save(staging)
+    final = out_dir / stage if stage == "pretrain" else out_dir / "adapter"
+    _publish(staging, final)
+    logger.experiment.log_artifacts(logger.run_id, str(final), "model" if stage == "pretrain" else "adapter")
+    return final
+
+
 def run_stage(
     cfg: DictConfig,
     stage: str,
@@ -240,108 +300,71 @@ def run_stage(
 ) -> StageResult:
     """Train one stage end to end; every check (config, split, targets) happens before the first step."""
     import lightning as L
-    import torch
-    from transformers import AutoProcessor
-
-    from probmed.finetune.module import VisionLanguageFineTuner, count_parameters, load_base_model
 
     if stage not in STAGES:
         raise ConfigError(f"fine-tuning stage {stage!r} not in {STAGES}")
     fcfg = finetune_params(cfg)
-    scfg = fcfg[stage]
     out_dir = Path(out_dir)
-    seed = int(fcfg.seed)
     frame = load_split_questions(questions_path, records_paths, fcfg)
     prompts = prompt_set(cfg)
-
-    if stage == "pretrain" and not scfg.get("enabled", True):
+    if stage == "pretrain" and not fcfg[stage].get("enabled", True):
         return _point_at_checkpoint(fcfg, frame, out_dir)
-
     train_rows, val_rows = select_training(frame, stage, fcfg)
     if stage == "adapt":
         check_same_split(frame, out_dir)
-    L.seed_everything(seed, workers=True)
+    L.seed_everything(int(fcfg.seed), workers=True)
     staging = _atomic_dir(out_dir / stage if stage == "pretrain" else out_dir / "adapter")
     try:
-        parent_tags: dict[str, str] = {}
-        if stage == "pretrain":
-            model_dir = _initial_model(fcfg, frame, prompts, staging / "init")
-            mode = "full"
-        else:
-            model_dir, _revision = resolve_base(out_dir / "pretrain")
-            mode = "lora"
-            summary = out_dir / "pretrain.json"
-            if summary.is_file() and json.loads(summary.read_text()).get("run_id"):
-                parent_tags[PARENT_TAG] = json.loads(summary.read_text())["run_id"]
-        processor = AutoProcessor.from_pretrained(model_dir)
-        model = load_base_model(model_dir, fcfg.get("dtype"))
-        dm = data.ProbingDataModule(
-            data.examples_from_questions(train_rows, prompts),
-            data.examples_from_questions(val_rows, prompts),
-            processor,
-            image_root,
-            to_plain(fcfg.answer_texts),
-            batch_size=int(scfg.batch_size),
-            seed=seed,
-            num_workers=int(fcfg.trainer.get("num_workers", 0)),
-        )
-        module = VisionLanguageFineTuner(
-            model, mode, lr=float(scfg.lr), weight_decay=float(scfg.get("weight_decay", 0.0)),
-            lora=to_plain(fcfg.lora) if mode == "lora" else None, answer_ids=dm.answer_ids,
-        )
-        trainable, total = count_parameters(module.model)
-        tags = {"probmed.kind": f"finetune-{stage}", "probmed.stage": stage, **parent_tags}
-        logger = make_logger(fcfg, f"finetune/{stage}", tags)
-        logger.log_hyperparams(
-            {
-                "stage": stage,
-                "mode": mode,
-                "base_model": str(fcfg.base_model),
-                "n_train": len(train_rows),
-                "n_val": len(val_rows),
-                "trainable_params": trainable,
-                "total_params": total,
-                "prompt_version": prompts.version,
-                **{f"finetune.{k}": v for k, v in _flat(to_plain(fcfg)).items() if not k.startswith("profiles")},
-            }
-        )
-        trainer = make_trainer(fcfg, int(scfg.epochs), logger)
-        dm.setup()
-        start = time.perf_counter()
-        try:
-            trainer.fit(module, datamodule=dm)
-        except BaseException:
-            logger.finalize("failed")  # the MLflow run says FAILED instead of staying RUNNING
-            raise
-        seconds = time.perf_counter() - start
-        torch.set_grad_enabled(True)
-        if not trainer.is_global_zero:  # multi-GPU: rank 0 alone saves, publishes and logs
-            return StageResult(stage, "", "", round(seconds, 2), len(train_rows), len(val_rows),
-                               trainable, total, int(scfg.epochs), {})
-        if stage == "pretrain":
-            module.save(staging / "model")
-            processor.save_pretrained(staging / "model")
-            shutil.rmtree(staging / "init")
-        else:
-            module.save(staging)
-        metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
-        logger.log_metrics({"train_seconds": seconds})
-        final = out_dir / stage if stage == "pretrain" else out_dir / "adapter"
-        _publish(staging, final)
-        logger.experiment.log_artifacts(logger.run_id, str(final), "model" if stage == "pretrain" else "adapter")
-        result = StageResult(
-            stage, str(final), logger.run_id, round(seconds, 2), len(train_rows), len(val_rows),
-            trainable, total, int(scfg.epochs), metrics,
-        )
-        if stage == "pretrain":
-            _write_splits(frame, out_dir)
-        write_json_atomic(result.to_json(), out_dir / f"{stage}.json")
-        logger.experiment.log_artifact(logger.run_id, str(out_dir / f"{stage}.json"))
-        logger.finalize("success")
-        return result
+        return _train_stage(stage, fcfg, frame, prompts, train_rows, val_rows, image_root, out_dir, staging)
     finally:
         if staging.exists():
             shutil.rmtree(staging)
+
+
+def _train_stage(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any, train_rows: pd.DataFrame,
+                 val_rows: pd.DataFrame, image_root: str | Path, out_dir: Path, staging: Path) -> StageResult:
+    """Build the model and data, train, publish, log: the part of a stage that writes into ``staging``."""
+    from transformers import AutoProcessor
+
+    from probmed.finetune.module import VisionLanguageFineTuner, count_parameters, load_base_model
+
+    scfg, seed = fcfg[stage], int(fcfg.seed)
+    model_dir, mode, parent_tags = _stage_model(stage, fcfg, frame, prompts, staging, out_dir)
+    processor = AutoProcessor.from_pretrained(model_dir)
+    model = load_base_model(model_dir, fcfg.get("dtype"))
+    dm = data.ProbingDataModule(
+        data.examples_from_questions(train_rows, prompts),
+        data.examples_from_questions(val_rows, prompts),
+        processor,
+        image_root,
+        to_plain(fcfg.answer_texts),
+        batch_size=int(scfg.batch_size),
+        seed=seed,
+        num_workers=int(fcfg.trainer.get("num_workers", 0)),
+    )
+    module = VisionLanguageFineTuner(
+        model, mode, lr=float(scfg.lr), weight_decay=float(scfg.get("weight_decay", 0.0)),
+        lora=to_plain(fcfg.lora) if mode == "lora" else None, answer_ids=dm.answer_ids,
+    )
+    trainable, total = count_parameters(module.model)
+    logger = make_logger(fcfg, f"finetune/{stage}", {"probmed.kind": f"finetune-{stage}", "probmed.stage": stage,
+                                                     **parent_tags})
+    _log_hyperparams(logger, stage, mode, fcfg, prompts, len(train_rows), len(val_rows), trainable, total)
+    trainer = make_trainer(fcfg, int(scfg.epochs), logger)
+    seconds = _fit(trainer, module, dm, logger)
+    counts = (len(train_rows), len(val_rows), trainable, total, int(scfg.epochs))
+    if not trainer.is_global_zero:  # multi-GPU: rank 0 alone saves, publishes and logs
+        return StageResult(stage, "", "", round(seconds, 2), *counts, {})
+    metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
+    logger.log_metrics({"train_seconds": seconds})
+    final = _publish_stage(stage, module, processor, staging, out_dir, logger)
+    result = StageResult(stage, str(final), logger.run_id, round(seconds, 2), *counts, metrics)
+    if stage == "pretrain":
+        _write_splits(frame, out_dir)
+    write_json_atomic(result.to_json(), out_dir / f"{stage}.json")
+    logger.experiment.log_artifact(logger.run_id, str(out_dir / f"{stage}.json"))
+    logger.finalize("success")
+    return result
 
 
 SPLIT_COLUMNS = ["image_id", "source", "modality", "organ", "patient_key", "split"]

@@ -280,6 +280,108 @@ def _num(cat: str, g: _Group, n_images_in_set: int) -> int:
     return g.n_single
 
 
+def _weighted(per_cat: dict[str, dict[str, Any]], by_cat: dict[str, dict[str, Any]], weight_key: str) -> float | None:
+    """Accuracy with adversarial pairs averaged over categories, weighted by ``by_cat[cat][weight_key]``."""
+    tot = den = 0.0
+    for cat, m in per_cat.items():
+        acc = m["accuracy_adv_pairs"]
+        w = by_cat[cat][weight_key]
+        if acc is None or not w:
+            continue
+        tot += acc * w
+        den += w
+    return None if den == 0 else tot / den
+
+
+@dataclass
+class _Bootstrap:
+    """Resampled strict accuracy per category, and of the original weighting over categories."""
+
+    samples: dict[str, np.ndarray]
+    overall_num: np.ndarray
+    overall_den: np.ndarray
+
+
+def _bootstrap(groups: dict[str, _Group], images: np.ndarray, weights: np.ndarray) -> _Bootstrap:
+    """One matrix product for the whole bootstrap: columns are (right, units) per category
+    plus a column of ones (images, the original weight of the per-image categories)."""
+    boot = _Bootstrap({}, np.zeros(weights.shape[0]), np.zeros(weights.shape[0]))
+    if not weights.shape[0] or not groups:
+        return boot
+    cols = [a[images] for g in groups.values() for a in g.strict_parts()]
+    cols.append(np.ones(len(images)))
+    sums = (weights @ np.column_stack(cols).astype(weights.dtype)).astype(np.float64)
+    n_img_b = sums[:, -1]
+    for j, cat in enumerate(groups):
+        num_s, den_s = sums[:, 2 * j], sums[:, 2 * j + 1]
+        with np.errstate(invalid="ignore", divide="ignore"):
+            samples = np.where(den_s > 0, 100.0 * num_s / np.where(den_s > 0, den_s, 1), np.nan)
+        boot.samples[cat] = samples
+        # bootstrap of the original weighting: acc_c * num_c, with num_c resampled too
+        num_b = n_img_b if category(cat).per_image else den_s
+        has = ~np.isnan(samples)
+        boot.overall_num += np.nan_to_num(samples, nan=0.0) * num_b * has
+        boot.overall_den += num_b * has
+    return boot
+
+
+def _category_scores(p: Prepared, cat: str, g: _Group, sub: np.ndarray, n_images_in_set: int,
+                     ci: tuple[float | None, float | None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(metrics, exact random-baseline metrics) of one category over its rows ``sub``."""
+    entry = {
+        "accuracy_adv_pairs": g.strict(),
+        "averaged_accuracy": _pct(g.paired_correct, g.n_paired_q),
+        "gt_only_accuracy": _pct(g.unit_gt_ok, g.n_units),
+        "single_accuracy": _pct(g.single_correct, g.n_single),
+        "n_single": g.n_single,
+        **_label_metrics(p, sub),
+        "n_images": g.n_images,
+        "n_questions": int(len(sub)),
+        "n_units": g.n_units,
+        "num": _num(cat, g, n_images_in_set),
+        "ci95_low": ci[0],
+        "ci95_high": ci[1],
+    }
+    random = {
+        "accuracy_adv_pairs": g.random_strict(),
+        "averaged_accuracy": 50.0 if g.n_paired_q else None,
+        "gt_only_accuracy": _pct(g.unit_gt_exact, g.n_units),
+        "single_accuracy": 50.0 if g.n_single else None,
+    }
+    return {k: entry[k] for k in METRIC_KEYS}, random
+
+
+def _overall_scores(p: Prepared, rows: np.ndarray, by_cat: dict[str, dict[str, Any]], rnd_cat: dict[str, dict[str, Any]],
+                    n_images_in_set: int, ci: tuple[float | None, float | None]) -> tuple[dict[str, Any], dict[str, Any]]:
+    """(overall metrics, overall exact random baseline) over all rows."""
+    g = _Group(p, rows)
+    overall = {
+        "accuracy_adv_pairs_original_weighting": _weighted(by_cat, by_cat, "num"),
+        "accuracy_adv_pairs_question_weighting": _weighted(by_cat, by_cat, "n_questions"),
+        "accuracy_adv_pairs": _pct(g.unit_ok, g.n_units),
+        "averaged_accuracy": _pct(g.paired_correct, g.n_paired_q),
+        "gt_only_accuracy": _pct(g.unit_gt_ok, g.n_units),
+        "single_accuracy": _pct(g.single_correct, g.n_single),
+        "n_single": g.n_single,
+        **_label_metrics(p, rows),
+        "n_images": n_images_in_set,
+        "n_questions": int(len(rows)),
+        "n_units": g.n_units,
+        "num_original_weighting": {c: m["num"] for c, m in by_cat.items()},
+        "ci95_low": ci[0],
+        "ci95_high": ci[1],
+    }
+    random = {
+        "accuracy_adv_pairs_original_weighting": _weighted(rnd_cat, by_cat, "num"),
+        "accuracy_adv_pairs_question_weighting": _weighted(rnd_cat, by_cat, "n_questions"),
+        "accuracy_adv_pairs": _pct(g.unit_exact, g.n_units),
+        "averaged_accuracy": 50.0 if g.n_paired_q else None,
+        "gt_only_accuracy": _pct(g.unit_gt_exact, g.n_units),
+        "single_accuracy": 50.0 if g.n_single else None,
+    }
+    return overall, random
+
+
 def score_rows(
     p: Prepared, rows: np.ndarray, resamples: int, seed: int, level: float
 ) -> tuple[dict[str, dict[str, Any]], dict[str, Any], dict[str, Any]]:
@@ -288,8 +390,6 @@ def score_rows(
     images = np.flatnonzero(np.bincount(p.img[rows], minlength=p.n_images))
     n_images_in_set = int(len(images))
     weights = resample_weights(len(images), resamples, seed)
-    by_cat: dict[str, dict[str, Any]] = {}
-    rnd_cat: dict[str, dict[str, Any]] = {}
     groups: dict[str, _Group] = {}
     subs: dict[str, np.ndarray] = {}
     for ci, cat in enumerate(CATEGORIES):
@@ -297,94 +397,19 @@ def score_rows(
         if len(sub):
             groups[cat] = _Group(p, sub)
             subs[cat] = sub
-    present = list(subs)
-    # One matrix product for the whole bootstrap: columns are (right, units) per category
-    # plus a column of ones (images, the original weight of the per-image categories).
-    boot: dict[str, np.ndarray] = {}
-    boot_num = np.zeros(weights.shape[0])
-    boot_den = np.zeros(weights.shape[0])
-    if weights.shape[0] and present:
-        cols = [a[images] for cat in present for a in groups[cat].strict_parts()]
-        cols.append(np.ones(len(images)))
-        sums = (weights @ np.column_stack(cols).astype(weights.dtype)).astype(np.float64)
-        n_img_b = sums[:, -1]
-        for j, cat in enumerate(present):
-            num_s, den_s = sums[:, 2 * j], sums[:, 2 * j + 1]
-            with np.errstate(invalid="ignore", divide="ignore"):
-                samples = np.where(den_s > 0, 100.0 * num_s / np.where(den_s > 0, den_s, 1), np.nan)
-            boot[cat] = samples
-            # bootstrap of the original weighting: acc_c * num_c, with num_c resampled too
-            num_b = n_img_b if category(cat).per_image else den_s
-            has = ~np.isnan(samples)
-            boot_num += np.nan_to_num(samples, nan=0.0) * num_b * has
-            boot_den += num_b * has
-    for cat in present:
-        g, sub = groups[cat], subs[cat]
-        num = _num(cat, g, n_images_in_set)
-        lo, hi = interval(boot[cat], level) if cat in boot else (None, None)
-        entry = {
-            "accuracy_adv_pairs": g.strict(),
-            "averaged_accuracy": _pct(g.paired_correct, g.n_paired_q),
-            "gt_only_accuracy": _pct(g.unit_gt_ok, g.n_units),
-            "single_accuracy": _pct(g.single_correct, g.n_single),
-            "n_single": g.n_single,
-            **_label_metrics(p, sub),
-            "n_images": g.n_images,
-            "n_questions": int(len(sub)),
-            "n_units": g.n_units,
-            "num": num,
-            "ci95_low": lo,
-            "ci95_high": hi,
-        }
-        by_cat[cat] = {k: entry[k] for k in METRIC_KEYS}
-        rnd_cat[cat] = {
-            "accuracy_adv_pairs": g.random_strict(),
-            "averaged_accuracy": 50.0 if g.n_paired_q else None,
-            "gt_only_accuracy": _pct(g.unit_gt_exact, g.n_units),
-            "single_accuracy": 50.0 if g.n_single else None,
-        }
-
-    def weighted(per_cat: dict[str, dict[str, Any]], weight_key: str) -> float | None:
-        tot = den = 0.0
-        for cat, m in per_cat.items():
-            acc = m["accuracy_adv_pairs"]
-            w = by_cat[cat][weight_key]
-            if acc is None or not w:
-                continue
-            tot += acc * w
-            den += w
-        return None if den == 0 else tot / den
-
-    all_groups = _Group(p, rows)
-    lo, hi = (None, None)
+    boot = _bootstrap(groups, images, weights)
+    by_cat: dict[str, dict[str, Any]] = {}
+    rnd_cat: dict[str, dict[str, Any]] = {}
+    for cat, g in groups.items():
+        ci95 = interval(boot.samples[cat], level) if cat in boot.samples else (None, None)
+        by_cat[cat], rnd_cat[cat] = _category_scores(p, cat, g, subs[cat], n_images_in_set, ci95)
+    ci95 = (None, None)
     if weights.shape[0]:
         with np.errstate(invalid="ignore", divide="ignore"):
-            overall_samples = np.where(boot_den > 0, boot_num / np.where(boot_den > 0, boot_den, 1), np.nan)
-        lo, hi = interval(overall_samples, level)
-    overall = {
-        "accuracy_adv_pairs_original_weighting": weighted(by_cat, "num"),
-        "accuracy_adv_pairs_question_weighting": weighted(by_cat, "n_questions"),
-        "accuracy_adv_pairs": _pct(all_groups.unit_ok, all_groups.n_units),
-        "averaged_accuracy": _pct(all_groups.paired_correct, all_groups.n_paired_q),
-        "gt_only_accuracy": _pct(all_groups.unit_gt_ok, all_groups.n_units),
-        "single_accuracy": _pct(all_groups.single_correct, all_groups.n_single),
-        "n_single": all_groups.n_single,
-        **_label_metrics(p, rows),
-        "n_images": n_images_in_set,
-        "n_questions": int(len(rows)),
-        "n_units": all_groups.n_units,
-        "num_original_weighting": {c: m["num"] for c, m in by_cat.items()},
-        "ci95_low": lo,
-        "ci95_high": hi,
-    }
-    rnd_overall = {
-        "accuracy_adv_pairs_original_weighting": weighted(rnd_cat, "num"),
-        "accuracy_adv_pairs_question_weighting": weighted(rnd_cat, "n_questions"),
-        "accuracy_adv_pairs": _pct(all_groups.unit_exact, all_groups.n_units),
-        "averaged_accuracy": 50.0 if all_groups.n_paired_q else None,
-        "gt_only_accuracy": _pct(all_groups.unit_gt_exact, all_groups.n_units),
-        "single_accuracy": 50.0 if all_groups.n_single else None,
-    }
+            den = boot.overall_den
+            overall_samples = np.where(den > 0, boot.overall_num / np.where(den > 0, den, 1), np.nan)
+        ci95 = interval(overall_samples, level)
+    overall, rnd_overall = _overall_scores(p, rows, by_cat, rnd_cat, n_images_in_set, ci95)
     return by_cat, overall, {"by_category": rnd_cat, "overall": rnd_overall}
 
 

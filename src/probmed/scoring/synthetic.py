@@ -11,12 +11,72 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probmed.core.categories import category
 from probmed.core.release_format import question_id
 from probmed.core.records import QUESTION_COLUMNS
 from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
 
 PROBMED_IMAGES = 6303
 PROBMED_QUESTIONS = 57132
+
+
+def _layout(n_images: int, n_questions: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(is_normal, condition pairs, position pairs) per image, adding up to ``n_questions``."""
+    extra = n_questions - 5 * n_images
+    if n_images < 1 or extra < 0:
+        raise ValueError("need at least 5 questions per image")
+    # normal images take one single question each; parity of `extra` decides if we need an odd count
+    n_normal = min(n_images // 6, extra)
+    if (extra - n_normal) % 2:
+        n_normal = n_normal - 1 if n_normal > 0 else n_normal + 1
+    n_pairs = (extra - n_normal) // 2
+    if n_pairs and n_images == n_normal:
+        raise ValueError("cannot place condition pairs: every image is normal")
+    is_normal = np.zeros(n_images, dtype=bool)
+    is_normal[rng.choice(n_images, size=n_normal, replace=False)] = True
+    abnormal_idx = np.flatnonzero(~is_normal)
+    # each abnormal image gets >= 1 condition pair when there are enough pairs; the rest at random
+    cond = np.zeros(n_images, dtype=np.int64)
+    pos = np.zeros(n_images, dtype=np.int64)
+    base = min(n_pairs, len(abnormal_idx))
+    cond[abnormal_idx[:base]] = 1
+    for i in rng.choice(abnormal_idx, size=n_pairs - base, replace=True):
+        if pos[i] < cond[i] and rng.random() < 0.55:
+            pos[i] += 1
+        else:
+            cond[i] += 1
+    return is_normal, cond, pos
+
+
+def _image_questions(img: str, mod: int, org: int, normal: bool, n_cond: int, n_pos: int) -> list[dict[str, Any]]:
+    """One image's rows: modality and organ pairs, abnormality, then condition / position pairs."""
+    itype = image_type(ASKABLE_MODALITIES[mod], ASKABLE_ORGANS[org])
+    rows: list[dict[str, Any]] = []
+
+    def add(cat: str, pol: str, pair: str, qa: str, q: str, ans: str) -> None:
+        rows.append({
+            "qid": question_id(img, qa, q), "image_id": img, "image_path": f"images/{img}.png",
+            "source": "synthetic", "category": cat, "polarity": pol, "pair_id": f"{img}:{pair}",
+            "question": q, "answer": ans, "entity": "", "image_type": itype, "qa_type": qa,
+            "strategy": "gt" if pol == "gt" else "random", "evidence": "",
+        })
+
+    def add_pair(cat: str, k: int | None, gt: str, adversary: str) -> None:
+        spec = category(cat)
+        add(cat, "gt", spec.pair_key(k), spec.gt_qa_type(k), gt, "yes")
+        add(cat, "adversarial", spec.pair_key(k), spec.hallu_qa_type(k), adversary, "no")
+
+    add_pair("modality", None, f"Is this a {ASKABLE_MODALITIES[mod]} image?",
+             f"Is this a {ASKABLE_MODALITIES[(mod + 1) % 3]} image?")
+    add_pair("organ", None, f"Is the {ASKABLE_ORGANS[org]} shown?", f"Is the {ASKABLE_ORGANS[(org + 1) % 4]} shown?")
+    add("abnormality", "single", "abnormality", "abnormality", "Is there an abnormality?", "no" if normal else "yes")
+    if normal:
+        add("condition", "single", "entity_hallu", "entity_hallu", "Is there a nodule?", "no")
+    for k in range(1, n_cond + 1):
+        add_pair("condition", k, f"Is there finding {k}?", f"Is there fake {k}?")
+    for k in range(1, n_pos + 1):
+        add_pair("position", k, f"Is finding {k} left?", f"Is finding {k} right?")
+    return rows
 
 
 def synthetic_questions(
@@ -28,77 +88,13 @@ def synthetic_questions(
     the rest are condition pairs (with position pairs on some) on abnormal images
     and one single hallucinated condition question on normal images.
     """
-    extra = n_questions - 5 * n_images
-    if n_images < 1 or extra < 0:
-        raise ValueError("need at least 5 questions per image")
     rng = np.random.default_rng(seed)
-    # normal images take one single question each; parity of `extra` decides if we need an odd count
-    n_normal = min(n_images // 6, extra)
-    if (extra - n_normal) % 2:
-        n_normal = n_normal - 1 if n_normal > 0 else n_normal + 1
-    n_pairs = (extra - n_normal) // 2
-    n_abnormal = n_images - n_normal
-    if n_pairs and n_abnormal == 0:
-        raise ValueError("cannot place condition pairs: every image is normal")
-    is_normal = np.zeros(n_images, dtype=bool)
-    is_normal[rng.choice(n_images, size=n_normal, replace=False)] = True
-    abnormal_idx = np.flatnonzero(~is_normal)
-    # each abnormal image gets >= 1 condition pair when there are enough pairs; the rest at random
-    cond = np.zeros(n_images, dtype=np.int64)
-    pos = np.zeros(n_images, dtype=np.int64)
-    base = min(n_pairs, len(abnormal_idx))
-    cond[abnormal_idx[:base]] = 1
-    rest = n_pairs - base
-    for i in rng.choice(abnormal_idx, size=rest, replace=True):
-        if pos[i] < cond[i] and rng.random() < 0.55:
-            pos[i] += 1
-        else:
-            cond[i] += 1
+    is_normal, cond, pos = _layout(n_images, n_questions, rng)
     mods = rng.choice(len(ASKABLE_MODALITIES), size=n_images, p=[0.45, 0.35, 0.20])
     orgs = rng.choice(len(ASKABLE_ORGANS), size=n_images)
     rows: list[dict[str, Any]] = []
-
-    def add(img: str, itype: str, cat: str, pol: str, pair: str, qa: str, q: str, ans: str) -> None:
-        rows.append(
-            {
-                "qid": question_id(img, qa, q),
-                "image_id": img,
-                "image_path": f"images/{img}.png",
-                "source": "synthetic",
-                "category": cat,
-                "polarity": pol,
-                "pair_id": f"{img}:{pair}",
-                "question": q,
-                "answer": ans,
-                "entity": "",
-                "image_type": itype,
-                "qa_type": qa,
-                "strategy": "gt" if pol == "gt" else "random",
-                "evidence": "",
-            }
-        )
-
     for i in range(n_images):
-        img = f"syn{i:05d}"
-        mod, org = ASKABLE_MODALITIES[mods[i]], ASKABLE_ORGANS[orgs[i]]
-        other_mod = ASKABLE_MODALITIES[(mods[i] + 1) % 3]
-        other_org = ASKABLE_ORGANS[(orgs[i] + 1) % 4]
-        itype = image_type(mod, org)
-        add(img, itype, "modality", "gt", "modality", "modality_gt", f"Is this a {mod} image?", "yes")
-        add(img, itype, "modality", "adversarial", "modality", "modality_hallu", f"Is this a {other_mod} image?", "no")
-        add(img, itype, "organ", "gt", "body_part", "body_part_gt", f"Is the {org} shown?", "yes")
-        add(img, itype, "organ", "adversarial", "body_part", "body_part_hallu", f"Is the {other_org} shown?", "no")
-        add(img, itype, "abnormality", "single", "abnormality", "abnormality", "Is there an abnormality?",
-            "no" if is_normal[i] else "yes")
-        if is_normal[i]:
-            add(img, itype, "condition", "single", "entity_hallu", "entity_hallu", "Is there a nodule?", "no")
-        for k in range(1, cond[i] + 1):
-            add(img, itype, "condition", "gt", f"entity_{k}", f"entity_gt_{k}", f"Is there finding {k}?", "yes")
-            add(img, itype, "condition", "adversarial", f"entity_{k}", f"entity_hallu_{k}", f"Is there fake {k}?", "no")
-        for k in range(1, pos[i] + 1):
-            add(img, itype, "position", "gt", f"grounding_{k}", f"grounding_gt_{k}", f"Is finding {k} left?", "yes")
-            add(img, itype, "position", "adversarial", f"grounding_{k}", f"grounding_hallu_{k}",
-                f"Is finding {k} right?", "no")
+        rows += _image_questions(f"syn{i:05d}", int(mods[i]), int(orgs[i]), bool(is_normal[i]), int(cond[i]), int(pos[i]))
     frame = pd.DataFrame(rows, columns=list(QUESTION_COLUMNS))
     assert len(frame) == n_questions, (len(frame), n_questions)
     return frame
