@@ -93,6 +93,76 @@ def image_id(name: str) -> str:
     return f"cxr14-{Path(name).stem}"
 
 
+def _normal_files(data_dir: Path) -> dict[str, Path]:
+    """The no-finding images by their label-table name (JPEG re-encodes carry the PNG's stem)."""
+    out: dict[str, Path] = {}
+    nf_dir = data_dir / "images_no_finding"
+    for f in sorted(nf_dir.glob("*")) if nf_dir.is_dir() else []:
+        if f.suffix.lower() in (".png", ".jpg", ".jpeg"):
+            out.setdefault(f"{f.stem}.png", f)
+    return out
+
+
+def _abnormal_record(name: str, boxes: list[RawBox], row: dict[str, str], pixels: str, dst: Path, image_root: Path,
+                     size: int, result: SourceResult) -> ImageRecord | None:
+    """A boxed image's record: box findings with positions, then table labels without a box."""
+    table_labels = {CXR14_LABELS[l] for l in row["Finding Labels"].split("|") if l in CXR14_LABELS}
+    unknown = [l for l in row["Finding Labels"].split("|") if l not in CXR14_LABELS and l != "No Finding"]
+    if unknown:
+        result.exclude("unknown label in label table", f"{name}: {'|'.join(unknown)}")
+        return None
+    findings: list[Finding] = []
+    extents: dict[str, set[str]] = {}
+    for b in boxes:
+        condition = CXR14_LABELS[b.label]
+        placed = place_box(b.box, condition)
+        extents.setdefault(condition, set()).update(placed.extent)
+        f = Finding(condition, placed.position)
+        if f not in findings:
+            findings.append(f)
+    boxed = {f.condition for f in findings}
+    findings += [Finding(c, None) for c in sorted(table_labels - boxed)]
+    present = boxed | table_labels
+    return ImageRecord(
+        image_id=image_id(name),
+        source=SOURCE,
+        modality="x-ray",
+        organ="chest",
+        abnormal=True,
+        findings=findings,
+        absent_conditions=[c for c in CXR14_CONDITIONS if c not in present],
+        image_path=relative_path(dst, image_root),
+        patient_id=row["Patient ID"],
+        licence=LICENCE,
+        provenance={
+            "origin": name,
+            "pixels": pixels,
+            "view": row.get("View Position"),
+            "boxes": [{"label": b.label, "x": b.box.x, "y": b.box.y, "w": b.box.w, "h": b.box.h} for b in boxes],
+            "boxes_256": [{"label": b.label, **vars(b.box.scaled(size / 1024.0))} for b in boxes],
+            "table_labels": row["Finding Labels"],
+            # every lung-field cell a condition's boxes reach: no hallucinated position touches them
+            "extents": {c: sorted(cells) for c, cells in sorted(extents.items())},
+        },
+    )
+
+
+def _normal_record(name: str, src: Path, row: dict[str, str], dst: Path, image_root: Path) -> ImageRecord:
+    return ImageRecord(
+        image_id=image_id(name),
+        source=SOURCE,
+        modality="x-ray",
+        organ="chest",
+        abnormal=False,
+        findings=[],
+        absent_conditions=list(CXR14_CONDITIONS),
+        image_path=relative_path(dst, image_root),
+        patient_id=row["Patient ID"],
+        licence=LICENCE,
+        provenance={"origin": src.name, "pixels": f"no_finding_{src.suffix.lstrip('.').lower()}", "view": row.get("View Position")},
+    )
+
+
 def load_chestxray14(
     data_dir: Path,
     out_dir: Path,
@@ -110,20 +180,12 @@ def load_chestxray14(
     if not data_dir.is_dir():
         raise SourceError(f"ChestX-ray14 directory not found: {data_dir}")
     result = SourceResult(SOURCE)
-    boxes = read_boxes(data_dir / BOX_FILE, result)
     by_image: dict[str, list[RawBox]] = {}
-    for b in boxes:
+    for b in read_boxes(data_dir / BOX_FILE, result):
         by_image.setdefault(b.image, []).append(b)
-
-    normal_files: dict[str, Path] = {}
-    nf_dir = data_dir / "images_no_finding"
-    for f in sorted(nf_dir.glob("*")) if nf_dir.is_dir() else []:
-        if f.suffix.lower() in (".png", ".jpg", ".jpeg"):
-            normal_files.setdefault(f"{f.stem}.png", f)  # JPEG re-encodes carry the PNG's stem
+    normal_files = _normal_files(data_dir)
     table = read_label_table(data_dir / LABEL_FILE, set(by_image) | set(normal_files))
-
-    pairs: list[tuple[Path, Path]] = []
-    pending: list[tuple[ImageRecord, Path]] = []
+    pending: list[tuple[ImageRecord, Path, Path]] = []  # (record, source pixels, curated image to write)
     for name in sorted(by_image):
         full, thumb = data_dir / "images" / name, data_dir / "thumbnails_256" / name
         src = full if full.is_file() else thumb if thumb.is_file() else None
@@ -134,78 +196,23 @@ def load_chestxray14(
         if row is None:
             result.exclude("not in label table", name)
             continue
-        table_labels = {CXR14_LABELS[l] for l in row["Finding Labels"].split("|") if l in CXR14_LABELS}
-        unknown = [l for l in row["Finding Labels"].split("|") if l not in CXR14_LABELS and l != "No Finding"]
-        if unknown:
-            result.exclude("unknown label in label table", f"{name}: {'|'.join(unknown)}")
-            continue
-        findings: list[Finding] = []
-        extents: dict[str, set[str]] = {}
-        for b in by_image[name]:
-            condition = CXR14_LABELS[b.label]
-            placed = place_box(b.box, condition)
-            extents.setdefault(condition, set()).update(placed.extent)
-            f = Finding(condition, placed.position)
-            if f not in findings:
-                findings.append(f)
-        boxed = {f.condition for f in findings}
-        findings += [Finding(c, None) for c in sorted(table_labels - boxed)]
-        present = boxed | table_labels
         dst = Path(out_dir) / f"{Path(name).stem}.png"
-        rec = ImageRecord(
-            image_id=image_id(name),
-            source=SOURCE,
-            modality="x-ray",
-            organ="chest",
-            abnormal=True,
-            findings=findings,
-            absent_conditions=[c for c in CXR14_CONDITIONS if c not in present],
-            image_path=relative_path(dst, image_root),
-            patient_id=row["Patient ID"],
-            licence=LICENCE,
-            provenance={
-                "origin": name,
-                "pixels": "original_1024" if src == full else "thumbnail_256",
-                "view": row.get("View Position"),
-                "boxes": [{"label": b.label, "x": b.box.x, "y": b.box.y, "w": b.box.w, "h": b.box.h} for b in by_image[name]],
-                "boxes_256": [
-                    {"label": b.label, **vars(b.box.scaled(size / 1024.0))} for b in by_image[name]
-                ],
-                "table_labels": row["Finding Labels"],
-                # every lung-field cell a condition's boxes reach: no hallucinated position touches them
-                "extents": {c: sorted(cells) for c, cells in sorted(extents.items())},
-            },
-        )
-        pairs.append((src, dst))
-        pending.append((rec, src))
-
+        pixels = "original_1024" if src == full else "thumbnail_256"
+        rec = _abnormal_record(name, by_image[name], row, pixels, dst, image_root, size, result)
+        if rec is not None:
+            pending.append((rec, src, dst))
     for name, src in sorted(normal_files.items()):
         row = table.get(name)
         if row is None:
             result.exclude("not in label table", src.name)
-            continue
-        if row["Finding Labels"] != "No Finding":
+        elif row["Finding Labels"] != "No Finding":
             result.exclude("normal-folder image not labelled 'No Finding'", src.name)
-            continue
-        dst = Path(out_dir) / f"{Path(name).stem}.png"
-        rec = ImageRecord(
-            image_id=image_id(name),
-            source=SOURCE,
-            modality="x-ray",
-            organ="chest",
-            abnormal=False,
-            findings=[],
-            absent_conditions=list(CXR14_CONDITIONS),
-            image_path=relative_path(dst, image_root),
-            patient_id=row["Patient ID"],
-            licence=LICENCE,
-            provenance={"origin": src.name, "pixels": f"no_finding_{src.suffix.lstrip('.').lower()}", "view": row.get("View Position")},
-        )
-        pairs.append((src, dst))
-        pending.append((rec, src))
-
+        else:
+            dst = Path(out_dir) / f"{Path(name).stem}.png"
+            pending.append((_normal_record(name, src, row, dst, image_root), src, dst))
+    pairs = [(src, dst) for _, src, dst in pending]
     errors = normalise_many(pairs, Path(out_dir), size=size, resample=resample, workers=workers) if write_images else {}
-    for rec, src in pending:
+    for rec, src, _ in pending:
         if str(src) in errors:
             result.exclude("unreadable image file", f"{src.name}: {errors[str(src)]}")
         else:
