@@ -9,7 +9,8 @@ import pytest
 
 from probmed.core.errors import ProbmedError, ScoresError
 from probmed.scoring.run import ScoreSettings, evaluate, write_run
-from probmed.scoring.score_report import ScoreReport, flatten, number
+from probmed.core.config import flatten
+from probmed.scoring.score_report import ScoreReport, number
 from scoring_helpers import build
 
 IMAGES = [

@@ -8,7 +8,7 @@ sets, so a value has one name everywhere.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Mapping, Sequence
 
 from omegaconf import DictConfig, OmegaConf
 
@@ -74,3 +74,13 @@ def to_plain(cfg: Any) -> Any:
     if isinstance(cfg, DictConfig) or OmegaConf.is_config(cfg):
         return OmegaConf.to_container(cfg, resolve=True)
     return cfg
+
+
+def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
+    """Nested mappings -> ``{"a.b.c": leaf}`` (the dotted names overrides use); lists and scalars are leaves."""
+    if not isinstance(obj, Mapping):
+        return {prefix: obj}
+    out: dict[str, Any] = {}
+    for key, value in obj.items():
+        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out

@@ -28,7 +28,7 @@ from typing import Any, Mapping, Sequence
 import pandas as pd
 from omegaconf import DictConfig, OmegaConf
 
-from probmed.core.config import to_plain
+from probmed.core.config import flatten, to_plain
 from probmed.core.errors import ConfigError, MissingFileError
 from probmed.finetune import data
 from probmed.core.records import image_records_to_frame, read_image_records, read_questions, write_json_atomic, write_parquet
@@ -255,7 +255,7 @@ def _log_hyperparams(logger: Any, stage: str, mode: str, fcfg: DictConfig, promp
             "trainable_params": trainable,
             "total_params": total,
             "prompt_version": prompts.version,
-            **{f"finetune.{k}": v for k, v in _flat(to_plain(fcfg)).items() if not k.startswith("profiles")},
+            **{f"finetune.{k}": v for k, v in flatten(to_plain(fcfg)).items() if not k.startswith("profiles")},
         }
     )
 
@@ -411,12 +411,3 @@ def _point_at_checkpoint(fcfg: DictConfig, frame: pd.DataFrame, out_dir: Path) -
     result = StageResult("pretrain", str(final), "", 0.0, 0, 0, 0, 0, 0, {})
     write_json_atomic(result.to_json(), out_dir / "pretrain.json")
     return result
-
-
-def _flat(obj: Any, prefix: str = "") -> dict[str, Any]:
-    if isinstance(obj, Mapping):
-        out: dict[str, Any] = {}
-        for k, v in obj.items():
-            out.update(_flat(v, f"{prefix}{k}."))
-        return out
-    return {prefix.rstrip("."): obj}

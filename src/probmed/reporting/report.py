@@ -25,6 +25,7 @@ position): single questions are reported beside pairs, never mixed in.
 from __future__ import annotations
 
 import html
+import json
 import math
 import re
 from pathlib import Path

@@ -33,7 +33,8 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
 from probmed.core.errors import TrackingError
 from probmed.core.settings import ABLATIONS, BASE_SETTING
-from probmed.scoring.score_report import ScoreReport, flatten, number
+from probmed.core.config import flatten
+from probmed.scoring.score_report import ScoreReport, number
 
 # Per-image-type metrics logged (all categories); the full breakdown is in the artifacts.
 IMAGE_TYPE_METRIC_KEYS: tuple[str, ...] = ("accuracy_adv_pairs", "averaged_accuracy", "n_images")

@@ -12,7 +12,7 @@ is written once:
   never 0 by accident; :func:`number` the same with None;
 * :attr:`categories` / :attr:`image_types` iterate what the run has;
   :meth:`blocks` every (image type or ``all``, category, metrics) block;
-* :meth:`leaves` flattens a section to ``{"a.b.c": leaf}`` (:func:`flatten`).
+* :meth:`leaves` flattens a section to ``{"a.b.c": leaf}`` (core.config.flatten).
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any, Iterator, Mapping
 
 from probmed.core.categories import CATEGORIES
+from probmed.core.config import flatten
 from probmed.core.errors import ScoresError
 
 ALL_IMAGE_TYPES = "all"  # the image-type label of the run-wide blocks (``by_category``)
@@ -36,16 +37,6 @@ def number(value: Any) -> float | None:
         return None
     value = float(value)
     return value if math.isfinite(value) else None
-
-
-def flatten(obj: Any, prefix: str = "") -> dict[str, Any]:
-    """Nested mappings -> ``{"a.b.c": leaf}``; lists and scalars are leaves."""
-    if not isinstance(obj, Mapping):
-        return {prefix: obj}
-    out: dict[str, Any] = {}
-    for key, value in obj.items():
-        out.update(flatten(value, f"{prefix}.{key}" if prefix else str(key)))
-    return out
 
 
 def _check_categories(blocks: Any, where: str) -> None:
