@@ -125,7 +125,7 @@ def test_pixel_statistics_find_the_chestxray14_format_leak(shared_data: Path) ->
     items = [(p.stem, "X-ray - Chest", p, False) for p in normal] + [(p.stem, "X-ray - Chest", p, True) for p in abnormal]
     leak = pixel_leak(items, folds=5)["X-ray - Chest"]
     assert leak["normal"] == leak["abnormal"] == 20
-    assert leak["auc"] > 0.95 and leak["top_feature_auc"] == pytest.approx(1.0)
+    assert leak["auc"] > 0.95 and leak["storage_auc"] > 0.95 and leak["top_feature_auc"] == pytest.approx(1.0)
     few = pixel_leak(items[:25])["X-ray - Chest"]
     assert few["auc"] is None and "fewer than" in few["note"]
 
@@ -141,3 +141,16 @@ def test_audit_command_never_imports_torch(popular, tmp_path: Path, repo_root: P
     )
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=repo_root)
     assert res.returncode == 0, res.stdout + res.stderr
+
+
+def test_curated_images_carry_no_storage_leak(shared_data: Path, tmp_path: Path) -> None:
+    """The same raw files after curation (grayscale, 256 px, one filter, PNG): storage statistics separate nothing."""
+    from probmed.benchmark.curation.images import normalise_many
+
+    d = shared_data / "chestxray14"
+    raw = [(p, False) for p in sorted((d / "images_no_finding").glob("*.jpg"))[:12]]
+    raw += [(p, True) for p in sorted((d / "thumbnails_256").glob("*.png"))[:12]]
+    pairs = [(p, tmp_path / f"{k}.png") for k, (p, _) in enumerate(raw)]
+    assert not normalise_many(pairs, tmp_path, size=256, resample="lanczos", workers=1)
+    items = [(str(k), "X-ray - Chest", dst, label) for k, ((_, label), (_, dst)) in enumerate(zip(raw, pairs))]
+    assert pixel_leak(items, folds=4)["X-ray - Chest"]["storage_auc"] == 0.5
