@@ -49,3 +49,12 @@ def test_balanced_subset_caps_a_dominant_value_fairly() -> None:
     keep = balanced_subset(organs, rng)
     kept = Counter(v for k, v, _ in organs if k in keep)
     assert kept == {"brain": 20, "chest": 18, "abdomen": 2}  # the same share (20%) of chest and abdominal images
+
+
+def test_slots_of_one_group_never_share_a_value() -> None:
+    rng = random.Random(0)
+    slots = [Slot((img, k), ("a", "b", "c"), group=img) for img in range(20) for k in range(2)]
+    got = assign_balanced(slots, {"a": 20, "b": 10, "c": 10}, rng)
+    for img in range(20):
+        assert got[(img, 0)].value != got[(img, 1)].value
+    assert Counter(c.value for c in got.values()) == {"a": 20, "b": 10, "c": 10}

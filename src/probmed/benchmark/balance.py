@@ -26,11 +26,12 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Hashable, Mapping, Sequence
+from typing import Any, Hashable, Mapping, Sequence
 
 import numpy as np
 
 SEGMENTS = 100
+SHORTFALL, OVERFILL, EMPTY = 1000.0, 20.0, 10.0  # costs: a missing "no" > a "no" beyond doubling > an empty slot
 KNOWN_ABSENT = "known_absent"
 ASSUMED_ABSENT = "assumed_absent"
 
@@ -42,6 +43,7 @@ class Slot:
     key: Hashable
     candidates: tuple[str, ...]
     known_absent: frozenset[str] = field(default_factory=frozenset)
+    group: Hashable = None  # slots of one group (an image's pairs) never name the same value twice
 
 
 @dataclass(frozen=True)
@@ -50,11 +52,28 @@ class Choice:
     evidence: str  # KNOWN_ABSENT | ASSUMED_ABSENT
 
 
-def assign_balanced(slots: Sequence[Slot], targets: Mapping[str, int], rng: random.Random) -> dict[Hashable, Choice | None]:
-    """Each slot's value (None: no candidate), so that every value is used as often as its target.
+def _distinct_rows(live: Sequence[Slot], pairs: Sequence[tuple[int, str]], n: int) -> Any:
+    """One row per (group, value) with two or more slots of the group able to take the value: at most one does."""
+    from scipy.sparse import coo_matrix
 
-    A transportation problem solved exactly (an integer program whose matrix is a
-    network matrix): every slot takes one of its candidates; a value used fewer
+    members: dict[tuple[Hashable, str], list[int]] = {}
+    for j, (si, c) in enumerate(pairs):
+        if live[si].group is not None:
+            members.setdefault((live[si].group, c), []).append(j)
+    rows = [js for js in members.values() if len(js) > 1]
+    if not rows:
+        return None
+    r = [i for i, js in enumerate(rows) for _ in js]
+    c = [j for js in rows for j in js]
+    return coo_matrix((np.ones(len(c)), (r, c)), shape=(len(rows), n)).tocsr()
+
+
+def assign_balanced(slots: Sequence[Slot], targets: Mapping[str, int], rng: random.Random) -> dict[Hashable, Choice | None]:
+    """Each slot's value (None: no candidate, or none that keeps the texts balanced), so that every value is used
+    as often as its target.
+
+    A transportation problem solved exactly as an integer program: every slot takes
+    one of its candidates, the slots of one group (an image) different ones; a value used fewer
     times than its target costs most, one used more often costs less the more
     often it is ground truth (surplus slots spread over the common values);
     known-absent candidates are preferred, and seeded noise in the costs picks a
@@ -74,28 +93,34 @@ def assign_balanced(slots: Sequence[Slot], targets: Mapping[str, int], rng: rand
     reach = Counter(c for _, c in pairs)
     # surplus uses of a value in pieces of ~1% of its target; a piece costs 1 + the surplus share it brings the
     # value to, a convex cost the program fills cheapest first, so surplus spreads in proportion to the targets
-    # (beyond doubling a value, or on a value never ground truth: cost 3, the last resort)
+    # (beyond doubling a value, or on a value never ground truth, a slot is rather left empty)
     extra = []  # (value index, width, cost)
     for v in values:
         t = targets.get(v, 0)
         width = -(-(t + 1) // SEGMENTS)
         pieces = min(-(-reach[v] // width), -(-t // width)) if t else 0
         extra += [(vidx[v], width, 1.0 + k * width / t) for k in range(1, pieces + 1)]
-        extra += [(vidx[v], reach[v], 3.0)]
+        extra += [(vidx[v], reach[v], OVERFILL)]
     cost = [(0.0 if c in live[si].known_absent else 0.5) + 0.01 * rng.random() for si, c in pairs]
-    cost += [c for _, _, c in extra] + [1000.0] * n_v
+    # variables: x (slot, value) | surplus pieces | shortfall per value | a slot left empty (its pair is not
+    # asked: better than doubling a text's "no" answers, worse than anything else)
+    cost += [c for _, _, c in extra] + [SHORTFALL] * n_v + [EMPTY] * len(live)
     rows = [r for si, c in pairs for r in (si, len(live) + vidx[c])]
     cols = [j for j in range(n_x) for _ in (0, 1)]
     data = [1.0] * (2 * n_x)
-    rows += [len(live) + i for i, _, _ in extra] + [len(live) + i for i in range(n_v)]
-    cols += list(range(n_x, n_x + len(extra) + n_v))
-    data += [-1.0] * len(extra) + [1.0] * n_v
-    n = n_x + len(extra) + n_v
+    rows += [len(live) + i for i, _, _ in extra] + [len(live) + i for i in range(n_v)] + list(range(len(live)))
+    n = n_x + len(extra) + n_v + len(live)
+    cols += list(range(n_x, n))
+    data += [-1.0] * len(extra) + [1.0] * n_v + [1.0] * len(live)
     a = coo_matrix((data, (rows, cols)), shape=(len(live) + n_v, n)).tocsr()
     rhs = np.array([1.0] * len(live) + [float(targets.get(v, 0)) for v in values])
-    upper = np.array([1.0] * n_x + [float(w) for _, w, _ in extra] + [np.inf] * n_v)
-    res = milp(c=np.array(cost), constraints=[LinearConstraint(a, rhs, rhs)], integrality=np.ones(n), bounds=Bounds(0, upper))
-    if not res.success:  # pragma: no cover - always feasible (surplus and shortfall absorb everything)
+    upper = np.array([1.0] * n_x + [float(w) for _, w, _ in extra] + [np.inf] * n_v + [1.0] * len(live))
+    constraints = [LinearConstraint(a, rhs, rhs)]
+    distinct = _distinct_rows(live, pairs, n)
+    if distinct is not None:
+        constraints.append(LinearConstraint(distinct, 0, 1))
+    res = milp(c=np.array(cost), constraints=constraints, integrality=np.ones(n), bounds=Bounds(0, upper))
+    if not res.success:  # pragma: no cover - always feasible (surplus, shortfall and empty slots absorb everything)
         raise RuntimeError(f"balanced assignment: {res.message}")
     for j in np.flatnonzero(np.rint(res.x[:n_x]) > 0):
         si, c = pairs[j]

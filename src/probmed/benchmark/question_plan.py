@@ -124,8 +124,9 @@ def _plan_conditions(rec: ImageRecord, report: GenerationReport) -> tuple[list[P
         if asked or rec.abnormal is False:
             report.skipped_categories["condition: no value is surely absent (nonspecific finding)"] += 1
         return [], None
-    plans = [PairPlan(rec, "condition", k, c, Slot((rec.image_id, "condition", k), cands, known)) for k, c in enumerate(asked)]
-    single = Slot((rec.image_id, "condition", None), cands, known) if rec.abnormal is False and not present else None
+    plans = [PairPlan(rec, "condition", k, c, Slot((rec.image_id, "condition", k), cands, known, rec.image_id))
+             for k, c in enumerate(asked)]
+    single = Slot((rec.image_id, "condition", None), cands, known, rec.image_id) if rec.abnormal is False and not present else None
     return plans, single
 
 
@@ -147,7 +148,8 @@ def _plan_positions(rec: ImageRecord, report: GenerationReport) -> list[PairPlan
             report.skipped_categories["position: no position free of the finding"] += 1
         else:
             k = len(plans)
-            plans.append(PairPlan(rec, "position", k, f.position, Slot((rec.image_id, "position", k), cands), subject=cond))
+            slot = Slot((rec.image_id, "position", k), cands, group=(rec.image_id, cond))
+            plans.append(PairPlan(rec, "position", k, f.position, slot, subject=cond))
     return plans
 
 
@@ -209,9 +211,13 @@ def _hard(plan: PairPlan, pop: Popularity) -> str | None:
     return max(allowed, key=lambda c: (row[c], c)) if allowed else None
 
 
-def _pope_choice(slot: Slot, category: str, strategy: str, rng: random.Random, pop: Popularity, hard: str | None) -> tuple[Choice, str]:
-    pool = [c for c in slot.candidates if c in slot.known_absent] or list(slot.candidates)
-    if strategy == "adversarial" and hard in slot.candidates:
+def _pope_choice(slot: Slot, category: str, strategy: str, rng: random.Random, pop: Popularity, hard: str | None,
+                 used: set[str]) -> tuple[Choice | None, str]:
+    fresh = [c for c in slot.candidates if c not in used]  # no value twice in one image
+    if not fresh:
+        return None, strategy
+    pool = [c for c in fresh if c in slot.known_absent] or fresh
+    if strategy == "adversarial" and hard in fresh:
         value, used = hard, "adversarial"
     elif strategy == "popular":
         value, used = max(pool, key=lambda c: (pop.counts.get((category, c), 0), c)), "popular"
@@ -223,14 +229,16 @@ def _pope_choice(slot: Slot, category: str, strategy: str, rng: random.Random, p
 def _pope(plans: Sequence[PairPlan], singles: Sequence[Slot], strategy: str, seed: int, pop: Popularity) -> dict[Hashable, tuple[Choice | None, str]]:
     """POPE choices, each image drawing from its own RNG (seed, image id) in category order."""
     rngs: dict[str, random.Random] = {}
+    used: dict[Hashable, set[str]] = {}
     out: dict[Hashable, tuple[Choice | None, str]] = {}
-    single_of = {s.key[0]: s for s in singles}
-    for p in plans:
-        rng = rngs.setdefault(p.rec.image_id, random.Random(f"{seed}:{p.rec.image_id}"))
-        out[p.slot.key] = _pope_choice(p.slot, p.category, strategy, rng, pop, _hard(p, pop))
-    for iid, s in single_of.items():
+    for p in [*plans, *singles]:
+        slot, category, hard = (p.slot, p.category, _hard(p, pop)) if isinstance(p, PairPlan) else (p, "condition", None)
+        iid = slot.key[0]
         rng = rngs.setdefault(iid, random.Random(f"{seed}:{iid}"))
-        out[s.key] = _pope_choice(s, "condition", strategy, rng, pop, None)
+        taken = used.setdefault(slot.group, set()) if slot.group is not None else set()
+        choice, how = out[slot.key] = _pope_choice(slot, category, strategy, rng, pop, hard, taken)
+        if choice is not None:
+            taken.add(choice.value)
     return out
 
 
