@@ -156,3 +156,36 @@ def test_report_names_what_was_left_out(records) -> None:
     skipped = Counter(report.to_json()["skipped_categories"])
     assert skipped["position: cardiac finding (its position is the heart)"] == 146
     assert skipped["modality: left out so that every text balances"] > 0
+
+
+@pytest.mark.slow
+def test_the_whole_default_set_passes_the_audit(records, shared_data: Path, repo_root: Path, tmp_path: Path) -> None:
+    """Every source of the default set, sampled under its image-type caps as `dvc repro` does: the text-only oracle
+    at exact random in every category, abnormality half yes, no contradicted "no", no lint finding."""
+    from probmed.benchmark.audit import AuditSettings, gate, run_audit
+    from probmed.benchmark.mix import MixCaps, sample_records
+    from probmed.benchmark.sources.brain_mri import load_brats_sample, load_figshare_brain_tumor
+    from probmed.benchmark.sources.covid_ct import load_covid_ct
+    from probmed.benchmark.sources.roco_images import load_roco_images
+    from probmed.benchmark.sources.tabular import ImagePolicy
+    from probmed.core.config import load_params, to_plain
+
+    policy = ImagePolicy(tmp_path / "img", workers=1)
+    every = list(records)
+    every += load_roco_images(shared_data / "roco-images", policy, repo_root, write=False).records
+    every += load_covid_ct(shared_data / "covid-chestxray-ct", policy, repo_root, write=False).records
+    every += load_figshare_brain_tumor(shared_data / "figshare-brain-tumor", policy, repo_root, write=False).records
+    every += load_brats_sample(shared_data / "brats2015-deepmedic-sample", policy, repo_root, write=False).records
+    cfg = to_plain(load_params(repo_root / "params.yaml"))
+    caps = MixCaps.from_params(cfg["datasets"]["question_sets"]["probmed"]["image_types"], "image_types")
+    sampled, _ = sample_records(every, caps, int(cfg["seed"]))
+    frame, report = generate_questions(sampled, seed=int(cfg["seed"]))
+    assert report.images > 2500 and frame["image_type"].nunique() >= 12
+    assert lint_questions(frame["question"]) == []
+    audit = run_audit(frame, sampled, None, AuditSettings())
+    assert gate(audit, 5.0).passed
+    for name, entry in [*audit["oracle"]["by_category"].items(), ("overall", audit["oracle"]["overall"])]:
+        assert abs(entry["accuracy"] - entry["random"]) < 1.0, name
+    assert audit["texts"]["by_category"]["abnormality"]["yes_share"] == 0.5
+    assert audit["contradictions"]["count"] == 0 and audit["contradictions"]["unmatched_images"] == 0
+    assert audit["duplicates"]["count"] == 0
