@@ -14,7 +14,8 @@ import pytest
 from probmed.benchmark.audit import AuditSettings, gate, run_audit
 from probmed.benchmark.audit.oracle import OracleSettings, normalise_text, oracle_votes
 from probmed.benchmark.audit.pixels import pixel_leak
-from probmed.benchmark.audit.scores import blind_scores, oracle_scores
+from probmed.benchmark.audit.report import audit_markdown, headline_metrics
+from probmed.benchmark.audit.scores import blind_scores, fixed_policies, oracle_scores
 from probmed.benchmark.questions import generate_questions
 from probmed.benchmark.sources.vqarad import load_vqarad
 from probmed.cli import main
@@ -60,6 +61,37 @@ def test_blind_scored_by_its_probabilities(popular) -> None:
         assert m["accuracy"] == pytest.approx(m["random"]), cat  # a coin is exactly the random baseline
     assert coin["argmax"]["by_category"]["modality"] == 0.0  # p = 0.5 thresholded is always-yes: 0 strict
 
+
+
+def _modality_pairs(n_xray: int, n_ct: int) -> pd.DataFrame:
+    """Modality pairs only: each X-ray image asked 'CT?' as its twin and each CT image 'X-ray?'."""
+    rows = []
+    for k in range(n_xray + n_ct):
+        true, other = ("an X-ray", "a CT scan") if k < n_xray else ("a CT scan", "an X-ray")
+        for pol, text, ans in (("gt", true, "yes"), ("adversarial", other, "no")):
+            rows.append({"qid": f"q{k}{pol[0]}", "image_id": f"i{k}", "question": f"Is this {text} image?", "answer": ans,
+                         "category": "modality", "polarity": pol, "pair_id": f"i{k}:m", "qa_type": f"modality_{pol}",
+                         "image_type": "X-ray - Chest" if k < n_xray else "CT Scan - Chest"})
+    return pd.DataFrame(rows)
+
+
+def test_fixed_policy_bounds_text_only_models_by_the_pair_structure(vqarad_records) -> None:
+    # every text answered yes exactly as often as no: the oracle has nothing, yet "CT? yes, X-ray? no" gets every CT image
+    balanced = _modality_pairs(20, 20)
+    assert oracle_scores(balanced, OracleSettings())["by_category"]["modality"]["accuracy"] == pytest.approx(25.0)
+    fixed = fixed_policies(balanced)["by_category"]["modality"]
+    assert fixed["accuracy"] == pytest.approx(50.0) and fixed["random"] == 25.0
+    assert sorted(fixed["policy"].values()) == ["no", "yes"]
+    # a leaking set: X-ray on 30 of 40 images, "X-ray? yes, CT? no" gets those 30
+    assert fixed_policies(_modality_pairs(30, 10))["by_category"]["modality"]["accuracy"] == pytest.approx(75.0)
+    # too many texts for every choice: not computed rather than fitted to the set's noise
+    audit = run_audit(generate_questions(vqarad_records, seed=0)[0], vqarad_records, None, AuditSettings())
+    condition = audit["fixed_policy"]["by_category"]["condition"]
+    assert condition["texts"] > 8 and condition["accuracy"] is None
+    organ = audit["fixed_policy"]["by_category"]["organ"]
+    assert organ["accuracy"] >= organ["random"]  # the best of all choices is never below their average
+    assert "Upper bound on a text-only model" in audit_markdown(audit)
+    assert headline_metrics(audit)["audit_fixed_policy_margin_organ"] == pytest.approx(organ["accuracy"] - organ["random"], abs=1e-3)
 
 def test_gate_fails_on_a_deliberately_unbalanced_set(popular, vqarad_records) -> None:
     audit = run_audit(popular, vqarad_records, None, AuditSettings())

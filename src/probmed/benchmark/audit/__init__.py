@@ -109,6 +109,8 @@ def run_audit(
         # for reference, not the gate: every training majority taken, however slight (audit.scores explains)
         "oracle_raw": scores.oracle_scores(questions, OracleSettings(folds=settings.folds, alpha=1.0)),
         "blind": None if blind_p_yes is None else scores.blind_scores(questions, blind_p_yes),
+        # for reference, not the gate: the best fixed answer per text, chosen with the answers in hand (an upper bound)
+        "fixed_policy": scores.fixed_policies(questions),
         "texts": texts.text_stats(questions, settings.alpha),
         "duplicates": texts.duplicates(questions),
         "evidence": texts.evidence_shares(questions),

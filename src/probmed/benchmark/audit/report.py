@@ -56,8 +56,17 @@ def _reference(audit: dict[str, Any]) -> str:
         arg = audit["blind"]["argmax"]
         parts.append("the blind model thresholded at 0.5: " + ", ".join(f"{c} {_pct(v)}" for c, v in arg["by_category"].items())
                      + f", overall {_pct(arg['overall'])}")
-    return ("For reference (not the gate): " + "; ".join(parts) + ". On a set whose texts are balanced these deterministic "
+    text = ("For reference (not the gate): " + "; ".join(parts) + ". On a set whose texts are balanced these deterministic "
             "variants follow the held-out fold's own imbalance (cross-fitting noise), which pairs can reward or punish.")
+    fixed = {c: m for c, m in ((audit.get("fixed_policy") or {}).get("by_category") or {}).items() if m["accuracy"] is not None}
+    if fixed:
+        text += ("\n\nUpper bound on a text-only model in the categories with few texts: the best fixed yes/no answer per "
+                 "text, every choice tried on this set with its answers in hand (best / exact random): "
+                 + ", ".join(f"{c} {_pct(m['accuracy'])} / {_pct(m['random'])}" for c, m in fixed.items())
+                 + ". Averaged over every fixed choice it is exact random; a best choice above it means the pairs have a "
+                 "structure (e.g. which organs may be asked of which images) that a text-only model could find only by "
+                 "luck or by training on pair accuracy.")
+    return text
 
 
 def _texts_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
@@ -156,6 +165,9 @@ def headline_metrics(audit: dict[str, Any]) -> dict[str, float]:
     for name, e in [*oracle["by_category"].items(), ("overall", oracle["overall"])]:
         if e["accuracy"] is not None and e["random"] is not None:
             out[f"audit_oracle_margin_{name}"] = round(e["accuracy"] - e["random"], 3)
+    for name, e in ((audit.get("fixed_policy") or {}).get("by_category") or {}).items():
+        if e["accuracy"] is not None and e["random"] is not None:
+            out[f"audit_fixed_policy_margin_{name}"] = round(e["accuracy"] - e["random"], 3)
     if audit.get("blind"):
         b = audit["blind"]["overall"]
         out["audit_blind_margin_overall"] = round(b["accuracy"] - b["random"], 3)

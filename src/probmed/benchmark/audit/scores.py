@@ -120,3 +120,45 @@ def blind_scores(questions: pd.DataFrame, p_yes: np.ndarray) -> dict[str, Any]:
     out["argmax"] = {"by_category": {c: m["accuracy_adv_pairs"] for c, m in argmax["by_category"].items()},
                      "overall": argmax["overall"]["accuracy_adv_pairs_original_weighting"]}
     return out
+
+
+
+def fixed_policies(questions: pd.DataFrame, max_texts: int = 8) -> dict[str, Any]:
+    """The best fixed answer per question text, chosen on the set itself: an upper bound on text-only models.
+
+    A model that answers each text the same way on every image is right on a pair
+    exactly when its fixed answers match the pair's. Averaged over every fixed
+    choice that is exact random, but one choice can do better when the pairs
+    have structure (in a truthful set a chest image may only be asked about the
+    brain, so every organ pair involves the brain). Every choice is tried, in
+    categories of at most ``max_texts`` texts: with more, a choice per text
+    chosen with the answers in hand would fit the set's own noise. Reported
+    beside the gate, never as one.
+    """
+    from probmed.benchmark.audit.oracle import normalise_text
+    from probmed.scoring.metrics import prepare, score
+
+    empty = pd.DataFrame(_EMPTY)
+    base = score(questions, empty, resamples=0)
+    prep = prepare(questions, empty)
+    yes = (questions["answer"] == "yes").to_numpy()
+    cats = questions["category"].to_numpy(dtype=object)
+    texts = questions["question"].map(normalise_text).to_numpy(dtype=object)
+    everything = np.arange(len(questions))
+    out: dict[str, Any] = {"max_texts": max_texts, "by_category": {}}
+    for cat in [c for c in CATEGORIES if c in base["by_category"]]:
+        rows = np.flatnonzero(cats == cat)
+        codes, uniques = pd.factorize(texts[rows])
+        entry: dict[str, Any] = {"texts": int(len(uniques)), "accuracy": None, "random": base["random_baseline"]["by_category"][cat]["accuracy_adv_pairs"]}
+        if len(uniques) <= max_texts:
+            best = -1.0
+            for choice in range(2 ** len(uniques)):
+                bits = ((choice >> np.arange(len(uniques))) & 1).astype(float)
+                p_correct = np.zeros(len(questions))
+                p_correct[rows] = np.where(yes[rows], bits[codes], 1.0 - bits[codes])
+                acc = _expected_accuracy(prep, p_correct, everything, cat)
+                if acc is not None and acc > best:
+                    best, entry["policy"] = acc, {str(t): ("yes" if b else "no") for t, b in zip(uniques, bits)}
+            entry["accuracy"] = best if best >= 0 else None
+        out["by_category"][cat] = entry
+    return out
