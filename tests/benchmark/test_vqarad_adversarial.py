@@ -59,6 +59,21 @@ def test_no_twin_is_true_for_its_image(built, shared_data: Path, repo_root: Path
     assert set(frame.loc[frame.answer == "no", "evidence"]) <= {"known_absent", "assumed_absent"}
     # twins read as well as their source: every question one capital letter and one question mark
     assert not [q for q in frame.question if {f.rule for f in lint_question(q)} & {"question-mark", "capital", "a-an"}]
+    # a count noun put where the source had a mass noun takes an article ("Is there cardiomegaly?" -> "Is there a cyst?")
+    twins = frame[frame.polarity == "adversarial"]
+    assert "Is there a cyst present?" in set(twins.question)  # the source asks "Is there small bowel thickening present?"
+    assert not [q for q in twins.question if lint_question(q)]
+
+
+def test_condition_noun_form_fits_the_new_noun() -> None:
+    from probmed.benchmark.vqarad_adversarial import _noun_form
+
+    assert _noun_form("cyst", "cardiomegaly", "Is there ") == ("a cyst", "Is there ")
+    assert _noun_form("rib fracture", "cardiomegaly", "Is ") == ("a rib fracture", "Is ")
+    assert _noun_form("cyst", "cardiomegaly", "Is there any ") == ("cyst", "Is there any ")  # a determiner is there
+    assert _noun_form("effusion", "mass", "Is there a ") == ("an effusion", "Is there ")
+    assert _noun_form("pneumonia", "mass", "Is there a ") == ("pneumonia", "Is there ")  # a mass noun drops it
+    assert _noun_form("pneumothorax", "cardiomegaly", "Is there ") == ("pneumothorax", "Is there ")  # either reads well
 
 
 def test_cli_outputs_official_format(shared_data: Path, tmp_path: Path, repo_root: Path) -> None:

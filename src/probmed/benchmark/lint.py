@@ -91,6 +91,11 @@ def _words_before(text: str, at: int, n: int = 3) -> list[str]:
     return [w.lower() for w in _WORD.findall(text[:at])][-n:]
 
 
+def determined(before: str) -> bool:
+    """True when one of the last three words of ``before`` is an article or determiner ("is there any", "the")."""
+    return bool(set(_words_before(before, len(before))) & DETERMINERS)
+
+
 def _form_rules(q: str) -> Iterable[tuple[str, str]]:
     if q.count("?") != 1 or not q.rstrip().endswith("?"):
         yield "question-mark", f"{q.count('?')} question mark(s); expected exactly one, at the end"
@@ -114,7 +119,7 @@ def _noun_rules(q: str) -> Iterable[tuple[str, str]]:
         before = _words_before(q, start)
         prev = before[-1] if before else ""
         phrase = q[start:end]
-        if kind == "count" and not plural and not (set(before[-3:]) & DETERMINERS):
+        if kind == "count" and not plural and not determined(q[:start]):
             yield "bare-count-noun", f"{phrase!r} is a singular count noun without an article or determiner"
         if kind == "mass" and prev in ("a", "an"):
             yield "mass-noun-article", f"{prev} {phrase!r}: {cond} takes no article"

@@ -54,7 +54,7 @@ import pandas as pd
 from probmed.benchmark import truth
 from probmed.benchmark.curation.tables import condition_nouns
 from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, conditions_for
-from probmed.benchmark.lint import indefinite
+from probmed.benchmark.lint import determined, indefinite
 from probmed.core.release_format import question_id
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.benchmark.sources.base import relative_path
@@ -189,6 +189,8 @@ def _noun_form(new: str, matched: str, before: str) -> tuple[str, str]:
         return noun.plural, before
     if article:
         return indefinite(new), before[: article.start()]
+    if noun.kind == "count" and not determined(before):  # "Is there cardiomegaly?" -> "Is there a cyst?", not "... cyst?"
+        return indefinite(new), before
     return new, before
 
 
