@@ -128,3 +128,21 @@ def test_missing_column_and_folder_are_clear_errors(shared_data: Path, tmp_path:
         load_brats_sample(data, ImagePolicy(tmp_path / "img", workers=1), tmp_path)
     with pytest.raises(SourceError, match="directory not found"):
         load_covid_ct(tmp_path / "nowhere", ImagePolicy(tmp_path / "img"), tmp_path)
+
+
+def test_roco_images_another_extractor_is_held_to_the_vocabularies(shared_data: Path, tmp_path: Path) -> None:
+    """An LLM extractor's free text is normalised into the organ's vocabularies or left out; the rule
+    extractor's figure flags still exclude panels."""
+    from probmed.benchmark.curation.extract_rules import Extraction
+
+    def llm_like(roco_id: str, caption: str) -> Extraction:
+        return Extraction(roco_id, "ct", "abdomen", findings=[
+            {"condition": "large renal tumour", "position": "upper pole of the right kidney"},
+            {"condition": "incidental something", "position": "left side"},
+        ])
+
+    data = make_source(shared_data, "roco-images", tmp_path, lambda r: r["roco_id"] in {"ROCO_59123", "ROCO_27941"})
+    res = load_roco_images(data, ImagePolicy(tmp_path / "img", workers=1), tmp_path, extractor=llm_like)
+    assert res.excluded == {"multi-panel figure": ["roco-ROCO_27941"]}
+    (rec,) = res.records
+    assert [(f.condition, f.position) for f in rec.findings] == [("tumor", "right kidney")]

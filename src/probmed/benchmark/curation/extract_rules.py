@@ -480,6 +480,21 @@ def _add(findings: list[dict], condition: str, position: str | None) -> None:
         findings.append({"condition": condition, "position": position})
 
 
+def normalise_finding(condition: str, position: str | None, organ: str) -> dict | None:
+    """A free-text finding (an LLM's) in the controlled vocabularies: the condition's canonical name and the
+    position as a phrase of the organ's vocabulary (None when it names none); None when the condition
+    names nothing in the vocabulary (it is left out, never kept as free text)."""
+    mentions = condition_mentions(normalise_text(condition), organ)
+    if not mentions:
+        return None
+    phrase = None
+    if position:
+        text = normalise_text(position)
+        found = [p.phrase for p in places(text, organ) if p.phrase]
+        phrase = found[0] if found else None
+    return {"condition": mentions[0].condition, "position": phrase}
+
+
 def figure_flags(text: str) -> list[str]:
     """Reasons a captioned figure cannot serve as one image: panels, animal study, non-radiology."""
     flags = []

@@ -18,7 +18,7 @@ from typing import Callable
 
 from tqdm import tqdm
 
-from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules
+from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules, normalise_finding
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.benchmark.sources.tabular import ImagePolicy, read_metadata, write_images
 from probmed.core.errors import ConfigError, SourceError
@@ -90,6 +90,9 @@ def load_roco_images(
         if reason:
             result.exclude(reason, image_id)
             continue
+        if ex is not rules:  # another extractor's free text, in the controlled vocabularies (or left out)
+            kept = [n for f in ex.findings if (n := normalise_finding(f["condition"], f.get("position"), ex.organ))]
+            ex.findings = list({(n["condition"], n["position"]): n for n in kept}.values())
         findings = [Finding(f["condition"], f.get("position")) for f in ex.findings]
         pending.append((ImageRecord(
             image_id=image_id,
