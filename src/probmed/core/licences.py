@@ -13,8 +13,6 @@ import re
 CHESTXRAY14 = "NIH ChestX-ray14: no restrictions on use (cite Wang et al. 2017)"
 VQARAD = "CC0 1.0"
 MEDICAT = "MedICaT: research and non-commercial use only"
-FIGSHARE_BRAIN_TUMOR = "CC BY 4.0"
-PYDICOM_SAMPLES = "MIT"
 
 _NON_COMMERCIAL = re.compile(r"(?<![a-z])nc(?![a-z])|non-?commercial", re.IGNORECASE)
 

@@ -57,3 +57,13 @@ def test_llm_method_needs_an_endpoint(tmp_path: Path, repo_root: Path, capsys) -
     tsv.write_text("A1\tChest X-ray.\n")
     assert main(["extract", str(tsv), "--method", "llm", "--out", str(tmp_path / "o.jsonl"), "--params", str(repo_root / "params.yaml")]) == 2
     assert "base_url" in capsys.readouterr().err
+
+
+def test_caption_records_carry_their_licence(shared_data: Path, tmp_path: Path) -> None:
+    from probmed.benchmark.sources.captions import load_medicat, read_roco_licences
+    from probmed.core.licences import commercial_use
+
+    licences = read_roco_licences(shared_data / "roco-captions" / "test" / "radiology" / "licences.txt")
+    assert licences["ROCO_00001"] == "CC BY-NC" and "ROCO_ID" not in licences
+    res = load_medicat(shared_data / "medicat-sample", tmp_path)
+    assert res.records and all(r.licence and not commercial_use(r.licence) for r in res.records)

@@ -17,6 +17,7 @@ from tqdm import tqdm
 
 from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules, is_empty
 from probmed.core.errors import ConfigError, SourceError
+from probmed.core.licences import MEDICAT as MEDICAT_LICENCE
 from probmed.core.records import Finding, ImageRecord
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
 
@@ -68,7 +69,8 @@ def run_extractor(
     return out
 
 
-def _record(ex: Extraction, source: str, caption: str, image_path: str | None, provenance: dict) -> ImageRecord:
+def _record(ex: Extraction, source: str, caption: str, image_path: str | None, provenance: dict,
+            licence: str | None = None) -> ImageRecord:
     findings = [Finding(f["condition"], f.get("position")) for f in ex.findings]
     return ImageRecord(
         image_id=ex.id,
@@ -80,15 +82,29 @@ def _record(ex: Extraction, source: str, caption: str, image_path: str | None, p
         absent_conditions=list(ex.negated),
         image_path=image_path,
         provenance={"caption": caption, **provenance},
+        licence=licence,
     )
+
+
+def read_roco_licences(path: Path) -> dict[str, str]:
+    """ROCO id -> the article's licence (``ROCO_ID,PMC_ID,CC`` lines); empty when the file is absent."""
+    if not Path(path).is_file():
+        return {}
+    out = {}
+    for line in Path(path).read_text(encoding="utf-8").splitlines():
+        parts = [p.strip() for p in line.split(",")]
+        if len(parts) >= 3 and parts[0].startswith("ROCO_") and parts[0] != "ROCO_ID":
+            out[parts[0]] = parts[2]
+    return out
 
 
 def load_roco(data_dir: Path, extractor: Extractor = extract_rules) -> SourceResult:
     result = SourceResult("ROCO")
     items = read_caption_tsv(Path(data_dir) / "test" / "radiology" / "captions.txt", result)
     captions = dict(items)
+    licences = read_roco_licences(Path(data_dir) / "test" / "radiology" / "licences.txt")
     for ex in run_extractor(items, extractor, result):
-        result.records.append(_record(ex, "ROCO", captions[ex.id], None, {"origin": ex.id}))
+        result.records.append(_record(ex, "ROCO", captions[ex.id], None, {"origin": ex.id}, licences.get(ex.id)))
     result.notes["captions"] = len(items)
     return result
 
@@ -120,7 +136,7 @@ def load_medicat(data_dir: Path, image_root: Path, extractor: Extractor = extrac
     for ex in run_extractor([(i, r["s2_caption"]) for i, (r, _) in by_id.items()], extractor, result):
         row, fig = by_id[ex.id]
         result.records.append(
-            _record(ex, "MedICaT", row["s2_caption"], relative_path(fig, image_root), {"origin": f"{row['pdf_hash']}_{row['fig_uri']}", "compound_possible": True})
+            _record(ex, "MedICaT", row["s2_caption"], relative_path(fig, image_root), {"origin": f"{row['pdf_hash']}_{row['fig_uri']}", "compound_possible": True}, MEDICAT_LICENCE)
         )
     if not result.records and not result.excluded:
         raise SourceError(f"{data_dir}: no usable MedICaT figure")

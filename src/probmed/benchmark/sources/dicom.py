@@ -37,7 +37,7 @@ def to_uint8(pixels: np.ndarray) -> np.ndarray:
     return ((pixels - lo) * scale).astype(np.uint8)
 
 
-def load_dicom_dir(data_dir: Path, image_root: Path) -> SourceResult:
+def load_dicom_dir(data_dir: Path, image_root: Path, licence: str | None = None) -> SourceResult:
     result = SourceResult("DICOM")
     files = sorted(Path(data_dir).glob("*.dcm"))
     if not files:
@@ -50,11 +50,12 @@ def load_dicom_dir(data_dir: Path, image_root: Path) -> SourceResult:
             continue
         result.records.append(
             ImageRecord(image_id=f"dicom-{f.stem}", source="DICOM", modality=modality, organ=organ,
-                        image_path=relative_path(f, image_root), provenance={"origin": f.name, "shape": list(pixels.shape)})
+                        image_path=relative_path(f, image_root), provenance={"origin": f.name, "shape": list(pixels.shape)},
+                        licence=licence)
         )
     return result
 
 
 def load(context: SourceContext) -> SourceResult:
-    """The registry's loader (no options)."""
-    return load_dicom_dir(context.data_dir, context.image_root)
+    """The registry's loader: option `licence` (the folder's licence, e.g. MIT for the pydicom samples)."""
+    return load_dicom_dir(context.data_dir, context.image_root, context.option("licence"))
