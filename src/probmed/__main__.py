@@ -1,5 +1,3 @@
-import sys
+from probmed.cli import run
 
-from probmed.cli import main
-
-sys.exit(main())
+run()

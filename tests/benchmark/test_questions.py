@@ -22,7 +22,7 @@ from probmed.core.release_format import read_question_file, write_question_file
 @pytest.fixture(scope="module")
 def records(shared_data: Path, repo_root: Path) -> list[ImageRecord]:
     cxr = load_chestxray14(shared_data / "chestxray14", repo_root / "build/images/chestxray14", repo_root, write_images=False)
-    return cxr.records + load_vqarad(shared_data / "vqa-rad", repo_root).records + load_medicat(shared_data / "medicat-sample", repo_root).records
+    return cxr.records + load_vqarad(shared_data / "vqa-rad", shared_data).records + load_medicat(shared_data / "medicat-sample", shared_data).records
 
 
 @pytest.fixture(scope="module")

@@ -14,10 +14,10 @@ from probmed.benchmark.sources.vqarad import load_vqarad
 
 
 def test_round_trip(shared_data: Path, repo_root: Path, tmp_path: Path) -> None:
-    q, _ = generate_questions(load_vqarad(shared_data / "vqa-rad", repo_root).records)
-    sheet = export_review(q, tmp_path, n_images=10, seed=3, image_root=repo_root)
-    again = export_review(q, tmp_path / "b", n_images=10, seed=3, image_root=repo_root)
-    other = export_review(q, tmp_path / "c", n_images=10, seed=4, image_root=repo_root)
+    q, _ = generate_questions(load_vqarad(shared_data / "vqa-rad", shared_data).records)
+    sheet = export_review(q, tmp_path, n_images=10, seed=3, image_root=shared_data)
+    again = export_review(q, tmp_path / "b", n_images=10, seed=3, image_root=shared_data)
+    other = export_review(q, tmp_path / "c", n_images=10, seed=4, image_root=shared_data)
     assert sheet["qid"].tolist() == again["qid"].tolist() != other["qid"].tolist()
     assert sheet["image_id"].nunique() == 10
     html = (tmp_path / "review.html").read_text()
@@ -51,7 +51,7 @@ def test_unfilled_verdict_is_an_error(tmp_path: Path, repo_root: Path) -> None:
 
 
 def test_cli_export(shared_data: Path, repo_root: Path, tmp_path: Path) -> None:
-    q, _ = generate_questions(load_vqarad(shared_data / "vqa-rad", repo_root).records)
+    q, _ = generate_questions(load_vqarad(shared_data / "vqa-rad", shared_data).records)
     write_questions(q, tmp_path / "q.parquet")
     assert main(["review", "export", "--questions", str(tmp_path / "q.parquet"), "--n", "5", "--out", str(tmp_path / "rv"),
                  "--params", str(repo_root / "params.yaml")]) == 0

@@ -18,7 +18,7 @@ from probmed.benchmark.vqarad_adversarial import build_vqarad_adversarial
 
 @pytest.fixture(scope="module")
 def built(shared_data: Path, repo_root: Path):
-    return build_vqarad_adversarial(shared_data / "vqa-rad", repo_root, seed=0)
+    return build_vqarad_adversarial(shared_data / "vqa-rad", shared_data, seed=0)
 
 
 def test_counts_and_exclusions(built) -> None:
@@ -78,7 +78,7 @@ def test_condition_noun_form_fits_the_new_noun() -> None:
 
 def test_cli_outputs_official_format(shared_data: Path, tmp_path: Path, repo_root: Path) -> None:
     out = tmp_path / "adv"
-    rc = main(["vqarad-adversarial", "--data", str(shared_data / "vqa-rad"), "--image-root", str(repo_root),
+    rc = main(["vqarad-adversarial", "--data", str(shared_data / "vqa-rad"), "--image-root", str(shared_data),
                "--out", str(out / "a.parquet"), "--official", str(out / "a.json"), "--report", str(out / "r.md"),
                "--params", str(repo_root / "params.yaml")])
     assert rc == 0
@@ -123,7 +123,7 @@ def test_llm_path_for_uncovered_questions(shared_data: Path, tmp_path: Path, rep
         out = tmp_path / "adv"
         rc = main(["vqarad-adversarial", f"extract.llm.base_url={url}", "questions.vqarad_adversarial.use_llm=true",
                    f"extract.llm.cache={tmp_path / 'c.jsonl'}", "extract.llm.max_retries=0",
-                   "--data", str(shared_data / "vqa-rad"), "--image-root", str(repo_root),
+                   "--data", str(shared_data / "vqa-rad"), "--image-root", str(shared_data),
                    "--out", str(out / "a.parquet"), "--official", str(out / "a.json"), "--report", str(out / "r.md"),
                    "--params", str(repo_root / "params.yaml")])
     finally:

@@ -16,7 +16,7 @@ def test_curate_generate_stats(shared_data: Path, repo_root: Path, tmp_path: Pat
     params = ["--params", str(repo_root / "params.yaml")]
     for src, folder in (("vqarad", "vqa-rad"), ("medicat", "medicat-sample")):
         assert main(["curate", src, "--data", str(shared_data / folder), "--out", str(tmp_path / f"{src}.parquet"),
-                     "--image-root", str(repo_root), *params]) == 0
+                     "--image-root", str(shared_data), *params]) == 0
     assert len(read_image_records(tmp_path / "vqarad.parquet")) == 314
     rep = json.loads((tmp_path / "vqarad.report.json").read_text())
     assert rep["excluded"]["image without questions"] == {"count": 1, "ids": ["synpic35356.jpg"]}
@@ -26,7 +26,7 @@ def test_curate_generate_stats(shared_data: Path, repo_root: Path, tmp_path: Pat
     assert main([*args, "--seed", "7", "--strategy", "popular", "audit.enforce=false"]) == 0  # POPE popular fails the gate
     q = read_questions(out / "q.parquet")
     assert read_question_file(out / "test.json")["qid"].tolist() == q["qid"].tolist()
-    assert (repo_root / q["image_path"].iat[0]).is_file()  # paths relative to the image root
+    assert (shared_data / q["image_path"].iat[0]).is_file()  # paths relative to the image root
     gen = json.loads((out / "rep.json").read_text())
     assert gen["seed"] == 7 and gen["strategy"] == "popular" and gen["questions"] == len(q)
     assert gen["gate"]["passed"] is False and (out / "q.audit" / "audit.md").is_file()

@@ -1,19 +1,29 @@
 """The `probmed` command: one sub-command per pipeline stage, each thin.
 
 Every area registers its sub-commands in its own module under probmed.cli;
-handlers parse arguments, call the library and print. Errors the user can fix
-(every `ProbmedError`: bad input, bad config, an unusable endpoint) print one
-clear line and exit 2; anything else is a bug and keeps its traceback.
+handlers parse arguments, call the library and print. Every `ProbmedError`
+prints one clear line and exits with its code (2: bad input, bad config, an
+unusable endpoint; 3: the environment, e.g. a full disk or a corrupt database);
+an OS error that is the machine's (no space, read-only or failing disk) is an
+environment error too. Anything else is a bug: `run` (the console script)
+prints its traceback and exits 4, so exit 1 keeps its one meaning ("some
+questions failed after every retry"). The codes are listed in probmed.core.errors.
 """
 
 from __future__ import annotations
 
 import argparse
+import errno
 import importlib
 import sys
+import traceback
 from typing import Sequence
 
-from probmed.core.errors import ProbmedError
+from probmed.core.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USER_ERROR, ProbmedError
+from probmed.core.process import ParentExited
+
+# OS errors that say the machine cannot go on (exit 3), not that an input is wrong.
+ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.ENOMEM, errno.EFBIG})
 
 # Modules that define `register(subparsers)`, in the order `probmed --help` lists them.
 COMMAND_MODULES: tuple[str, ...] = (
@@ -41,13 +51,41 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         result = args.func(args)
     except ProbmedError as exc:
-        print(f"probmed {args.command}: error: {exc}", file=sys.stderr)
-        return 2
+        kind = "environment error" if exc.exit_code == EXIT_ENVIRONMENT else "error"
+        print(f"probmed {args.command}: {kind}: {_one_line(exc)}", file=sys.stderr)
+        return exc.exit_code
+    except OSError as exc:
+        if exc.errno in ENVIRONMENT_ERRNOS:
+            print(f"probmed {args.command}: environment error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_ENVIRONMENT
+        if isinstance(exc, PermissionError):
+            print(f"probmed {args.command}: error: {_one_line(exc)}", file=sys.stderr)
+            return EXIT_USER_ERROR
+        raise
+    except ParentExited as exc:
+        print(f"probmed {args.command}: stopped: {exc}; everything received so far is on disk", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print(f"probmed {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(result or 0)
 
 
+def _one_line(exc: BaseException) -> str:
+    return " ".join(str(exc).split())
+
+
+def run() -> None:
+    """The console script: `main`, with a bug reported as exit 4 (and its traceback), never as exit 1."""
+    try:
+        code = main()
+    except Exception:  # noqa: BLE001 - the one place a bug is turned into an exit code
+        traceback.print_exc()
+        print("probmed: internal error (a bug in probmed, not in your input); please report the traceback above",
+              file=sys.stderr)
+        code = EXIT_INTERNAL
+    sys.exit(code)
+
+
 if __name__ == "__main__":
-    sys.exit(main())
+    run()

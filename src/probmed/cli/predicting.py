@@ -3,7 +3,10 @@
 Thin: read params.yaml (+ dotted overrides such as `model=tiny setting=cot`),
 call probmed.inference.predict, print a one-line JSON summary. Backend failures that the
 user must fix (unreachable endpoint, bad credentials, unknown model) exit 2
-with one line; every answer received before is already in the store.
+with one line; a full disk exits 3; every answer received before is already in
+the store. `predict` and `describe` stop when the process that started them
+(`dvc repro`) dies, and refuse (exit 2, naming the pid) to write an answer
+store another process is writing.
 """
 
 from __future__ import annotations
@@ -25,6 +28,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--image-root", help="directory image_path is relative to; default predict.image_root")
     p.add_argument("--shard", help="i/N: answer only the images of shard i of N")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--wait-lock", type=float, metavar="SECONDS",
+                   help="another process writes the same answer store: wait up to SECONDS for it "
+                        "(default predict.lock_wait_s: 0, stop at once naming its pid)")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -90,6 +96,22 @@ def _setup(args: argparse.Namespace):
     return cfg, predict_cfg, models, prompts, setting, questions_path, image_root, context
 
 
+def store_options(pc: dict[str, Any], args: argparse.Namespace):
+    """The answer-store options of the ``predict:`` section (lock wait, disk reserve, response cap)."""
+    from probmed.inference.predict import StoreOptions
+
+    defaults = StoreOptions()
+    wait = args.wait_lock if getattr(args, "wait_lock", None) is not None else pc.get("lock_wait_s", 0)
+    reserve_mb = pc.get("disk_reserve_mb", defaults.reserve_bytes / 2**20)
+    cap = pc.get("max_response_chars", defaults.max_response_chars)
+    for key, value in (("lock_wait_s", wait), ("disk_reserve_mb", reserve_mb), ("max_response_chars", cap)):
+        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
+            raise ConfigError(f"params: predict.{key} = {value!r}, expected a non-negative number or null")
+    return StoreOptions(fsync=bool(pc.get("fsync", True)), lock_wait_s=None if wait is None else float(wait),
+                        reserve_bytes=int(float(reserve_mb or 0) * 2**20),
+                        max_response_chars=None if cap is None else int(cap))
+
+
 def _backend(models: dict, name: str, context: dict):
     from probmed.inference.models.registry import build_backend
 
@@ -97,9 +119,18 @@ def _backend(models: dict, name: str, context: dict):
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
+    """Stops as soon as its parent (the `dvc repro` that started it) is gone: see probmed.core.process."""
+    from probmed.core.process import exit_with_parent
+
+    with exit_with_parent():
+        return _predict(args)
+
+
+def _predict(args: argparse.Namespace) -> int:
     from probmed.inference.predict import parse_shard, run_predictions, write_predictions_table
 
     cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
+    options = store_options(pc, args)
     name = str(cfg.get("model", ""))
     if not name:
         raise ConfigError("params: key 'model' is missing (e.g. model=tiny)")
@@ -118,7 +149,7 @@ def cmd_predict(args: argparse.Namespace) -> int:
             shard=shard,
             batch_size=int(pc.get("batch_size", 64)),
             progress=not args.no_progress,
-            fsync=bool(pc.get("fsync", True)),
+            options=options,
         )
     finally:
         backend.close()
@@ -134,9 +165,15 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    from probmed.core.process import exit_with_parent
+
+    with exit_with_parent():
+        return _describe(args)
+
+
+def _describe(args: argparse.Namespace) -> int:
     from probmed.inference.describe import describe_images, export_descriptions
     from probmed.inference.predict import parse_shard, resolve_images, shard_questions, store_file_name
-    from probmed.inference.answer_store import AnswerStore
     from tqdm import tqdm
 
     cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
@@ -144,13 +181,16 @@ def cmd_describe(args: argparse.Namespace) -> int:
     shard = parse_shard(args.shard)
     questions = shard_questions(_read_questions(qpath), *shard)
     images = resolve_images(questions, Path(image_root))
-    backend = _backend(models, name, context)
-    store = AnswerStore(Path(pc.get("describe_dir", "build/descriptions")) / name, store_file_name(shard))
+    store = store_options(pc, args).open(Path(pc.get("describe_dir", "build/descriptions")) / name,
+                                         store_file_name(shard))
     try:
-        with tqdm(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
-            got = describe_images(backend, list(images.items()), prompts, store, on_progress=bar.update)
+        backend = _backend(models, name, context)
+        try:
+            with tqdm(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
+                got = describe_images(backend, list(images.items()), prompts, store, on_progress=bar.update)
+        finally:
+            backend.close()
     finally:
-        backend.close()
         store.close()
     out = args.out or str(Path(pc.get("describe_dir", "build/descriptions")) / f"{name}.parquet")
     export_descriptions(store, out)

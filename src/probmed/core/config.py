@@ -2,7 +2,9 @@
 
 `probmed <command> key.sub=value model=tiny` merges the overrides on top of the
 file with OmegaConf, the same keys DVC stages declare and `dvc exp run -S`
-sets, so a value has one name everywhere.
+sets, so a value has one name everywhere. Parameters never carry secrets: a
+credential-named key or a key-shaped value is refused before any work
+(probmed.core.secrets), since params reach git, dvc.lock and MLflow.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from typing import Any, Mapping, Sequence
 from omegaconf import DictConfig, OmegaConf
 
 from probmed.core.errors import ConfigError
+from probmed.core.secrets import refuse_secrets
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -27,8 +30,11 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()
     bad = [o for o in overrides if "=" not in o]
     if bad:
         raise ConfigError(f"override(s) {bad} are not of the form key=value")
+    refuse_secrets(OmegaConf.to_container(cfg, resolve=False), str(path))
     if overrides:
-        cfg = OmegaConf.merge(cfg, OmegaConf.from_dotlist(list(overrides)))
+        extra = OmegaConf.from_dotlist(list(overrides))
+        refuse_secrets(OmegaConf.to_container(extra, resolve=False), "overrides")
+        cfg = OmegaConf.merge(cfg, extra)
     assert isinstance(cfg, DictConfig)
     return cfg
 

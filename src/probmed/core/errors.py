@@ -1,18 +1,51 @@
-"""Every error a user can fix derives from one root, `ProbmedError`.
+"""Every error probmed reports (rather than crashes on) derives from one root, `ProbmedError`.
 
 The CLI catches `ProbmedError` once: it prints the message (which names the
-key, file, record or field at fault) and exits 2, without a traceback. Any
-other exception is a bug in probmed and keeps its traceback. The subclasses
-only say which stage raised; several also derive from the built-in type they
-replaced, so `except ValueError` / `except FileNotFoundError` code keeps
-catching them.
+key, file, record or field at fault) as one line, without a traceback, and
+exits with the error's `exit_code`. Exit codes mean one thing each:
+
+* 0: done;
+* 1: done, but some questions failed after every retry (the table is written);
+* 2: a user or input error (`ProbmedError` and most subclasses);
+* 3: an environment error (`EnvironmentFailure`: disk full, a corrupt database);
+* 4: an internal error, i.e. a bug in probmed (printed with its traceback).
+
+The subclasses only say which stage raised; several also derive from the
+built-in type they replaced, so `except ValueError` / `except FileNotFoundError`
+code keeps catching them.
 """
 
 from __future__ import annotations
 
+EXIT_OK = 0
+EXIT_FAILED_QUESTIONS = 1
+EXIT_USER_ERROR = 2
+EXIT_ENVIRONMENT = 3
+EXIT_INTERNAL = 4
+
 
 class ProbmedError(Exception):
     """A problem the user can fix: bad input, bad configuration, an unusable endpoint."""
+
+    exit_code: int = EXIT_USER_ERROR
+
+
+class EnvironmentFailure(ProbmedError):
+    """The machine, not the input, stopped the work (disk full, a corrupt database): exit 3."""
+
+    exit_code = EXIT_ENVIRONMENT
+
+
+class DiskFullError(EnvironmentFailure, OSError):
+    """No space left where probmed writes; the message says what is safe on disk and what remains."""
+
+
+class DatabaseError(EnvironmentFailure):
+    """A database probmed reads or writes (the MLflow tracking DB) is empty, corrupt or unreadable."""
+
+
+class StoreLockedError(ProbmedError):
+    """Another process holds the answer store file this run would write (its pid is in the message)."""
 
 
 class UserError(ProbmedError):

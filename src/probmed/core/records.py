@@ -135,6 +135,40 @@ def questions_to_frame(questions: Iterable[Question]) -> pd.DataFrame:
     return pd.DataFrame([asdict(q) for q in questions], columns=list(QUESTION_COLUMNS))
 
 
+def image_path_problem(path: Any) -> str | None:
+    """Why an ``image_path`` cannot be a path inside the image root, or None (absent is allowed here).
+
+    Image paths are relative to the image root and stay inside it: no absolute path, no home
+    directory, no ``..`` component, no NUL. (Symlinks are checked where the root is known:
+    probmed.inference.images.resolve_image.)
+    """
+    if path is None or (isinstance(path, float) and pd.isna(path)) or path == "":
+        return None
+    if not isinstance(path, str):
+        return f"expected a string, got {type(path).__name__}"
+    if "\x00" in path:
+        return "contains a NUL character"
+    parts = path.replace("\\", "/").split("/")
+    if path.startswith(("/", "\\", "~")) or (len(path) > 1 and path[1] == ":"):
+        return "is an absolute path; image paths are relative to the image root"
+    if ".." in parts:
+        return "leaves the image root ('..'); image paths are relative to the image root and stay inside it"
+    return None
+
+
+def check_image_paths(frame: pd.DataFrame, where: str = "questions") -> None:
+    """RecordError naming the first record whose image_path would leave the image root."""
+    if "image_path" not in frame.columns:
+        return
+    problems = {p: image_path_problem(p) for p in pd.unique(frame["image_path"].to_numpy(dtype=object))}
+    bad = {p: why for p, why in problems.items() if why}
+    if not bad:
+        return
+    i = int(frame["image_path"].isin(list(bad)).to_numpy().nonzero()[0][0])
+    path = frame["image_path"].iat[i]
+    raise RecordError(f"{where}: record {i} (image {frame['image_id'].iat[i]}): field 'image_path' = {path!r} {bad[path]}")
+
+
 def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd.DataFrame:
     """Check a question table strictly; raise RecordError naming row, image and field.
 
@@ -145,6 +179,7 @@ def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd
     missing = [c for c in QUESTION_COLUMNS if c not in frame.columns]
     if missing:
         raise RecordError(f"{where}: missing column(s) {missing}")
+    check_image_paths(frame, where)
     checks = (
         ("category", CATEGORIES),
         ("polarity", POLARITIES),

@@ -43,7 +43,7 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES, CATEGORY_SPECS
 from probmed.core.errors import MissingFileError, RecordError
-from probmed.core.records import QUESTION_COLUMNS, validate_question_frame, write_json_atomic
+from probmed.core.records import QUESTION_COLUMNS, image_path_problem, validate_question_frame, write_json_atomic
 
 log = logging.getLogger(__name__)
 
@@ -142,6 +142,9 @@ def questions_from_official(records: list[dict[str, Any]], where: str = "questio
         for name in ("image", "image_type", "qa_type", "question", "src_dataset"):
             if not isinstance(rec[name], str) or (name != "image" and not rec[name].strip()):
                 raise fail(name, f"expected a non-empty string, got {rec[name]!r}")
+        why = image_path_problem(rec["image"])
+        if why:
+            raise fail("image", f"{rec['image']!r} {why}")
         parsed = parse_qa_type(rec["qa_type"])
         if parsed is None:
             raise fail("qa_type", f"unknown qa_type {rec['qa_type']!r}")

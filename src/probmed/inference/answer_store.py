@@ -1,23 +1,78 @@
 """The resumable answer store: JSON Lines, appended and flushed the moment answers arrive.
 
-Model answers cost time or money, so none may ever be lost. Each answer is one
-line keyed by a hash of everything that can change it (see :func:`cache_key`);
-a re-run skips stored keys, a killed run resumes, and changing one parameter
-re-asks only the affected questions. A store is a directory of ``*.jsonl``
-files: each process (shard) appends to its own file, readers take the union.
-A line cut short by a kill is dropped when the file is next opened; answers
-recorded as failed are kept for the record but re-asked on the next run.
+Model answers cost time or money, so none may ever be lost or paid for twice.
+Each answer is one line keyed by a hash of everything that can change it (see
+:func:`cache_key`); a re-run skips stored keys, a killed run resumes, and
+changing one parameter re-asks only the affected questions. A store is a
+directory of ``*.jsonl`` files: each process (shard) appends to its own file,
+readers take the union. Answers recorded as failed are kept for the record but
+re-asked on the next run.
+
+A writer (``writer=True``, or the first ``append``) holds an exclusive lock on
+its file for its whole life (``.<file>.lock`` beside it, holding the pid): a
+second writer on the same file stops with an error naming that pid, or waits
+when asked (``lock_wait_s``), so two processes never ask the same questions.
+
+Every line is validated on load against :data:`FIELD_TYPES`. A writer moves a
+bad line (not JSON, not an object, a wrong type, an unknown label) into the
+side file ``<file>.quarantine`` (JSON lines: file, line number, reason, the
+text) and out of the store, so its question is asked again and the bad text is
+kept for inspection; a reader skips it. When a file's last line has no newline
+(a write cut by a kill), a complete, valid record is kept (the newline is
+added) and a partial one is cut.
+
+Appends go through one ``write`` on an ``O_APPEND`` descriptor; a failed write
+(disk full) is cut back so the file never holds half a line, and raises
+:class:`~probmed.core.errors.DiskFullError`. A writer keeps ``reserve_bytes``
+of disk allocated beside the store (``.<file>.reserve``): released when the
+disk fills, it leaves room for the answers still in flight.
 """
 
 from __future__ import annotations
 
+import errno
 import hashlib
 import json
+import logging
 import os
+import re
+import time
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any, Iterable, Mapping
+
+from probmed.core.errors import DiskFullError, StoreLockedError
+from probmed.core.filelock import FileLock
+from probmed.core.vocab import LABELS
+
+log = logging.getLogger(__name__)
 
 STORE_FORMAT = 1
+QUARANTINE_SUFFIX = ".quarantine"
+_SURROGATE = re.compile(r"[\ud800-\udfff]")
+_NUMBER = (int, float)
+# Field -> (allowed types, check on the value or None). "key" is required; the others are checked when present,
+# and fields not listed are kept as they are (a later format may add some).
+FIELD_TYPES: dict[str, tuple[tuple[type, ...], Any]] = {
+    "key": ((str,), lambda v: bool(v)),
+    "qid": ((str,), None),
+    "image_id": ((str,), None),
+    "model": ((str,), None),
+    "describer": ((str,), None),
+    "setting": ((str,), None),
+    "prompt_version": ((str,), None),
+    "response": ((str,), None),
+    "label": ((str,), lambda v: v in LABELS),
+    "p_yes": ((*_NUMBER, type(None)), lambda v: v is None or 0.0 <= v <= 1.0),
+    "latency_s": (_NUMBER, lambda v: v >= 0),
+    "prompt_tokens": ((int,), lambda v: v >= 0),
+    "completion_tokens": ((int,), lambda v: v >= 0),
+    "cost_usd": (_NUMBER, lambda v: v >= 0),
+    "retries": ((int,), lambda v: v >= 0),
+    "error": ((str,), None),
+    "finish_reason": ((str, type(None)), None),
+    "truncated_from": ((int, type(None)), None),
+    "time": (_NUMBER, None),
+}
 
 
 def stable_hash(obj: Any) -> str:
@@ -63,8 +118,57 @@ def cache_key(
     )
 
 
-def _repair_tail(path: Path) -> None:
-    """Cut a trailing partial line (a write interrupted by a kill) so appends start clean."""
+
+def validate_record(rec: Any) -> str | None:
+    """Why a parsed line is not a valid store record, or None when it is."""
+    if not isinstance(rec, dict):
+        return f"expected a JSON object, got {type(rec).__name__}"
+    if "key" not in rec:
+        return "field 'key' is missing"
+    for name, (types, check) in FIELD_TYPES.items():
+        if name not in rec:
+            continue
+        value = rec[name]
+        if isinstance(value, bool) or not isinstance(value, types):
+            return f"field {name!r}: expected {'/'.join(t.__name__ for t in types)}, got {type(value).__name__}"
+        if check is not None and not check(value):
+            return f"field {name!r}: invalid value {value!r}"[:200]
+    return None
+
+
+def parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """(record, None) for a valid line, (None, reason) otherwise."""
+    try:
+        rec = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except json.JSONDecodeError as exc:
+        return None, f"not valid JSON ({exc.msg})"
+    except RecursionError:
+        return None, "JSON nested too deeply"
+    reason = validate_record(rec)
+    return (None, reason) if reason else (rec, None)
+
+
+def encode_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str, Any]], bytes]:
+    """Records (validated) and their JSON lines as UTF-8; a lone surrogate becomes U+FFFD."""
+    out, lines = [], []
+    for rec in records:
+        rec = dict(rec)
+        reason = validate_record(rec)
+        if reason:
+            raise ValueError(f"answer record {rec.get('key')!r}: {reason}")
+        line = json.dumps(rec, ensure_ascii=False, sort_keys=True)
+        if _SURROGATE.search(line):  # not encodable as UTF-8: store (and keep) U+FFFD instead
+            line = _SURROGATE.sub("\ufffd", line)
+            rec = json.loads(line)
+        out.append(rec)
+        lines.append(line + "\n")
+    return out, "".join(lines).encode("utf-8")
+
+
+def repair_tail(path: Path) -> None:
+    """A last line without its newline: a complete valid record keeps it (newline added), a cut one is removed."""
     size = path.stat().st_size
     if size == 0:
         return
@@ -72,49 +176,97 @@ def _repair_tail(path: Path) -> None:
         fh.seek(-1, os.SEEK_END)
         if fh.read(1) == b"\n":
             return
-        # find the last newline
-        pos = size
-        block = 4096
-        while pos > 0:
-            start = max(0, pos - block)
-            fh.seek(start)
-            chunk = fh.read(pos - start)
-            idx = chunk.rfind(b"\n")
+        pos, start = size, 0
+        while pos > 0:  # find the last newline
+            lo = max(0, pos - 65536)
+            fh.seek(lo)
+            idx = fh.read(pos - lo).rfind(b"\n")
             if idx >= 0:
-                fh.truncate(start + idx + 1)
-                return
-            pos = start
-        fh.truncate(0)
+                start = lo + idx + 1
+                break
+            pos = lo
+        fh.seek(start)
+        tail = fh.read()
+        rec, _ = parse_line(tail)
+        if rec is not None:
+            fh.seek(0, os.SEEK_END)
+            fh.write(b"\n")
+        else:
+            fh.truncate(start)
+        fh.flush()
+        os.fsync(fh.fileno())
 
 
-def iter_store_lines(path: Path) -> Iterator[dict[str, Any]]:
-    """Records of one store file; a malformed *last* line (cut by a kill) is skipped."""
-    with open(path, "r", encoding="utf-8") as fh:
-        lines = fh.readlines()
+def read_store_file(path: Path) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """(valid records, bad lines as {line, reason, text}); a last line without newline that does not parse is a
+    write cut short (skipped, not bad)."""
+    lines = path.read_bytes().split(b"\n")
+    complete = len(lines) - 1  # the piece after the last newline is b"" or a write cut short
+    good, bad = [], []
     for i, line in enumerate(lines):
         if not line.strip():
             continue
-        try:
-            rec = json.loads(line)
-        except json.JSONDecodeError as exc:
-            if i == len(lines) - 1 and not line.endswith("\n"):
-                continue
-            raise ValueError(f"answer store {path}: line {i + 1} is not valid JSON ({exc.msg})") from None
-        if not isinstance(rec, dict) or "key" not in rec:
-            raise ValueError(f"answer store {path}: line {i + 1} has no 'key' field")
-        yield rec
+        rec, reason = parse_line(line)
+        if rec is not None:
+            good.append(rec)
+        elif i < complete:
+            bad.append({"line": i + 1, "reason": reason, "text": line.decode("utf-8", errors="replace")})
+    return good, bad
+
+
+def quarantine(path: Path, bad: list[dict[str, Any]]) -> None:
+    """Move bad lines of `path` to `<path>.quarantine` (kept, fsynced) and rewrite `path` without them.
+    The caller holds the file's writer lock."""
+    side = path.with_name(path.name + QUARANTINE_SUFFIX)
+    entries = "".join(
+        json.dumps({"file": path.name, "line": b["line"], "reason": b["reason"], "text": b["text"],
+                    "time": time.time()}, ensure_ascii=True) + "\n"
+        for b in bad
+    )
+    with open(side, "a", encoding="utf-8") as fh:
+        fh.write(entries)
+        fh.flush()
+        os.fsync(fh.fileno())
+    drop = {b["line"] for b in bad}
+    kept = [line for i, line in enumerate(path.read_bytes().split(b"\n"), start=1) if i not in drop]
+    tmp = path.with_name(f".{path.name}.rewrite")
+    with open(tmp, "wb") as fh:
+        fh.write(b"\n".join(kept))
+        fh.flush()
+        os.fsync(fh.fileno())
+    os.replace(tmp, path)
+    for b in bad:
+        log.warning("answer store %s: line %d quarantined to %s (%s); its question will be asked again",
+                    path, b["line"], side.name, b["reason"])
+
+
+def lock_path(path: Path) -> Path:
+    return path.with_name(f".{path.name}.lock")
 
 
 class AnswerStore:
-    """A directory of JSONL answer files; this process appends to `file_name`."""
+    """A directory of JSONL answer files; this process appends to `file_name`.
 
-    def __init__(self, directory: str | Path, file_name: str = "answers.jsonl", fsync: bool = True):
+    ``writer=True`` takes the file's lock before reading (a second writer fails or waits,
+    ``lock_wait_s``); a reader takes it at its first ``append``. ``reserve_bytes``: disk kept
+    allocated for the answers in flight when the disk fills (writers only).
+    """
+
+    def __init__(self, directory: str | Path, file_name: str = "answers.jsonl", fsync: bool = True,
+                 writer: bool = False, lock_wait_s: float | None = 0.0, reserve_bytes: int = 0):
         self.dir = Path(directory)
         self.path = self.dir / file_name
         self.fsync = fsync
+        self.reserve_bytes = int(reserve_bytes)
         self._records: dict[str, dict[str, Any]] = {}
-        self._fh = None
+        self._fd: int | None = None
+        self._lock = FileLock(lock_path(self.path), f"answer store {self.path}", lock_wait_s, StoreLockedError,
+                              on_wait=lambda msg: log.warning("%s", msg))
+        if writer:
+            self._start_writing()
         self.load()
+
+    # --- reading ---------------------------------------------------------------------
 
     def load(self) -> None:
         """Read every file of the store: the first successful answer per key wins."""
@@ -122,10 +274,37 @@ class AnswerStore:
         if not self.dir.exists():
             return
         for path in sorted(self.dir.glob("*.jsonl")):
-            for rec in iter_store_lines(path):
+            good, bad = read_store_file(path)
+            if bad and self._quarantine_if_owned(path, bad):
+                good, _ = read_store_file(path)
+            elif bad:
+                log.warning("answer store %s: %d invalid line(s) skipped (first: line %d, %s)",
+                            path, len(bad), bad[0]["line"], bad[0]["reason"])
+            for rec in good:
                 old = self._records.get(rec["key"])
                 if old is None or (old.get("error") and not rec.get("error")):
                     self._records[rec["key"]] = rec
+
+    def _quarantine_if_owned(self, path: Path, bad: list[dict[str, Any]]) -> bool:
+        """Quarantine bad lines of our own file (we hold its lock) or of an idle writer's file."""
+        if path == self.path:
+            if not self._lock.held:
+                return False
+            quarantine(path, bad)
+            return True
+        other = FileLock(lock_path(path), f"answer store {path}", 0.0, StoreLockedError)
+        try:
+            other.acquire()
+        except StoreLockedError:
+            return False  # its writer is running and will quarantine them itself
+        try:
+            repair_tail(path)
+            good, bad = read_store_file(path)
+            if bad:
+                quarantine(path, bad)
+        finally:
+            other.release()
+        return True
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored answer for `key`, or None; failed answers count as absent (re-asked)."""
@@ -147,46 +326,112 @@ class AnswerStore:
     def records(self) -> list[dict[str, Any]]:
         return list(self._records.values())
 
-    def _open(self):
-        if self._fh is None:
-            self.dir.mkdir(parents=True, exist_ok=True)
+    # --- writing ---------------------------------------------------------------------
+
+    def _start_writing(self) -> None:
+        """Lock, repair the tail, open for appends, set the disk reserve aside."""
+        if self._fd is not None:
+            return
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self._lock.acquire()
+        try:
             if self.path.exists():
-                _repair_tail(self.path)
-            self._fh = open(self.path, "a", encoding="utf-8")
-        return self._fh
+                repair_tail(self.path)
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
+            self._make_reserve()
+        except BaseException:
+            self.close()
+            raise
+
+    @property
+    def reserve_path(self) -> Path:
+        return self.path.with_name(f".{self.path.name}.reserve")
+
+    def _make_reserve(self) -> None:
+        if self.reserve_bytes <= 0:
+            return
+        fd = os.open(self.reserve_path, os.O_WRONLY | os.O_CREAT, 0o644)
+        try:
+            os.posix_fallocate(fd, 0, self.reserve_bytes)
+        except OSError as exc:
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                os.close(fd)
+                self.reserve_path.unlink(missing_ok=True)
+                raise DiskFullError(
+                    f"no space for the answer store {self.path}: it keeps {self.reserve_bytes} bytes in reserve "
+                    "for answers in flight; nothing was asked"
+                ) from None
+            if exc.errno not in (errno.EOPNOTSUPP, errno.EINVAL):
+                raise
+        os.close(fd)
+
+    def release_reserve(self) -> bool:
+        """Free the disk reserve (the disk is full and answers still need writing); True if there was one."""
+        if self.reserve_path.exists():
+            self.reserve_path.unlink()
+            return True
+        return False
 
     def append(self, records: Iterable[Mapping[str, Any]], sync: bool = True) -> int:
-        """Append records as one write, flushed before returning (and fsynced when `sync`)."""
-        lines = []
-        for rec in records:
-            rec = dict(rec)
-            if "key" not in rec:
-                raise ValueError("answer record without 'key'")
-            lines.append(json.dumps(rec, ensure_ascii=False, sort_keys=True) + "\n")
+        """Append records as one write (flushed; fsynced when `sync`); a failed write leaves no partial line.
+
+        Records become visible to `get` only once written: an answer is never acknowledged before it is on disk.
+        """
+        recs, data = encode_records(records)
+        if not recs:
+            return 0
+        self._start_writing()
+        assert self._fd is not None
+        before = os.fstat(self._fd).st_size
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.write(self._fd, view):]
+        except OSError as exc:
+            try:
+                os.ftruncate(self._fd, before)
+            except OSError:
+                pass
+            if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
+                raise DiskFullError(f"disk full writing the answer store {self.path} ({exc.strerror})") from None
+            raise
+        for rec in recs:
             old = self._records.get(rec["key"])
             if old is None or old.get("error"):  # a success is never replaced
                 self._records[rec["key"]] = rec
-        if not lines:
-            return 0
-        fh = self._open()
-        fh.write("".join(lines))
-        fh.flush()
         if sync:
             self.sync()
-        return len(lines)
+        return len(recs)
 
     def sync(self) -> None:
         """fsync the file this process appends to (once per batch)."""
-        if self._fh is not None and self.fsync:
-            os.fsync(self._fh.fileno())
+        if self._fd is not None and self.fsync:
+            try:
+                os.fsync(self._fd)
+            except OSError as exc:
+                if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+                    raise DiskFullError(f"disk full syncing the answer store {self.path} ({exc.strerror})") from None
+                raise
 
     def close(self) -> None:
-        if self._fh is not None:
-            self._fh.close()
-            self._fh = None
+        if self._fd is not None:
+            try:
+                self.sync()
+            finally:
+                os.close(self._fd)
+                self._fd = None
+        if self._lock.held:
+            self.reserve_path.unlink(missing_ok=True)
+            self._lock.release()
 
     def __enter__(self) -> "AnswerStore":
         return self
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+    def __del__(self) -> None:
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - nothing to report to at interpreter exit
+            pass

@@ -15,7 +15,9 @@ from typing import Callable
 
 import pandas as pd
 
-from probmed.inference.models.base import Answer, Backend, Item
+from probmed.core.errors import DiskFullError
+from probmed.inference.images import DecodedImages
+from probmed.inference.models.base import NOT_ASKED, Answer, Backend, Item
 from probmed.inference.prompting import PromptSet
 from probmed.core.records import write_parquet
 from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
@@ -33,8 +35,11 @@ def describe_images(
     store: AnswerStore,
     batch_size: int = 8,
     on_progress: Callable[[int], None] | None = None,
+    decoded: DecodedImages | None = None,
 ) -> dict[str, str | None]:
-    """image_id -> description (None where the describer gave up), asking only for uncached images."""
+    """image_id -> description (None where the describer gave up), asking only for uncached images
+    (each decoded before the describer sees it)."""
+    decoded = decoded or DecodedImages()
     out: dict[str, str | None] = {}
     todo: list[tuple[str, Path, str]] = []
     for image_id, path in images:
@@ -46,6 +51,7 @@ def describe_images(
             todo.append((image_id, path, key))
     for start in range(0, len(todo), batch_size):
         chunk = todo[start : start + batch_size]
+        decoded.check((image_id, path) for image_id, path, _ in chunk)
         items = [
             Item(qid=f"describe:{image_id}", image_id=image_id, image_path=path, prompt=prompts.describe,
                  question="", task="describe", max_new_tokens=prompts.describe_max_new_tokens)
@@ -53,17 +59,36 @@ def describe_images(
         ]
 
         def on_answer(i: int, ans: Answer, chunk=chunk) -> None:
+            if ans.extra.get(NOT_ASKED):
+                return
             image_id, path, key = chunk[i]
-            store.append([{
-                "key": key, "image_id": image_id, "describer": describer.name, "response": ans.response,
-                "error": ans.error, "latency_s": ans.latency_s, "prompt_tokens": ans.prompt_tokens,
+            rec = {
+                "key": key, "image_id": image_id, "describer": describer.name,
+                "response": describer.redact(ans.response), "error": describer.redact(ans.error),
+                "latency_s": ans.latency_s, "prompt_tokens": ans.prompt_tokens,
                 "completion_tokens": ans.completion_tokens, "cost_usd": ans.cost_usd,
-            }], sync=False)
-            out[image_id] = None if ans.error else ans.response
+            }
+            try:
+                if unwritten:
+                    raise DiskFullError(disk_error[0])
+                store.append([rec], sync=False)
+            except DiskFullError as exc:  # keep it; the describer starts nothing new
+                unwritten.append(rec)
+                disk_error[:] = [str(exc)]
+                describer.request_stop()
+                return
+            out[image_id] = None if ans.error else rec["response"]
             if on_progress is not None:
                 on_progress(1)
 
+        unwritten: list[dict] = []
+        disk_error: list[str] = []
         describer.answer(items, on_answer=on_answer)
+        if unwritten:
+            store.release_reserve()
+            store.append(unwritten)  # into the freed reserve; raises DiskFullError again if even that is full
+            raise DiskFullError(f"{disk_error[0]}: the {len(unwritten)} descriptions in flight were written into the "
+                                "space the store keeps in reserve; free space and re-run")
         store.sync()
     return out
 

@@ -11,18 +11,21 @@ question is there exactly once.
 
 from __future__ import annotations
 
+import json
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 from tqdm import tqdm
 
 from probmed.inference.answer_parser import parse_answer
-from probmed.core.errors import ConfigError, MissingFileError, RecordError
+from probmed.core.errors import ConfigError, DiskFullError, RecordError
 from probmed.inference.describe import describe_images
-from probmed.inference.models.base import Answer, Backend, Item
+from probmed.inference.images import DecodedImages, resolve_image
+from probmed.inference.models.base import NOT_ASKED, Answer, Backend, Item
 from probmed.core.settings import BASE_SETTING, get_setting
 from probmed.inference.prompting import PromptSet
 from probmed.core.records import PREDICTION_COLUMNS, write_parquet
@@ -36,6 +39,7 @@ class RunResult:
     n_cached: int = 0
     n_asked: int = 0
     n_failed: int = 0
+    n_truncated: int = 0
     cost_usd: float = 0.0
     elapsed_s: float = 0.0
     backend_stats: dict[str, Any] = field(default_factory=dict)
@@ -48,6 +52,7 @@ class RunResult:
             "cached": self.n_cached,
             "asked": self.n_asked,
             "failed": self.n_failed,
+            "truncated": self.n_truncated,
             "cost_usd": round(self.cost_usd, 6),
             "elapsed_s": round(self.elapsed_s, 3),
             **{f"backend_{k}": v for k, v in self.backend_stats.items()},
@@ -83,24 +88,26 @@ def store_file_name(shard: tuple[int, int]) -> str:
 
 
 def resolve_images(questions: pd.DataFrame, image_root: Path) -> dict[str, Path]:
-    """image_id -> absolute image path; every image must exist (checked before anything is asked)."""
-    paths: dict[str, Path] = {}
-    for row in questions.drop_duplicates("image_id").itertuples(index=False):
-        rel = row.image_path
-        if rel is None or (isinstance(rel, float) and pd.isna(rel)) or not str(rel):
-            raise RecordError(f"questions: image {row.image_id}: field 'image_path' is empty")
-        path = Path(image_root) / str(rel)
-        if not path.is_file():
-            raise MissingFileError(f"image {row.image_id}: file {path} not found (image root {image_root})")
-        paths[row.image_id] = path
-    return paths
+    """image_id -> real image path inside the image root; every image must exist there (checked before
+    anything is asked; see probmed.inference.images)."""
+    return {row.image_id: resolve_image(image_root, row.image_path, row.image_id)
+            for row in questions.drop_duplicates("image_id").itertuples(index=False)}
 
 
-def _record(key: str, q: Any, backend: Backend, setting: str, prompts: PromptSet, ans: Answer) -> dict[str, Any]:
+def _record(key: str, q: Any, backend: Backend, setting: str, prompts: PromptSet, ans: Answer,
+            max_response_chars: int | None = None) -> dict[str, Any]:
+    """The store record of one answer: the response capped at `max_response_chars` (the original
+    length kept in ``truncated_from``), every text the backend got from outside redacted."""
+    response = ans.response or ""
+    truncated_from = None
+    if max_response_chars is not None and len(response) > max_response_chars:
+        truncated_from, response = len(response), response[:max_response_chars]
+    response = backend.redact(response)
     if ans.error:
         label = "unparsed"
     else:
-        label = ans.label or parse_answer(ans.response)
+        label = ans.label or parse_answer(response)
+    finish = ans.extra.get("finish_reason")
     return {
         "key": key,
         "qid": q.qid,
@@ -108,7 +115,7 @@ def _record(key: str, q: Any, backend: Backend, setting: str, prompts: PromptSet
         "model": backend.name,
         "setting": setting,
         "prompt_version": prompts.version,
-        "response": ans.response,
+        "response": response,
         "label": label,
         "p_yes": ans.p_yes,
         "latency_s": round(float(ans.latency_s), 6),
@@ -116,8 +123,9 @@ def _record(key: str, q: Any, backend: Backend, setting: str, prompts: PromptSet
         "completion_tokens": int(ans.completion_tokens),
         "cost_usd": float(ans.cost_usd),
         "retries": int(ans.retries),
-        "error": ans.error,
-        "finish_reason": ans.extra.get("finish_reason"),
+        "error": backend.redact(ans.error),
+        "finish_reason": None if finish is None else backend.redact(str(finish)),
+        "truncated_from": truncated_from,
         "time": time.time(),
     }
 
@@ -135,6 +143,166 @@ def records_to_predictions(records: list[dict[str, Any]]) -> pd.DataFrame:
     return frame
 
 
+@dataclass
+class StoreOptions:
+    """How the run keeps its answer store (the ``predict:`` section of params.yaml)."""
+
+    fsync: bool = True  # fsync once per batch
+    lock_wait_s: float | None = 0.0  # another writer on the same file: fail at once (0), wait (s), None: forever
+    reserve_bytes: int = 8 << 20  # disk kept free beside the store for the answers in flight when the disk fills
+    max_response_chars: int | None = 32_000  # longer responses are cut (the original length is recorded)
+
+    def open(self, directory: Path, file_name: str) -> AnswerStore:
+        return AnswerStore(directory, file_name, fsync=self.fsync, writer=True, lock_wait_s=self.lock_wait_s,
+                           reserve_bytes=self.reserve_bytes)
+
+
+def _describe_for(setting: str, backend: Backend, describer: Backend | None, describe_dir: str | Path | None,
+                  image_paths: dict[str, Path], prompts: PromptSet, shard: tuple[int, int], options: StoreOptions,
+                  progress: bool, decoded: DecodedImages) -> dict[str, str | None]:
+    """The descriptions `cot` / `described` prompts carry (cached per describer)."""
+    by = get_setting(setting).description_by
+    if by is None:
+        return {}
+    who = backend if by == "self" else describer
+    if who is None:
+        raise ConfigError("setting=described needs a describer model (settings.describer)")
+    if describe_dir is None:
+        raise ConfigError("descriptions need a cache directory (predict.describe_dir)")
+    dstore = options.open(Path(describe_dir) / who.name, store_file_name(shard))
+    try:
+        with tqdm(total=len(image_paths), desc=f"describe[{who.name}]", unit="img", disable=not progress) as bar:
+            return describe_images(who, list(image_paths.items()), prompts, dstore, on_progress=bar.update,
+                                   decoded=decoded)
+    finally:
+        dstore.close()
+
+
+@dataclass
+class _Plan:
+    keys: list[str] = field(default_factory=list)  # one per question of the shard, in order
+    pending: list[tuple[str, Any, Item]] = field(default_factory=list)  # (key, question row, item) to ask
+    no_description: list[tuple[str, Any]] = field(default_factory=list)  # recorded failed without asking
+    n_cached: int = 0
+
+
+def _plan(part: pd.DataFrame, backend: Backend, setting: str, prompts: PromptSet, store: AnswerStore,
+          image_paths: dict[str, Path], descriptions: dict[str, str | None]) -> _Plan:
+    """The cache key of every question, and which of them the store does not answer yet."""
+    image_hashes = {img: file_hash(p) for img, p in image_paths.items()}
+    fingerprint = backend.fingerprint()
+    plan = _Plan()
+    for q in part.itertuples(index=False):
+        describes = get_setting(setting).description_by is not None
+        desc = descriptions.get(q.image_id) if describes else None
+        no_description = describes and desc is None
+        prompt = "" if no_description else prompts.question_prompt(setting, q.question, desc)
+        # a backend that never sees the image answers per question (a seeded table, a cross-fitted fold)
+        image_part = image_hashes.get(q.image_id) if backend.supports_images else f"qid:{q.qid}"
+        key = cache_key(fingerprint, setting, prompts.version, prompt, image_part, q.question)
+        plan.keys.append(key)
+        if no_description:  # recorded as failed, re-asked on the next run
+            plan.no_description.append((key, q))
+        elif key in store:
+            plan.n_cached += 1
+        else:
+            item = Item(qid=q.qid, image_id=q.image_id, image_path=image_paths.get(q.image_id), prompt=prompt,
+                        question=q.question, category=q.category)
+            plan.pending.append((key, q, item))
+    return plan
+
+
+def _batches(pending: list[tuple[str, Any, Item]], by_image: bool, batch_size: int) -> list[list[tuple[str, Any, Item]]]:
+    if not by_image:
+        return [pending[i : i + batch_size] for i in range(0, len(pending), batch_size)]
+    batches: list[list[tuple[str, Any, Item]]] = []
+    for entry in pending:
+        if batches and batches[-1][0][1].image_id == entry[1].image_id:
+            batches[-1].append(entry)
+        else:
+            batches.append([entry])
+    return batches
+
+
+@dataclass
+class _Progress:
+    asked: int = 0
+    failed: int = 0
+    cost: float = 0.0
+    unwritten: list[dict[str, Any]] = field(default_factory=list)  # received, not on disk (disk full)
+    disk_error: str = ""
+
+
+def _ask(plan: _Plan, backend: Backend, store: AnswerStore, record: Callable[..., dict[str, Any]],
+         batch_size: int, bar: Any, decoded: DecodedImages) -> _Progress:
+    """Ask every pending question, appending each answer the moment it arrives.
+
+    An answer counts (progress, `store.get`) only once it is on disk. When the disk fills, the
+    backend is told to stop starting requests; answers still in flight are kept in memory
+    (``unwritten``) for :func:`_write_unwritten`.
+    """
+    done = _Progress()
+    for batch in _batches(plan.pending, backend.batch_by_image, batch_size):
+        if backend.stop_requested:
+            break
+        decoded.check((it.image_id, it.image_path) for _, _, it in batch)  # before the backend sees them
+
+        def on_answer(i: int, ans: Answer, batch=batch) -> None:
+            if ans.extra.get(NOT_ASKED):
+                return
+            key, q, _ = batch[i]
+            rec = record(key, q, ans)
+            done.cost += ans.cost_usd
+            if done.unwritten:
+                done.unwritten.append(rec)
+                return
+            try:
+                store.append([rec], sync=False)
+            except DiskFullError as exc:
+                done.unwritten.append(rec)
+                done.disk_error = str(exc)
+                backend.request_stop()
+                return
+            done.asked += 1
+            done.failed += bool(ans.error)
+            bar.update(1)
+
+        try:
+            backend.answer([it for _, _, it in batch], on_answer=on_answer)
+        finally:
+            if not done.disk_error:
+                try:
+                    store.sync()
+                except DiskFullError as exc:
+                    done.disk_error = str(exc)
+                    backend.request_stop()
+        st = backend.stats()
+        bar.set_postfix(cached=plan.n_cached, failed=done.failed, retries=st.get("retries", 0),
+                        cost=f"${st.get('cost_usd', done.cost):.4f}", refresh=False)
+    return done
+
+
+def _write_unwritten(done: _Progress, plan: _Plan, store: AnswerStore) -> None:
+    """The disk filled: write what was received into the freed reserve, then stop with exit 3 saying
+    what is on disk and which questions remain."""
+    n = len(done.unwritten)
+    store.release_reserve()
+    lost: list[dict[str, Any]] = []
+    try:
+        store.append(done.unwritten, sync=True)
+    except DiskFullError:
+        lost = done.unwritten
+        for rec in lost:  # last resort: the answers go to stderr rather than nowhere
+            print(json.dumps(rec, ensure_ascii=False), file=sys.stderr)
+    remaining = [q.qid for key, q, _ in plan.pending if store.get(key) is None and store.record(key) is None]
+    saved = (f"all {done.asked + n} answers received are on disk ({n} written into the space the store keeps "
+             "in reserve)") if not lost else (f"{len(lost)} answers received could not be written and were printed "
+                                             "to stderr as JSON lines")
+    example = f", e.g. {', '.join(remaining[:3])}" if remaining else ""
+    raise DiskFullError(f"{done.disk_error}: {saved}; {len(remaining)} question(s) remain to ask{example}; "
+                        "free space and re-run (only those are asked)")
+
+
 def run_predictions(
     questions: pd.DataFrame,
     backend: Backend,
@@ -148,113 +316,66 @@ def run_predictions(
     batch_size: int = 64,
     progress: bool = True,
     fsync: bool = True,
+    options: StoreOptions | None = None,
 ) -> RunResult:
-    """Answer every question of the shard; returns the prediction table in question order."""
+    """Answer every question of the shard; returns the prediction table in question order.
+
+    Every image is found inside the image root before anything is asked, and decoded before a
+    backend first sees it.
+    """
     t_start = time.perf_counter()
-    spec = get_setting(setting)
-    if spec.description_by is not None and not backend.supports_images:
+    options = options or StoreOptions(fsync=fsync)
+    if get_setting(setting).description_by is not None and not backend.supports_images:
         raise ConfigError(f"model {backend.name!r} never sees the image; only setting={BASE_SETTING} applies to it")
     part = shard_questions(questions, *shard)
     image_paths = resolve_images(part, Path(image_root)) if backend.supports_images else {}
-    image_hashes = {img: file_hash(p) for img, p in image_paths.items()}
-
-    descriptions: dict[str, str | None] = {}
-    if spec.description_by is not None:
-        who = backend if spec.description_by == "self" else describer
-        if who is None:
-            raise ConfigError("setting=described needs a describer model (settings.describer)")
-        if describe_dir is None:
-            raise ConfigError("descriptions need a cache directory (predict.describe_dir)")
-        dstore = AnswerStore(Path(describe_dir) / who.name, store_file_name(shard), fsync=fsync)
-        try:
-            with tqdm(total=len(image_paths), desc=f"describe[{who.name}]", unit="img", disable=not progress) as bar:
-                descriptions = describe_images(who, list(image_paths.items()), prompts, dstore, on_progress=bar.update)
-        finally:
-            dstore.close()
-
-    store = AnswerStore(Path(store_dir) / backend.name, store_file_name(shard), fsync=fsync)
-    fingerprint = backend.fingerprint()
-    keys: list[str] = []
-    pending: list[tuple[str, Any, Item]] = []
-    n_cached = 0
-    for q in part.itertuples(index=False):
-        desc = descriptions.get(q.image_id) if spec.description_by is not None else None
-        no_description = spec.description_by is not None and desc is None
-        prompt = "" if no_description else prompts.question_prompt(setting, q.question, desc)
-        # a backend that never sees the image answers per question (a seeded table, a cross-fitted fold)
-        image_part = image_hashes.get(q.image_id) if backend.supports_images else f"qid:{q.qid}"
-        key = cache_key(fingerprint, setting, prompts.version, prompt, image_part, q.question)
-        keys.append(key)
-        if no_description:  # recorded as failed, re-asked on the next run
-            failure = Answer(error="no description (the describer failed)")
-            store.append([_record(key, q, backend, setting, prompts, failure)], sync=False)
-        elif key in store:
-            n_cached += 1
-        else:
-            item = Item(qid=q.qid, image_id=q.image_id, image_path=image_paths.get(q.image_id), prompt=prompt,
-                        question=q.question, category=q.category)
-            pending.append((key, q, item))
-
-    if pending:  # baselines train or seed on the whole table (not the shard); skipped when all is cached
-        backend.prepare(questions)
-
-    batches: list[list[tuple[str, Any, Item]]] = []
-    if backend.batch_by_image:
-        for item in pending:
-            if batches and batches[-1][0][1].image_id == item[1].image_id:
-                batches[-1].append(item)
-            else:
-                batches.append([item])
-    else:
-        batches = [pending[i : i + batch_size] for i in range(0, len(pending), batch_size)]
-
-    n_asked = n_failed = 0
-    cost = 0.0
-    bar = tqdm(total=len(part), initial=n_cached, desc=f"predict[{backend.name}/{setting}]", unit="q",
-               disable=not progress)
+    decoded = DecodedImages()  # every image is decoded before a backend sees it
+    store = options.open(Path(store_dir) / backend.name, store_file_name(shard))
     try:
-        for batch in batches:
-            def on_answer(i: int, ans: Answer, batch=batch) -> None:
-                nonlocal n_asked, n_failed, cost
-                key, q, _ = batch[i]
-                store.append([_record(key, q, backend, setting, prompts, ans)], sync=False)
-                n_asked += 1
-                n_failed += bool(ans.error)
-                cost += ans.cost_usd
-                bar.update(1)
+        descriptions = _describe_for(setting, backend, describer, describe_dir, image_paths, prompts, shard, options,
+                                     progress, decoded)
+        plan = _plan(part, backend, setting, prompts, store, image_paths, descriptions)
 
-            try:
-                backend.answer([it for _, _, it in batch], on_answer=on_answer)
-            finally:
-                store.sync()
-            st = backend.stats()
-            bar.set_postfix(cached=n_cached, failed=n_failed, retries=st.get("retries", 0),
-                            cost=f"${st.get('cost_usd', cost):.4f}", refresh=False)
+        def record(key: str, q: Any, ans: Answer) -> dict[str, Any]:
+            return _record(key, q, backend, setting, prompts, ans, options.max_response_chars)
+
+        store.append([record(key, q, Answer(error="no description (the describer failed)"))
+                      for key, q in plan.no_description], sync=False)
+        if plan.pending:  # baselines train or seed on the whole table (not the shard); skipped when all is cached
+            backend.prepare(questions)
+        with tqdm(total=len(part), initial=plan.n_cached, desc=f"predict[{backend.name}/{setting}]", unit="q",
+                  disable=not progress) as bar:
+            done = _ask(plan, backend, store, record, batch_size, bar, decoded)
+        if done.disk_error:
+            _write_unwritten(done, plan, store)
+        preds = _predictions(part, plan.keys, store, backend.name, setting)
     finally:
-        bar.close()
         store.close()
-
-    records = []
-    for key, q in zip(keys, part.itertuples(index=False)):
-        rec = store.get(key) or store.record(key)
-        if rec is None:  # cannot happen unless the backend broke its contract
-            raise RuntimeError(f"question {q.qid}: no answer recorded")
-        records.append({**rec, "qid": q.qid, "model": backend.name, "setting": setting})
-    preds = records_to_predictions(records)
     run_info = backend.run_info()
     if run_info:  # travels with the table: Parquet keeps DataFrame.attrs
         preds.attrs["run_info"] = run_info
     return RunResult(
         predictions=preds,
         n_questions=len(part),
-        n_cached=n_cached,
-        n_asked=n_asked,
+        n_cached=plan.n_cached,
+        n_asked=done.asked,
         n_failed=int((preds["error"] != "").sum()),
-        cost_usd=cost,
+        n_truncated=int(sum(1 for k in plan.keys if (store.record(k) or {}).get("truncated_from"))),
+        cost_usd=done.cost,
         elapsed_s=time.perf_counter() - t_start,
         backend_stats=backend.stats(),
         run_info=run_info,
     )
+
+
+def _predictions(part: pd.DataFrame, keys: list[str], store: AnswerStore, model: str, setting: str) -> pd.DataFrame:
+    records = []
+    for key, q in zip(keys, part.itertuples(index=False)):
+        rec = store.get(key) or store.record(key)
+        if rec is None:  # cannot happen unless the backend broke its contract
+            raise RuntimeError(f"question {q.qid}: no answer recorded")
+        records.append({**rec, "qid": q.qid, "model": model, "setting": setting})
+    return records_to_predictions(records)
 
 
 def merge_shards(questions: pd.DataFrame, shard_tables: list[pd.DataFrame], where: list[str] | None = None) -> pd.DataFrame:

@@ -32,6 +32,7 @@ from mlflow.entities import Metric, Param, RunTag
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
 from probmed.core.errors import TrackingError
+from probmed.core.secrets import is_secret_name
 from probmed.core.settings import ABLATIONS, BASE_SETTING
 from probmed.core.config import flatten
 from probmed.scoring.score_report import ScoreReport, number
@@ -39,7 +40,6 @@ from probmed.scoring.score_report import ScoreReport, number
 # Per-image-type metrics logged (all categories); the full breakdown is in the artifacts.
 IMAGE_TYPE_METRIC_KEYS: tuple[str, ...] = ("accuracy_adv_pairs", "averaged_accuracy", "n_images")
 TAG_PREFIX = "probmed."
-_SECRET = re.compile(r"(api[_-]?key|secret|passw|authori[sz]ation|bearer|credential|^token$|_token$)", re.I)
 _MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per batch call
 
 
@@ -88,12 +88,6 @@ def git_commit(repo_dir: str | Path = ".") -> str:
     return head + ("+dirty" if dirty else "")
 
 
-def is_secret_name(name: str) -> bool:
-    """True for param names that may hold a credential (``*_env`` names an env var, not a secret)."""
-    last = name.rsplit(".", 1)[-1]
-    if last.endswith("_env") or last.endswith("_env_var"):
-        return False
-    return bool(_SECRET.search(last))
 
 
 def clean_params(params: Mapping[str, Any]) -> dict[str, str]:

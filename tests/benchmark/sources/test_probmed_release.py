@@ -14,7 +14,7 @@ from probmed.benchmark.sources.vqarad import load_vqarad
 
 
 def test_import_release_round_trip(shared_data: Path, repo_root: Path, tmp_path: Path) -> None:
-    q, _ = generate_questions(load_vqarad(shared_data / "vqa-rad", repo_root).records)
+    q, _ = generate_questions(load_vqarad(shared_data / "vqa-rad", shared_data).records)
     write_question_file(q, tmp_path / "test.json")
     back = import_release(tmp_path / "test.json", "probmed_images")
     assert back["qid"].tolist() == q["qid"].tolist()

@@ -15,7 +15,7 @@ from probmed.benchmark.sources.vqarad import QA_FILE, load_vqarad, read_qa
 
 @pytest.fixture(scope="module")
 def vqarad(shared_data: Path, repo_root: Path):
-    return load_vqarad(shared_data / "vqa-rad", repo_root)
+    return load_vqarad(shared_data / "vqa-rad", shared_data)
 
 
 def test_counts(vqarad) -> None:

@@ -78,8 +78,17 @@ class SourceResult:
 
 
 def relative_path(path: Path, image_root: Path) -> str:
-    """A path relative to the image root, POSIX style, as question tables store it."""
-    return Path(os.path.relpath(Path(path).resolve(), Path(image_root).resolve())).as_posix()
+    """A path relative to the image root, POSIX style, as question tables store it.
+
+    The image must lie under the image root (question tables never point outside it);
+    symlinks are not followed here, prediction checks where they lead."""
+    rel = os.path.relpath(os.path.abspath(path), os.path.abspath(image_root))
+    if rel == ".." or rel.startswith(".." + os.sep) or os.path.isabs(rel):
+        raise SourceError(
+            f"image {path} is outside the image root {image_root}: set curate.image_root (--image-root) "
+            "to a directory that holds the data"
+        )
+    return Path(rel).as_posix()
 
 
 def require_file(path: Path, what: str) -> Path:

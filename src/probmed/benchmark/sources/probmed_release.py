@@ -1,6 +1,7 @@
 """The original (gated) ProbMed release: its question file imported as-is, so a
 user who holds it can run and score it directly. Validation and conversion are
-probmed.core.release_format' (strict; errors name record, image and field)."""
+probmed.core.release_format' (strict; errors name record, image and field); an
+image path that would leave the image root (absolute, ``..``) is refused."""
 
 from __future__ import annotations
 
@@ -8,6 +9,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from probmed.core.records import check_image_paths
 from probmed.core.release_format import read_question_file
 
 
@@ -18,4 +20,5 @@ def import_release(question_file: Path, image_root_prefix: str = "") -> pd.DataF
     if image_root_prefix:
         prefix = image_root_prefix.rstrip("/") + "/"
         frame["image_path"] = [prefix + p if p else p for p in frame["image_path"]]
+        check_image_paths(frame, f"{question_file} (image paths with prefix {image_root_prefix!r})")
     return frame

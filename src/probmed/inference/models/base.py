@@ -50,6 +50,11 @@ class Answer:
 
 
 AnswerCallback = Callable[[int, Answer], None]
+NOT_ASKED = "not_asked"  # Answer.extra flag: the backend stopped before asking this item
+
+
+def not_asked() -> Answer:
+    return Answer(error="not asked (the run was stopping)", extra={NOT_ASKED: True})
 
 
 class Backend:
@@ -81,7 +86,10 @@ class Backend:
         """Called once with the whole question table before any answer (baselines train or seed here)."""
 
     def answer(self, items: list[Item], on_answer: AnswerCallback | None = None) -> list[Answer]:
-        answers = self._answer(items)
+        if self.stop_requested:
+            answers = [not_asked() for _ in items]
+        else:
+            answers = self._answer(items)
         if on_answer is not None:
             for i, ans in enumerate(answers):
                 on_answer(i, ans)
@@ -97,6 +105,17 @@ class Backend:
     def stats(self) -> dict[str, Any]:
         """Counters for the progress bar (retries, cost so far, requests)."""
         return {}
+
+    def redact(self, text: str) -> str:
+        """`text` with any secret this backend holds removed (API backends override it)."""
+        return text
+
+    stop_requested: bool = False
+
+    def request_stop(self) -> None:
+        """Ask no more: answers in flight still arrive, items not yet started come back as
+        ``Answer(extra={"not_asked": True})`` (the run loop can no longer store answers, e.g. disk full)."""
+        self.stop_requested = True
 
     def close(self) -> None:
         """Release models, clients and event loops."""

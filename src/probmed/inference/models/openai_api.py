@@ -1,7 +1,8 @@
 """OpenAI-compatible backend: GPT-4o and anything speaking the same protocol.
 
 vLLM, `transformers serve`, Azure and gateways all take the same chat request.
-Images go as base64 data URLs (optionally shrunk to a longest side). Requests
+Images go as base64 PNG data URLs of the decoded pixels (optionally shrunk to a
+longest side), never the raw file. Requests
 run async with bounded concurrency and a requests-per-minute limit; 429, 5xx,
 timeouts and malformed replies are retried with exponential backoff that honours
 Retry-After, up to `max_retries`, after which the question is recorded as failed
@@ -19,7 +20,6 @@ import asyncio
 import base64
 import dataclasses
 import functools
-import io
 import json
 import math
 import os
@@ -29,12 +29,11 @@ from pathlib import Path
 from typing import Any
 
 from probmed.core.errors import BackendError, ConfigError, EndpointUnreachableError, MissingFileError
-from probmed.inference.models.base import Answer, AnswerCallback, Backend, Item
+from probmed.core.secrets import Redactor
+from probmed.inference.images import png_bytes
+from probmed.inference.models.base import Answer, AnswerCallback, Backend, Item, not_asked
 from probmed.inference.models.config import BackendConfig, answer_field, run_field
 from probmed.inference.models.pricing import cost_usd
-
-MIME = {".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".png": "image/png", ".gif": "image/gif", ".webp": "image/webp"}
-
 
 class _Retryable(Exception):
     """A failed request worth retrying; `retry_after` is the server's Retry-After, if it gave one."""
@@ -49,28 +48,17 @@ class _ConnectionFailed(_Retryable):
 
 
 def image_data_url(path: Path, max_side: int | None = None) -> str:
-    """The image as a data URL; re-encoded as PNG only when it must shrink (or is not web-safe).
-    Memoised by (path, size, mtime, max_side): the questions of one image share one encoding."""
+    """The decoded image re-encoded as PNG (shrunk to `max_side`), as a data URL: never the file's own
+    bytes, so nothing but pixels leaves the machine. Memoised by (path, size, mtime, max_side): the
+    questions of one image share one encoding."""
     st = os.stat(path)
     return _data_url(str(path), st.st_size, st.st_mtime_ns, max_side)
 
 
 @functools.lru_cache(maxsize=64)
 def _data_url(path: str, size: int, mtime_ns: int, max_side: int | None) -> str:
-    data = Path(path).read_bytes()
-    mime = MIME.get(Path(path).suffix.lower())
-    if max_side or mime is None:
-        from PIL import Image
-
-        with Image.open(io.BytesIO(data)) as im:
-            if mime is None or max(im.size) > (max_side or 10**9):
-                im = im.convert("RGB") if im.mode not in ("L", "RGB") else im.copy()
-                if max_side and max(im.size) > max_side:
-                    im.thumbnail((max_side, max_side), Image.Resampling.LANCZOS)
-                buf = io.BytesIO()
-                im.save(buf, format="PNG")
-                data, mime = buf.getvalue(), "image/png"
-    return f"data:{mime};base64,{base64.b64encode(data).decode('ascii')}"
+    data = png_bytes(path, max_side)
+    return f"data:image/png;base64,{base64.b64encode(data).decode('ascii')}"
 
 
 def _retry_after(exc: Any) -> float | None:
@@ -152,6 +140,7 @@ class OpenAIBackend(Backend):
                 )
             key = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
         self._key = key
+        self._redactor = Redactor(None if key == "EMPTY" else key)
         self.concurrency = self.config.concurrency
         self.rpm = self.config.rpm or 0.0
         self.max_retries = self.config.max_retries
@@ -172,11 +161,8 @@ class OpenAIBackend(Backend):
     # --- identity and secrets -----------------------------------------------------
 
     def redact(self, text: str) -> str:
-        """`text` with the API key (and any bearer token of it) removed."""
-        text = str(text)
-        if self._key and self._key != "EMPTY":
-            text = text.replace(self._key, "***")
-        return text
+        """`text` with the API key removed in every encoding a server may echo it (probmed.core.secrets)."""
+        return self._redactor(text)
 
     def stats(self) -> dict[str, Any]:
         return dict(self._stats)
@@ -261,7 +247,7 @@ class OpenAIBackend(Backend):
             if exc.status_code >= 500 or exc.status_code in (408, 409):
                 raise _Retryable(f"HTTP {exc.status_code} server error", _retry_after(exc)) from None
             return Answer(error=self.redact(f"HTTP {exc.status_code}: {exc.message}"[:300]))
-        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError) as exc:
+        except (openai.APIResponseValidationError, json.JSONDecodeError, ValueError, RecursionError) as exc:
             raise _Retryable(f"malformed response ({type(exc).__name__})") from None
         latency = time.perf_counter() - t0
         try:
@@ -292,6 +278,8 @@ class OpenAIBackend(Backend):
         attempt = 0
         while True:
             async with sem:
+                if self.stop_requested:
+                    return not_asked()
                 await self._rate_limit()
                 try:
                     ans = await self._request_once(client, item, messages)

@@ -1,0 +1,91 @@
+"""An exclusive, process-lifetime lock on a file, that names its holder.
+
+`flock` on a small sidecar file (never the data file, so the data file can be
+replaced atomically while the lock is held). The kernel drops the lock when
+the holder dies, however it dies (SIGKILL included), so there are no stale
+locks to clean up; the holder writes its pid into the file so a second
+process can say who holds it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import time
+from pathlib import Path
+from typing import Callable
+
+from probmed.core.errors import ProbmedError
+
+
+class FileLock:
+    """``with FileLock(path, what, wait_s=0):`` or ``acquire()`` / ``release()``.
+
+    ``wait_s``: 0 fails at once when another process holds the lock; a positive
+    number waits up to that many seconds; None waits as long as it takes.
+    ``error``: the ProbmedError subclass raised when the lock cannot be had.
+    """
+
+    def __init__(self, path: str | Path, what: str, wait_s: float | None = 0.0,
+                 error: type[ProbmedError] = ProbmedError, on_wait: Callable[[str], None] | None = None) -> None:
+        self.path = Path(path)
+        self.what = what
+        self.wait_s = wait_s
+        self.error = error
+        self.on_wait = on_wait
+        self._fd: int | None = None
+
+    @property
+    def held(self) -> bool:
+        return self._fd is not None
+
+    def holder(self) -> str:
+        """The pid the current holder wrote (or '?' when it has not yet)."""
+        try:
+            return self.path.read_text().strip() or "?"
+        except OSError:
+            return "?"
+
+    def acquire(self) -> "FileLock":
+        if self._fd is not None:
+            return self
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+        deadline = None if self.wait_s is None else time.monotonic() + float(self.wait_s)
+        told = False
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                if deadline is not None and time.monotonic() >= deadline:
+                    holder = self.holder()
+                    os.close(fd)
+                    waited = f" (waited {self.wait_s:g} s)" if self.wait_s else ""
+                    raise self.error(
+                        f"{self.what} is in use by another process (pid {holder}){waited}: let it finish or stop it "
+                        "(a second writer would ask or log everything again)"
+                    ) from None
+                if not told and self.on_wait is not None:
+                    self.on_wait(f"waiting for {self.what}, held by pid {self.holder()}")
+                    told = True
+                time.sleep(0.1)
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
+        self._fd = fd
+        return self
+
+    def release(self) -> None:
+        if self._fd is not None:
+            try:
+                os.ftruncate(self._fd, 0)
+            except OSError:
+                pass
+            os.close(self._fd)  # closing drops the flock
+            self._fd = None
+
+    def __enter__(self) -> "FileLock":
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
