@@ -216,3 +216,31 @@ def test_condition_with_single_questions_only_has_no_pair_accuracy() -> None:
     assert res["random_baseline"]["by_image_type"][spine]["condition"]["accuracy_adv_pairs"] is None
     assert res["by_category"]["condition"]["accuracy_adv_pairs"] == approx(0.0)  # A's pair, singles apart
     assert res["by_category"]["abnormality"]["accuracy_adv_pairs"] == approx(100.0)  # singles-only category
+
+
+def test_failed_answers_are_counted_apart_from_unparsed(tmp_path) -> None:
+    """37 questions that failed after the retry budget once counted as "unparsed" and metrics.json had no error
+    count: a failure (error set) is now its own count, in metrics, tables and MLflow metrics."""
+    from probmed.reporting.tracking import metrics_from_scores
+    from probmed.scoring.run import evaluate, write_run
+
+    q, p = build([("a", CHEST, pair("modality", "yes", "no") + pair("body_part", "yes", "no")
+                   + [("abnormality", "yes", "unparsed")]),
+                  ("b", CHEST, pair("modality", "unparsed", "no") + pair("body_part", "yes", MISSING))])
+    p["response"] = ["Yes.", "No.", "Yes.", "No.", "maybe", "", "No.", "Yes."]
+    p["error"] = ["", "", "", "", "", "gave up after 7 attempts: HTTP 500 server error", "", ""]
+    m = evaluate(q, p)
+    assert m["by_category"]["modality"]["failed"] == 1 and m["by_category"]["modality"]["unparsed_rate"] == 0.0
+    assert m["by_category"]["abnormality"]["unparsed_rate"] == 100.0 and m["by_category"]["abnormality"]["failed"] == 0
+    assert m["by_category"]["organ"]["missing"] == 1 and m["by_category"]["organ"]["failed"] == 0
+    assert m["overall"]["failed"] == 1 and m["overall"]["failed_rate"] == pytest.approx(100 / 9)
+    assert m["meta"]["n_failed"] == 1 and m["meta"]["n_missing"] == 1
+    assert m["by_category"]["modality"]["accuracy_adv_pairs"] == 50.0  # a failure is still a wrong answer
+    assert {"failed", "failed_rate"} <= set(METRIC_KEYS)
+    write_run(m, tmp_path)
+    table = pd.read_csv(tmp_path / "table_responses.csv").set_index("category")
+    assert table.loc["modality", "failed"] == 1 and table.loc["overall", "failed"] == 1
+    assert table.loc["organ", "missing"] == 1 and table.loc["abnormality", "unparsed_rate"] == 100.0
+    assert "Failed after retries" in (tmp_path / "table_responses.md").read_text()
+    logged = metrics_from_scores(m)
+    assert logged["by_category.modality.failed"] == 1 and logged["overall.failed"] == 1

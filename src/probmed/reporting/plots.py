@@ -102,13 +102,15 @@ def figure_per_image_type(data: FigureInput, path: Path) -> Path | None:
 
 
 def figure_response_distribution(data: FigureInput, path: Path) -> Path | None:
-    """Appendix F: yes / no / refusal / unparsed shares per category, beside the ground-truth yes share."""
+    """Appendix F: yes / no / refusal / unparsed / failed shares per category, beside the ground-truth yes
+    share ("failed": the backend gave up after every retry, or no prediction at all)."""
     runs, question_set, questions = data.runs, data.question_set, data.questions
     categories = _present(runs, CATEGORIES)
     if not categories:
         return None
     fig, axes = plt.subplots(1, len(categories), figsize=(3.5 * len(categories), 4), squeeze=False, sharey=True)
-    colors = {"yes": "#31a354", "no": "#de2d26", "refusal": "#756bb1", "unparsed": "#969696"}
+    colors = {"yes": "#31a354", "no": "#de2d26", "refusal": "#756bb1", "unparsed": "#969696",
+              "failed": "#252525"}
     for ax, category in zip(axes[0], categories):
         labels, shares = [], {k: [] for k in colors}
         if questions is not None and len(questions):
@@ -116,17 +118,17 @@ def figure_response_distribution(data: FigureInput, path: Path) -> Path | None:
             if len(subset):
                 yes = float((subset["answer"] == "yes").mean())
                 labels.append("ground truth")
-                for key, value in zip(colors, (yes, 1 - yes, 0.0, 0.0)):
+                for key, value in zip(colors, (yes, 1 - yes, 0.0, 0.0, 0.0)):
                     shares[key].append(value)
         for run in runs:
-            yes = run.scores.value(category, "yes_ratio")
-            refusal = run.scores.value(category, "refusal_rate")
-            unparsed = run.scores.value(category, "unparsed_rate")
-            parts = [0.0 if math.isnan(v) else v / 100.0 for v in (yes, refusal, unparsed)]  # scorer: percent
+            n = run.scores.value(category, "n_questions")
+            failed = (run.scores.value(category, "failed") + run.scores.value(category, "missing")) / n * 100.0 \
+                if n else math.nan
+            rates = [run.scores.value(category, k) for k in ("yes_ratio", "refusal_rate", "unparsed_rate")] + [failed]
+            parts = [0.0 if math.isnan(v) else v / 100.0 for v in rates]  # scorer: percent
             labels.append(run.label)
-            shares["yes"].append(parts[0])
-            shares["refusal"].append(parts[1])
-            shares["unparsed"].append(parts[2])
+            for key, value in zip(("yes", "refusal", "unparsed", "failed"), parts):
+                shares[key].append(value)
             shares["no"].append(max(0.0, 1.0 - sum(parts)))
         bottom = np.zeros(len(labels))
         for key, color in colors.items():

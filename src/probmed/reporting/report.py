@@ -12,6 +12,8 @@ Markdown and CSV with one row per (model, setting):
 - Table 4: procedural diagnosis and error analysis (every numeric leaf of the
   scorer's ``procedural`` block);
 - Appendix A: one table per image type;
+- Responses: refusals and unparsed answers, questions that failed after every
+  retry and missing predictions, per run;
 
 plus the PNG figures of the figure table (probmed.reporting.figures), ``per_category.csv`` for
 ``dvc plots``, a compact ``metrics.json`` for ``dvc metrics show`` and
@@ -185,6 +187,19 @@ def table_categories(runs: Iterable[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def table_responses(runs: Iterable[Run]) -> pd.DataFrame:
+    """What came back per run: refusals and unparsed answers (%), questions that failed after every retry
+    and questions without a prediction (counts), so an API outage never reads as a model that cannot answer."""
+    rows = []
+    for run in runs:
+        overall = run.metrics.get("overall") or {}
+        rows.append({"question_set": run.question_set, "model": run.model, "setting": run.setting,
+                     "questions": overall.get("n_questions"), "refusal_rate": _num(overall.get("refusal_rate")),
+                     "unparsed_rate": _num(overall.get("unparsed_rate")), "failed": overall.get("failed", 0),
+                     "missing": overall.get("missing", 0)})
+    return pd.DataFrame(rows)
+
+
 def table_procedural(runs: Iterable[Run]) -> pd.DataFrame:
     """Table 4: every numeric leaf of the scorer's procedural diagnosis / error analysis."""
     rows = []
@@ -280,6 +295,8 @@ def build_report(
     )
     tables["table3_categories"] = ("Table 3: accuracy with adversarial pairs per category", table_categories(runs))
     tables["table4_procedural"] = ("Table 4: procedural diagnosis and error analysis", table_procedural(runs))
+    tables["responses"] = ("Responses: refusals and unparsed answers (%), failed after retries and missing (counts)",
+                           table_responses(runs))
     for image_type, frame in tables_by_image_type(runs).items():
         tables[f"appendix_{slug(image_type)}"] = (f"Appendix A: {image_type}", frame)
     files: dict[str, list[str]] = {"tables": [], "plots": [], "data": []}

@@ -3,7 +3,10 @@
 Input: a question table (records.QUESTION_COLUMNS) and a prediction table
 (records.PREDICTION_COLUMNS; only ``qid`` and the parsed ``label`` are read).
 A question without a prediction is *missing*: counted, reported, and scored
-wrong; predictions for unknown qids are counted as ``extra_predictions``.
+wrong; predictions for unknown qids are counted as ``extra_predictions``. A
+prediction whose ``error`` is set (the backend gave up after every retry) is
+*failed*: scored wrong like a missing answer and counted on its own, never as
+``unparsed`` (which means the model answered something that is not yes/no).
 
 Scoring units (DESIGN.md "Scoring"):
 
@@ -24,7 +27,7 @@ Scoring units (DESIGN.md "Scoring"):
 metrics.json (every accuracy / rate in percent, null where undefined)::
 
     {
-      "meta": {"model", "setting", "n_questions", "n_predictions", "extra_predictions",
+      "meta": {"model", "setting", "n_questions", "n_predictions", "extra_predictions", "n_failed", "n_missing",
                "bootstrap_resamples", "seed", "ci_level"},
       "overall": {
         "accuracy_adv_pairs_original_weighting",  # categories weighted by num (the paper's Overall)
@@ -39,7 +42,8 @@ metrics.json (every accuracy / rate in percent, null where undefined)::
         "accuracy_adv_pairs", "averaged_accuracy", "gt_only_accuracy",
         "single_accuracy", "n_single",
         "precision", "recall", "f1", "yes_ratio",    # over every question; positive = "yes"
-        "refusal_rate", "unparsed_rate", "missing",  # rates in % of questions, missing a count
+        "refusal_rate", "unparsed_rate",             # rates in % of questions
+        "failed_rate", "failed", "missing",          # failed after retries (% and count), no prediction (count)
         "n_images", "n_questions", "n_units", "num",
         "ci95_low", "ci95_high"}},                   # bootstrap over images, accuracy_adv_pairs
       "by_image_type": {IMAGE_TYPE: {CATEGORY: {...same keys...}}},
@@ -81,6 +85,8 @@ METRIC_KEYS: tuple[str, ...] = (
     "yes_ratio",
     "refusal_rate",
     "unparsed_rate",
+    "failed_rate",
+    "failed",
     "missing",
     "n_images",
     "n_questions",
@@ -103,7 +109,7 @@ class Prepared:
     unit_img: np.ndarray  # unit code -> image code
     correct: np.ndarray  # bool
     is_gt: np.ndarray  # bool (paired gt question)
-    label: np.ndarray  # object: yes/no/refusal/unparsed/missing
+    label: np.ndarray  # object: yes/no/refusal/unparsed, "failed" (error set) or "missing" (no prediction)
     answer: np.ndarray
     n_images: int
     n_units: int
@@ -131,6 +137,9 @@ def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
     qids = pd.Index(questions["qid"].astype(str).to_numpy(dtype=object))
     where = pred_qids.get_indexer(qids)  # -1: no prediction for this question
     pred_labels = predictions["label"].to_numpy(dtype=object)
+    if "error" in predictions.columns:  # the backend gave up: failed, not an answer that did not parse
+        errors = predictions["error"].fillna("").astype(str).to_numpy(dtype=object) != ""
+        pred_labels = np.where(errors, "failed", pred_labels).astype(object)
     label = np.where(where >= 0, pred_labels[np.maximum(where, 0)] if len(pred_labels) else "missing", "missing")
     label = label.astype(object)
     extra = int((qids.get_indexer(pred_qids) < 0).sum())
@@ -267,6 +276,8 @@ def _label_metrics(p: Prepared, rows: np.ndarray) -> dict[str, Any]:
         "yes_ratio": _pct(int(said_yes.sum()), n),
         "refusal_rate": _pct(int((label == "refusal").sum()), n),
         "unparsed_rate": _pct(int((label == "unparsed").sum()), n),
+        "failed_rate": _pct(int((label == "failed").sum()), n),
+        "failed": int((label == "failed").sum()),
         "missing": int((label == "missing").sum()),
     }
 

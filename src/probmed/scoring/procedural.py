@@ -17,8 +17,9 @@ Within each stage the *wrong questions* are split into shares (percent of the
 stage's wrong questions): abnormality into ``e_wrong_answer`` / ``e_reject_to_answer``;
 condition and position into ``e_deny_ground_truth`` (a gt question answered
 "no"), ``e_accept_hallucination`` (an adversarial or single hallucinated question
-answered "yes"), ``e_reject_to_answer`` (refusal). Unparsed and missing answers go
-to ``e_unparsed_or_missing`` so the shares always add up to 100.
+answered "yes"), ``e_reject_to_answer`` (refusal). Unparsed, failed (the backend
+gave up) and missing answers go to ``e_unparsed_or_missing`` so the shares always
+add up to 100 (the scorer's ``failed`` and ``missing`` counts tell them apart).
 
 Output::
 
@@ -69,7 +70,7 @@ def _error_shares(p: Prepared, stage: str, rows: np.ndarray) -> dict[str, Any]:
         "e_deny_ground_truth": gt & (label == "no"),
         "e_accept_hallucination": ~gt & (label == "yes"),
         "e_reject_to_answer": label == "refusal",
-        "e_unparsed_or_missing": np.isin(label, ("unparsed", "missing")),
+        "e_unparsed_or_missing": np.isin(label, ("unparsed", "failed", "missing")),
     }
     n_err = int(rows.sum())
     return {key: _pct(int(counts[key].sum()), n_err) for key in error_keys(stage)}

@@ -110,6 +110,8 @@ def evaluate(
         "n_questions": int(len(questions)),
         "n_predictions": prepared.n_predictions,
         "extra_predictions": prepared.extra_predictions,
+        "n_failed": int((prepared.label == "failed").sum()),
+        "n_missing": int((prepared.label == "missing").sum()),
         "bootstrap_resamples": settings.bootstrap_resamples,
         "ci_level": settings.ci_level,
         "seed": settings.seed,

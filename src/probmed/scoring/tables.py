@@ -13,6 +13,8 @@ runs side by side with the same code that writes one run's tables.
   run under the random-choice row, then the ``num`` row.
 * Table 4: procedural diagnosis accuracy and error shares, one column per run.
 * Appendix C (Table 18): subset robustness.
+* Responses: refusals, unparsed answers, questions that failed after every retry
+  and missing predictions, per category (failures are never counted as unparsed).
 
 Numbers are percent with two decimals; undefined values are empty in CSV and
 "/" in Markdown (as in the paper).
@@ -160,6 +162,24 @@ def table4(runs: Runs) -> pd.DataFrame:
     return pd.DataFrame(rows, dtype=object, columns=["question_type", "metric", *runs.keys()])
 
 
+RESPONSE_KEYS: tuple[str, ...] = ("n_questions", "yes_ratio", "refusal_rate", "unparsed_rate", "failed", "missing")
+
+
+def table_responses(runs: Runs) -> pd.DataFrame:
+    """What came back, per category and overall: yes share, refusals and unparsed answers (%), questions
+    that failed after every retry and questions without a prediction (counts). A failure is never an
+    unparsed answer: the model never answered."""
+    rows = []
+    for name, m in runs.items():
+        blocks = [(c, m["by_category"].get(c)) for c in CATEGORIES] + [("overall", m["overall"])]
+        for category, block in blocks:
+            if block:
+                rows.append({"model": name, "category": category,
+                             **{k: block.get(k) if k in ("n_questions", "failed", "missing") else _r(block.get(k))
+                                for k in RESPONSE_KEYS}})
+    return pd.DataFrame(rows, dtype=object, columns=["model", "category", *RESPONSE_KEYS])
+
+
 def table_subsets(runs: Runs) -> pd.DataFrame:
     rows = []
     for name, m in runs.items():
@@ -210,6 +230,12 @@ _HEADERS: dict[str, str] = {
     "n_images": "N_i",
     "n_questions": "N",
     "accuracy_adv_pairs_original_weighting": "Acc. with adv. pairs (%)",
+    "category": "Category",
+    "yes_ratio": "Yes (%)",
+    "refusal_rate": "Refusals (%)",
+    "unparsed_rate": "Unparsed (%)",
+    "failed": "Failed after retries",
+    "missing": "Missing",
     **CATEGORY_TITLES,
 }
 
@@ -260,6 +286,8 @@ TABLES: dict[str, tuple[str, Any]] = {
     "table_subsets": ("Appendix C: accuracy on seeded random image subsets", table_subsets),
     "table_known_absent": ("Accuracy (%) with adversarial pairs on the known-absent subset (every 'no' rests on a label or QA answer)",
                            table_known_absent),
+    "table_responses": ("Responses: yes share, refusals, unparsed (%); failed after retries, missing (counts)",
+                        table_responses),
 }
 
 

@@ -131,3 +131,30 @@ def test_missing_key_for_hosted_api_is_a_config_error(monkeypatch):
 def test_deterministic_answers_are_balanced():
     answers = [deterministic_answer(f"question {i}") for i in range(200)]
     assert 60 < answers.count("Yes.") < 140
+
+
+@pytest.mark.slow
+def test_huge_responses_are_capped_with_the_truncation_recorded(tmp_path, shared_data, questions, monkeypatch):
+    """11 answers of 10 MB once made a 110 MB store; now each is cut to max_response_chars."""
+    from probmed.inference.predict import StoreOptions
+
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-test-huge")
+    q = questions.copy()
+    for i in range(3):
+        q.loc[i, "question"] = "[huge] " + q.loc[i, "question"]
+    q.loc[3, "question"] = "[nested] " + q.loc[3, "question"]
+    with MockChatServer(faults={"[huge]": ["huge"], "[nested]": ["nested", "ok"]}, huge_chars=2_000_000) as srv:
+        backend = build_backend(api_models(srv.base_url, timeout_s=10), "api", pricing=PRICING)
+        result = run_predictions(q, backend, "vanilla", PROMPTS, shared_data, tmp_path / "store", progress=False,
+                                 options=StoreOptions(max_response_chars=1000, reserve_bytes=0))
+        backend.close()
+    preds = result.predictions.set_index("qid")
+    store = AnswerStore(tmp_path / "store" / "api")
+    for i in range(3):
+        row = preds.loc[q.loc[i, "qid"]]
+        assert len(row["response"]) == 1000 and row["label"] == "yes"
+        assert store.get(row["cache_key"])["truncated_from"] == len("Yes. ") + 2_000_000
+    nested = preds.loc[q.loc[3, "qid"]]  # a body nested 100,000 deep is a malformed reply: retried, then fine
+    assert nested["error"] == "" and nested["label"] in ("yes", "no")
+    assert result.n_truncated == 3 and result.summary()["truncated"] == 3
+    assert (tmp_path / "store" / "api" / "answers.jsonl").stat().st_size < 100_000

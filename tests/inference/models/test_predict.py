@@ -181,18 +181,19 @@ def test_api_key_never_leaks(tmp_path, repo_root, shared_data, questions):
     secret = "sk-leak-7f3a9c0e1d2b4a68"
     qfile = tmp_path / "q.parquet"
     q = questions.copy()
-    q.loc[0, "question"] = "[echo500] " + q.loc[0, "question"]
-    q.loc[1, "question"] = "[echo400] " + q.loc[1, "question"]
+    echoes = ["echo500", "echo400", "echo_pct", "echo_b64", "echo_prefix", "echo500pct"]
+    for i, marker in enumerate(echoes):
+        q.loc[i, "question"] = f"[{marker}] " + q.loc[i, "question"]
     write_questions(q, qfile)
     env = {**os.environ, "PROBMED_TEST_KEY": secret}
     outputs: list[str] = []
-    with MockChatServer(faults={"[echo500]": ["echo500"], "[echo400]": ["echo400"]}) as srv:
+    with MockChatServer(faults={f"[{m}]": [m] for m in echoes}) as srv:
         params = write_api_params(repo_root, tmp_path, srv.base_url)
         p = subprocess_predict(params, qfile, shared_data, tmp_path / "store", tmp_path / "p.parquet", env,
                                progress=True)
         out, err = p.communicate(timeout=120)
         outputs += [out, err]
-        assert p.returncode == 1  # two questions recorded as failed
+        assert p.returncode == 1  # three questions recorded as failed (the 500s and the 400)
         assert any(r["auth"] == f"Bearer {secret}" for r in srv.requests)  # the key was sent (and echoed)
     with MockChatServer(required_key="sk-other") as srv:  # bad credentials: the 401 body echoes the key
         params = write_api_params(repo_root, tmp_path, srv.base_url)
@@ -205,12 +206,22 @@ def test_api_key_never_leaks(tmp_path, repo_root, shared_data, questions):
     assert main(["export-responses", str(qfile), str(tmp_path / "p.parquet"), "--out", str(resp)]) == 0
     preds = read_predictions(tmp_path / "p.parquet")
     assert "Bearer ***" in " ".join(preds["error"])  # the echoed header was stored, redacted
+    assert sum("***" in r for r in preds["response"]) == 3  # the three echoes in answers, redacted
+    import base64
+    import urllib.parse
+
+    # the key in every form the server echoed it: raw, percent-encoded, base64 (at the header's alignment), a prefix
+    forms = [secret, urllib.parse.quote(secret, safe="").replace("-", "%2D"), secret[:12],
+             base64.b64encode(f"Bearer {secret}".encode()).decode()[12:36]]
     files = [f for f in tmp_path.rglob("*") if f.is_file()]
     assert any(f.suffix == ".jsonl" for f in files)
     for f in files:
-        assert secret.encode() not in f.read_bytes(), f
+        data = f.read_bytes()
+        for form in forms:
+            assert form.encode() not in data, (f, form)
     for text in outputs:
-        assert secret not in text
+        for form in forms:
+            assert form not in text
 
 
 @pytest.mark.slow
@@ -251,3 +262,137 @@ def test_unreadable_image_mid_run_stops_with_answers_on_disk(tmp_path, repo_root
     lines = (tmp_path / "answers" / "tiny" / "answers.jsonl").read_text().splitlines()
     assert len(lines) == 10  # the two readable images' answers are kept
     assert not (tmp_path / "p.parquet").exists()
+
+
+# --- a full disk: every answer the server returned is on disk, the rest is asked on the next run -------------
+
+def _tmpfs_available() -> bool:
+    probe = subprocess.run(["unshare", "-rm", "sh", "-c", "mount -t tmpfs -o size=64k tmpfs /mnt 2>/dev/null || "
+                            "mount -t tmpfs -o size=64k tmpfs /tmp"], capture_output=True)
+    return probe.returncode == 0
+
+
+class _SmallDisk:
+    """os for the answer store with a byte budget: writes past it fail with ENOSPC, as on a full disk;
+    the store's reserve (posix_fallocate) counts against it and unlinking it gives the space back."""
+
+    def __init__(self, free: int) -> None:
+        self.free = free
+        self.reserved: dict[str, int] = {}
+
+    def __getattr__(self, name):
+        return getattr(os, name)
+
+    def write(self, fd, data):
+        if len(data) > self.free:
+            n = max(0, self.free)
+            self.free = 0
+            if n:
+                return os.write(fd, bytes(data[:n]))
+            raise OSError(28, "No space left on device")
+        self.free -= len(data)
+        return os.write(fd, data)
+
+    def ftruncate(self, fd, length):
+        self.free += max(0, os.fstat(fd).st_size - length)
+        return os.ftruncate(fd, length)
+
+    def posix_fallocate(self, fd, offset, length):
+        if length > self.free:
+            raise OSError(28, "No space left on device")
+        self.free -= length
+        self.reserved[os.readlink(f"/proc/self/fd/{fd}")] = length
+
+
+def _run_on_small_disk(params, qfile, shared_data, store, out, env, tmp_path, monkeypatch) -> tuple[int, str]:
+    """predict with its answer store on a disk that fills after about 20 answers: a real 64 kB tmpfs in a
+    private mount namespace where one can be made, else the same limits injected at the store's write layer."""
+    args = ["predict", "--params", str(params), "--questions", str(qfile), "--image-root", str(shared_data),
+            f"predict.store_dir={store}", "model=api", "predict.disk_reserve_mb=0.04", "--out", str(out), "--no-progress"]
+    if _tmpfs_available():
+        kept = tmp_path / "kept"
+        kept.mkdir()
+        script = (f'mkdir -p "{store}" && mount -t tmpfs -o size=64k tmpfs "{store}" && '
+                  f'{sys.executable} -m probmed "$@"; rc=$?; cp -a "{store}/." "{kept}/"; exit $rc')
+        proc = subprocess.run(["unshare", "-rm", "sh", "-c", script, "sh", *args], env=env, capture_output=True,
+                              text=True, timeout=300)
+        shutil.copytree(kept, store, dirs_exist_ok=True)
+        return proc.returncode, proc.stderr
+    import io
+    from contextlib import redirect_stderr
+
+    from probmed.inference import answer_store
+
+    disk = _SmallDisk(free=64 * 1024 - 8 * 1024)
+    real_unlink = os.unlink
+
+    def unlink(path, *a, **kw):  # Path.unlink: deleting the reserve gives its space back
+        disk.free += disk.reserved.pop(str(path), 0)
+        return real_unlink(path, *a, **kw)
+
+    monkeypatch.setattr(answer_store, "os", disk)
+    monkeypatch.setattr(os, "unlink", unlink)
+    for k, v in env.items():
+        monkeypatch.setenv(k, v)
+    err = io.StringIO()
+    with redirect_stderr(err):
+        rc = main(args)
+    monkeypatch.undo()
+    return rc, err.getvalue()
+
+
+@pytest.mark.slow
+def test_a_full_disk_loses_no_answer_and_says_what_remains(tmp_path, repo_root, shared_data, monkeypatch):
+    q = make_questions(shared_data, 12)  # 60 questions
+    qfile = tmp_path / "q.parquet"
+    write_questions(q, qfile)
+    env = {**os.environ, "PROBMED_TEST_KEY": "sk-disk"}
+    store = tmp_path / "store"
+    with MockChatServer(latency_s=0.05) as srv:
+        params = write_api_params(repo_root, tmp_path, srv.base_url, concurrency=8)
+        rc, err = _run_on_small_disk(params, qfile, shared_data, store, tmp_path / "p.parquet", env, tmp_path,
+                                     monkeypatch)
+        assert rc == 3, err
+        lines = [x for x in err.splitlines() if x.strip()]
+        assert len(lines) == 1 and "Traceback" not in err and "environment error: disk full" in lines[0]
+        assert "written into the space the store keeps in reserve" in lines[0] and "remain to ask" in lines[0]
+        stored = [json.loads(x) for x in (store / "api" / "answers.jsonl").read_text().splitlines()]
+        served = len(srv.requests)
+        assert 0 < len(stored) < 60 and len(stored) == served  # every answer the server returned is on disk
+        assert f"{60 - served} question(s) remain" in lines[0]
+        assert not (tmp_path / "p.parquet").exists()
+        # space is back: the next run asks exactly the remaining questions
+        p = subprocess_predict(params, qfile, shared_data, store, tmp_path / "p.parquet", env)
+        assert p.wait(timeout=120) == 0, p.stderr.read()
+        assert len(srv.requests) == 60  # nothing asked twice, nothing lost
+    keys = [json.loads(x)["key"] for x in (store / "api" / "answers.jsonl").read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == 60
+
+
+@pytest.mark.slow
+def test_a_second_predict_on_the_same_store_exits_2_naming_the_first(tmp_path, repo_root, shared_data):
+    """Two writers on one store used to ask everything twice (488 requests for 244 questions)."""
+    q = make_questions(shared_data, 6)  # 30 questions
+    qfile = tmp_path / "q.parquet"
+    write_questions(q, qfile)
+    env = {**os.environ, "PROBMED_TEST_KEY": "sk-two"}
+    with MockChatServer(latency_s=0.1) as srv:
+        params = write_api_params(repo_root, tmp_path, srv.base_url, concurrency=1)
+        first = subprocess_predict(params, qfile, shared_data, tmp_path / "s", tmp_path / "a.parquet", env)
+        while len(srv.requests) < 2:
+            time.sleep(0.02)
+        second = subprocess_predict(params, qfile, shared_data, tmp_path / "s", tmp_path / "b.parquet", env)
+        out, err = second.communicate(timeout=60)
+        assert second.returncode == 2 and f"pid {first.pid}" in err and "in use by another process" in err
+        assert len(err.strip().splitlines()) == 1 and not (tmp_path / "b.parquet").exists()
+        # asked to wait, a second writer starts once the first is done, and asks nothing
+        waiting = subprocess.Popen(
+            [sys.executable, "-m", "probmed", "predict", "--params", str(params), "--questions", str(qfile),
+             "--image-root", str(shared_data), f"predict.store_dir={tmp_path / 's'}", "model=api", "--out",
+             str(tmp_path / "c.parquet"), "--no-progress", "--wait-lock", "120"],
+            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert first.wait(timeout=120) == 0, first.stderr.read()
+        out, err = waiting.communicate(timeout=120)
+        assert waiting.returncode == 0, err
+        assert json.loads(out.strip().splitlines()[-1])["asked"] == 0
+        assert len(srv.requests) == 30  # every question asked once

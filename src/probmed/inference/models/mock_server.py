@@ -9,18 +9,30 @@ contains a marker consumes the next action of that marker's script:
     ok | 429 (Retry-After) | 500 | timeout | malformed | empty | refusal |
     content_filter | 401 (echoes the Authorization header, as a careless
     gateway might) | echo500 / echo400 (500 / 400 echoing the Authorization header)
+    | echo_pct / echo_b64 / echo_prefix (200 whose answer echoes the header
+    percent-encoded, base64-encoded, or its first 12 characters) | echo500pct
+    (500 echoing it percent-encoded) | huge (a 200 answer of `huge_chars`
+    characters) | nested (a 200 body nested 100,000 levels deep)
 
-`die_after=N` closes the listening socket after N requests (an endpoint that
-goes away mid-run). Not a model: never used to produce reported numbers.
+Besides scripts, `fault_rates` ({"429": 0.05, "500": 0.02, "timeout": 0.01})
+draws a fault for any request at those rates, from a hash of (seed, prompt,
+attempt), so a run is reproducible. `die_after=N` closes the listening socket
+after N requests (an endpoint that goes away mid-run). `log_path` appends one
+JSON line per request once its response is sent ({"text", "action"}), so a
+server process that is killed and restarted keeps an exact count (`python -m
+probmed.inference.models.mock_server --log FILE`). Not a model: never used to
+produce reported numbers.
 """
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import socket
 import threading
 import time
+import urllib.parse
 from collections import defaultdict
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -40,8 +52,16 @@ class MockChatServer:
         timeout_sleep_s: float = 2.0,
         die_after: int | None = None,
         required_key: str | None = None,
+        fault_rates: dict[str, float] | None = None,
+        seed: int = 0,
+        log_path: str | None = None,
+        huge_chars: int = 10_000_000,
     ):
         self.faults = {k: list(v) for k, v in (faults or {}).items()}
+        self.fault_rates = dict(fault_rates or {})
+        self.seed = seed
+        self.log_path = log_path
+        self.huge_chars = huge_chars
         self.latency_s = latency_s
         self.retry_after = retry_after
         self.timeout_sleep_s = timeout_sleep_s
@@ -84,7 +104,8 @@ class MockChatServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 server.handle(self, body)
 
-            def _send(self, code: int, obj: Any, headers: dict[str, str] | None = None, raw: bytes | None = None):
+            def _send(self, code: int, obj: Any, headers: dict[str, str] | None = None,
+                      raw: bytes | None = None) -> bool:
                 data = raw if raw is not None else json.dumps(obj).encode()
                 self.send_response(code)
                 self.send_header("Content-Type", "application/json")
@@ -94,8 +115,10 @@ class MockChatServer:
                 self.end_headers()
                 try:
                     self.wfile.write(data)
+                    self.wfile.flush()
                 except (BrokenPipeError, ConnectionResetError):
-                    pass
+                    return False
+                return True
 
         class Server(ThreadingHTTPServer):
             request_queue_size = 128  # the default backlog of 5 drops concurrent connects (1 s SYN retry)
@@ -132,7 +155,20 @@ class MockChatServer:
                     n = self.attempts[marker + "\0" + text]
                     self.attempts[marker + "\0" + text] += 1
                     return script[min(n, len(script) - 1)]  # the last action repeats
+            if self.fault_rates:
+                n = self.attempts[text]
+                self.attempts[text] += 1
+                u = int.from_bytes(hashlib.sha256(f"{self.seed}\0{text}\0{n}".encode()).digest()[:8], "big") / 2**64
+                for action, rate in self.fault_rates.items():
+                    if u < rate:
+                        return action
+                    u -= rate
         return "ok"
+
+    def _log(self, text: str, action: str, sent: bool) -> None:
+        if self.log_path:
+            with self.lock, open(self.log_path, "a", encoding="utf-8") as fh:
+                fh.write(json.dumps({"text": text, "action": action, "sent": sent}) + "\n")
 
     def handle(self, h: Any, body: dict[str, Any]) -> None:
         messages = body.get("messages") or []
@@ -164,29 +200,48 @@ class MockChatServer:
             action = "401"
         if self.latency_s:
             time.sleep(self.latency_s)
-        if action == "429":
-            h._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": self.retry_after})
+        sent = self._respond(h, body, text, action, auth)
+        self._log(text, action, sent)
+
+    def _respond(self, h: Any, body: dict[str, Any], text: str, action: str, auth: str) -> bool:
+        """Send the response `action` calls for; False if the client had gone."""
+        secret = auth.removeprefix("Bearer ")
+        echoes = {
+            "echo_pct": "Yes. Your key " + urllib.parse.quote(secret, safe="").replace("-", "%2D") + " was used.",
+            "echo_b64": "Yes. Token " + base64.b64encode(auth.encode()).decode(),
+            "echo_prefix": f"No. The key {secret[:12]}... is near its quota.",
+        }
+        if action in echoes:
+            return h._send(200, self._completion(body, text, echoes[action]))
+        elif action == "echo500pct":
+            return h._send(500, {"error": {"message": "upstream failed for " + urllib.parse.quote(auth, safe="")}})
+        elif action == "huge":
+            return h._send(200, self._completion(body, text, "Yes. " + "x" * self.huge_chars))
+        elif action == "nested":
+            return h._send(200, None, raw=b'{"id": "x", "choices": ' + b"[" * 100_000 + b"]" * 100_000 + b"}")
+        elif action == "429":
+            return h._send(429, {"error": {"message": "rate limited", "type": "rate_limit"}}, {"Retry-After": self.retry_after})
         elif action == "500":
-            h._send(500, {"error": {"message": "internal error"}})
+            return h._send(500, {"error": {"message": "internal error"}})
         elif action == "echo500":
-            h._send(500, {"error": {"message": f"upstream failed for {auth}"}})
+            return h._send(500, {"error": {"message": f"upstream failed for {auth}"}})
         elif action == "echo400":
-            h._send(400, {"error": {"message": f"bad request from {auth}", "type": "invalid_request_error"}})
+            return h._send(400, {"error": {"message": f"bad request from {auth}", "type": "invalid_request_error"}})
         elif action == "401":
-            h._send(401, {"error": {"message": f"invalid key: {auth}", "type": "invalid_request_error"}})
+            return h._send(401, {"error": {"message": f"invalid key: {auth}", "type": "invalid_request_error"}})
         elif action == "timeout":
             time.sleep(self.timeout_sleep_s)
-            h._send(200, self._completion(body, text, "Yes."))
+            return h._send(200, self._completion(body, text, "Yes."))
         elif action == "malformed":
-            h._send(200, None, raw=b'{"id": "x", "choices": [ {"message": ')
+            return h._send(200, None, raw=b'{"id": "x", "choices": [ {"message": ')
         elif action == "empty":
-            h._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"), "choices": []})
+            return h._send(200, {"id": "x", "object": "chat.completion", "created": 0, "model": body.get("model"), "choices": []})
         elif action == "refusal":
-            h._send(200, self._completion(body, text, None, refusal="I can't help with that."))
+            return h._send(200, self._completion(body, text, None, refusal="I can't help with that."))
         elif action == "content_filter":
-            h._send(200, self._completion(body, text, "", finish="content_filter"))
+            return h._send(200, self._completion(body, text, "", finish="content_filter"))
         else:
-            h._send(200, self._completion(body, text, deterministic_answer(text)))
+            return h._send(200, self._completion(body, text, deterministic_answer(text)))
 
     def _completion(self, body: dict[str, Any], text: str, content: str | None, refusal: str | None = None,
                     finish: str = "stop") -> dict[str, Any]:
@@ -214,14 +269,22 @@ class MockChatServer:
         }
 
 
-def main() -> None:  # pragma: no cover - manual use
+def main() -> None:
+    """A server process (tests and benchmarks kill and restart it): prints its URL once it listens."""
     import argparse
 
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--port", type=int, default=8000)
     p.add_argument("--latency-ms", type=float, default=0.0)
+    p.add_argument("--fault-rates", default="{}", help='JSON, e.g. {"429": 0.05, "500": 0.02, "timeout": 0.01}')
+    p.add_argument("--timeout-sleep-s", type=float, default=2.0)
+    p.add_argument("--retry-after", default="0.2")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--log", help="append one JSON line per answered request")
     args = p.parse_args()
-    srv = MockChatServer(latency_s=args.latency_ms / 1000).start(args.port)  # GET /stats: request count
+    srv = MockChatServer(latency_s=args.latency_ms / 1000, fault_rates=json.loads(args.fault_rates),
+                         timeout_sleep_s=args.timeout_sleep_s, retry_after=args.retry_after, seed=args.seed,
+                         log_path=args.log).start(args.port)  # GET /stats: request count
     print(f"mock OpenAI-compatible server on {srv.base_url}", flush=True)
     try:
         while True:

@@ -1,0 +1,88 @@
+"""Secrets never come from params (refused before any work) and are redacted in every encoding a server echoes."""
+
+from __future__ import annotations
+
+import base64
+import json
+import urllib.parse
+from pathlib import Path
+
+import pytest
+from omegaconf import OmegaConf
+
+from probmed.cli import main
+from probmed.core.config import load_params
+from probmed.core.errors import ConfigError
+from probmed.core.secrets import Redactor, find_secrets
+
+KEY = "sk-proj-7f3a9c0e1d2b4a68Xq/+Zt_-9"
+
+
+def params_with(repo_root: Path, tmp_path: Path, **model_extra) -> Path:
+    cfg = OmegaConf.load(repo_root / "params.yaml")
+    for k, v in model_extra.items():
+        cfg.models["gpt-4o"][k] = v
+    path = tmp_path / "params.yaml"
+    OmegaConf.save(cfg, path)
+    return path
+
+
+@pytest.mark.parametrize("name", ["api_key", "token", "secret", "password", "hf_token", "client_secret"])
+def test_a_credential_in_params_yaml_stops_the_command_before_any_work(repo_root, tmp_path, capsys, name):
+    params = params_with(repo_root, tmp_path, **{name: KEY})
+    out = tmp_path / "plan"
+    assert main(["plan", "--params", str(params), "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert f"models.gpt-4o.{name}" in err and "api_key_env" in err and "environment" in err
+    assert KEY not in err and not out.exists()
+
+
+def test_a_key_shaped_value_under_any_name_is_refused(repo_root, tmp_path, capsys):
+    params = params_with(repo_root, tmp_path, base_url=f"https://gateway.example/v1?key={KEY}")
+    assert main(["plan", "--params", str(params), "--out-dir", str(tmp_path / "plan")]) == 2
+    err = capsys.readouterr().err
+    assert "models.gpt-4o.base_url" in err and KEY not in err
+
+
+def test_a_credential_in_an_override_is_refused(repo_root, tmp_path, capsys):
+    assert main(["plan", "--params", str(repo_root / "params.yaml"), "--out-dir", str(tmp_path / "plan"),
+                 f"models.gpt-4o.api_key={KEY}"]) == 2
+    err = capsys.readouterr().err
+    assert "overrides: models.gpt-4o.api_key" in err and KEY not in err
+    with pytest.raises(ConfigError, match="api_key_env"):
+        load_params(repo_root / "params.yaml", [f"models.tiny.token={KEY}"])
+
+
+def test_the_real_params_and_env_var_names_pass(repo_root):
+    cfg = load_params(repo_root / "params.yaml")
+    assert find_secrets(OmegaConf.to_container(cfg)) == []
+    assert find_secrets({"m": {"api_key_env": "OPENAI_API_KEY", "max_new_tokens": 8, "api_key": None}}) == []
+
+
+def _b64_echoes(secret: str) -> list[str]:
+    out = []
+    for prefix in ("", "a", "ab"):
+        out.append(base64.b64encode(f"{prefix}Bearer {secret} trailing".encode()).decode())
+        out.append(base64.urlsafe_b64encode(f"{prefix}{secret}".encode()).decode())
+    return out
+
+
+def test_the_key_is_redacted_in_every_encoding_a_server_may_echo():
+    redact = Redactor(KEY)
+    echoes = {
+        "raw": f"invalid key: Bearer {KEY}",
+        "percent": "upstream said " + urllib.parse.quote(KEY, safe=""),
+        "percent all": "".join(f"%{b:02X}" for b in KEY.encode()),
+        "percent lower": "".join(f"%{b:02x}" for b in KEY.encode()),
+        "json unicode": json.dumps(KEY).replace("-", "\\u002d"),
+        "prefix": f"key {KEY[:9]}... is not valid",
+        "percent prefix": urllib.parse.quote(KEY[:12], safe="").replace("-", "%2D"),
+        **{f"base64 {i}": text for i, text in enumerate(_b64_echoes(KEY))},
+    }
+    for what, text in echoes.items():
+        cleaned = redact(text)
+        assert "***" in cleaned, what
+        for n in (8, 12):  # no run of 8+ characters of the key survives, in any of the encodings
+            assert KEY[:n] not in cleaned and urllib.parse.quote(KEY[:n], safe="") not in cleaned, what
+        assert base64.b64encode(KEY.encode()).decode()[:12] not in cleaned, what
+    assert redact("a short sk-proj prefix stays") == "a short sk-proj prefix stays"  # 7 chars: not a leak
