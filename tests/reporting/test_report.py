@@ -188,3 +188,37 @@ def test_audit_section(tmp_path):
     assert (tmp_path / "out" / "audit" / "probmed_full.md").read_text().startswith("# Question-set audit")
     with pytest.raises(ReportError, match="run `probmed audit` first"):
         build_report(tmp_path / "scores", tmp_path / "out2", audits={"x": tmp_path / "missing"})
+
+
+KILLED_MID_PLOT = """
+import os, sys, time
+real_replace = os.replace
+def hang(src, dst):
+    if str(dst).endswith(".png"):
+        print("saving", flush=True)
+        time.sleep(300)  # killed here: the figure is written under its temporary name, not yet renamed
+    real_replace(src, dst)
+os.replace = hang
+from probmed.reporting.report import build_report
+build_report(sys.argv[1], sys.argv[2])
+"""
+
+
+@pytest.mark.slow
+def test_a_killed_report_leaves_no_hidden_temporary_file(report, tmp_path):
+    import signal
+    import subprocess
+    import sys
+
+    scores = report[0].parent / "scores"
+    out = tmp_path / "out"
+    proc = subprocess.Popen([sys.executable, "-c", KILLED_MID_PLOT, str(scores), str(out)], stdout=subprocess.PIPE,
+                            text=True)
+    assert proc.stdout.readline().strip() == "saving"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    left = [p for p in out.rglob(".*") if p.is_file()]
+    assert left, "the kill should have caught a figure under its temporary name"
+    build_report(scores, out)  # the next report run (dvc repro re-runs the stage)
+    assert [p for p in out.rglob(".*") if p.is_file()] == []
+    assert_nontrivial_png(out / "plots" / sorted(p.name for p in (out / "plots").glob("*.png"))[0])

@@ -23,7 +23,7 @@ from probmed.reporting.tracking import (
 
 def _write(tmp: Path, setting: str, seed: int) -> tuple[Path, Path]:
     score_dir = tmp / "scores" / setting
-    score_dir.mkdir(parents=True)
+    score_dir.mkdir(parents=True, exist_ok=True)
     metrics = score_dir / "metrics.json"
     metrics.write_text(json.dumps(make_metrics(seed)))
     (score_dir / "by_category.csv").write_text("category,accuracy\nmodality,1\n")
@@ -128,3 +128,114 @@ def test_audit_is_one_run_per_question_set_updated_in_place(logged, tmp_path):
     run = tracker.client.get_run(first)
     assert run.data.tags["probmed.kind"] == "audit" and run.data.metrics["audit_oracle_margin_overall"] == 0.25
     assert [a.path for a in tracker.client.list_artifacts(first, "audit")] == ["audit/audit.md"]
+
+
+# --- the tracking database is never replaced; each run is complete or completed next time; one writer -------
+
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
+
+from probmed.cli import main as cli_main
+from probmed.core.errors import DatabaseError
+
+
+def _spec(tmp: Path, setting: str = "vanilla") -> RunSpec:
+    metrics, preds = _write(tmp, setting, 0)
+    questions = tmp / "questions.parquet"
+    pd.DataFrame({"qid": ["a", "b"]}).to_parquet(questions)
+    return RunSpec(model="tiny", setting=setting, question_set="probmed", metrics_path=metrics,
+                   questions_path=questions, predictions_path=preds, params={"model": {"revision": "r1"}, "seed": 0})
+
+
+def _mlflow_db(tmp: Path) -> Path:
+    db = tmp / "real.db"
+    Tracker(f"sqlite:///{db}", "probmed-test", tmp / "mlruns").close()
+    return db
+
+
+@pytest.mark.parametrize("damage", ["empty", "garbage", "truncated", "not-mlflow"])
+def test_an_empty_or_corrupt_tracking_db_is_refused_never_replaced(tmp_path, damage, repo_root, capsys):
+    db = tmp_path / "mlflow.db"
+    if damage == "empty":
+        db.write_bytes(b"")
+    elif damage == "garbage":
+        db.write_bytes(b"SQLite format 3\x00" + os.urandom(8192))
+    elif damage == "truncated":
+        real = _mlflow_db(tmp_path)
+        db.write_bytes(real.read_bytes()[: real.stat().st_size // 3])
+    else:
+        sqlite3.connect(db).execute("CREATE TABLE notes (x)").connection.commit()
+    before = db.read_bytes()
+    with pytest.raises(DatabaseError, match=f"tracking database {db}"):
+        Tracker(f"sqlite:///{db}", "probmed-test", tmp_path / "mlruns")
+    assert db.read_bytes() == before  # untouched: every earlier run may still be recovered from it
+    capsys.readouterr()
+    rc = cli_main(["track", "--params", str(repo_root / "params.yaml"), f"tracking.uri=sqlite:///{db}",
+                   "--scores-root", str(tmp_path / "none"), "--out", str(tmp_path / "runs.json")])
+    err = capsys.readouterr().err
+    assert rc == 3 and err.count("\n") == 1 and "environment error: tracking database" in err
+    assert db.read_bytes() == before and not (tmp_path / "runs.json").exists()
+
+
+KILL_AFTER_CREATE = textwrap.dedent("""
+    import os, signal, sys
+    from mlflow import MlflowClient
+    sys.path.insert(0, sys.argv[3])
+    import test_tracking as t
+    from probmed.reporting.tracking import Tracker
+    from pathlib import Path
+    real_create = MlflowClient.create_run
+    def create_then_die(self, *a, **kw):
+        run = real_create(self, *a, **kw)
+        print(run.info.run_id, flush=True)
+        os.kill(os.getpid(), signal.SIGKILL)  # killed right after creating the run
+    MlflowClient.create_run = create_then_die
+    tracker = Tracker(f"sqlite:///{sys.argv[1]}", "probmed-test", Path(sys.argv[2]) / "mlruns")
+    tracker.log(t._spec(Path(sys.argv[2])))
+""")
+
+
+@pytest.mark.slow
+def test_a_run_killed_half_written_stays_unfinished_and_is_completed_next_call(tmp_path):
+    db = tmp_path / "mlflow.db"
+    proc = subprocess.run([sys.executable, "-c", KILL_AFTER_CREATE, str(db), str(tmp_path), str(Path(__file__).parent)],
+                          capture_output=True, text=True, timeout=300)
+    assert proc.returncode == -9, proc.stderr
+    run_id = proc.stdout.strip()
+    with Tracker(f"sqlite:///{db}", "probmed-test", tmp_path / "mlruns") as tracker:
+        half = tracker.client.get_run(run_id)
+        assert half.info.status == "RUNNING" and not half.data.params  # marked unfinished, not FINISHED
+        assert tracker.log(_spec(tmp_path)) == run_id  # the next call finds it by its key ...
+        done = tracker.client.get_run(run_id)
+        assert done.info.status == "FINISHED" and done.data.params["model.revision"] == "r1"  # ... and completes it
+        assert done.data.metrics and {a.path for a in tracker.client.list_artifacts(run_id)} == {"scores", "predictions"}
+        assert len(tracker.client.search_runs([tracker.experiment_id])) == 1
+
+
+CONCURRENT = textwrap.dedent("""
+    import sys
+    sys.path.insert(0, sys.argv[3])
+    import test_tracking as t
+    from probmed.reporting.tracking import Tracker
+    from pathlib import Path
+    with Tracker(f"sqlite:///{sys.argv[1]}", "probmed-test", Path(sys.argv[2]) / "mlruns") as tracker:
+        print(tracker.log(t._spec(Path(sys.argv[2]) / sys.argv[4])))
+""")
+
+
+@pytest.mark.slow
+def test_concurrent_track_calls_serialise(tmp_path):
+    """Two concurrent `track`s once created duplicate runs or crashed migrating the schema of a new DB."""
+    db = tmp_path / "mlflow.db"
+    procs = [subprocess.Popen([sys.executable, "-c", CONCURRENT, str(db), str(tmp_path), str(Path(__file__).parent),
+                               f"w{i}"], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for i in range(3)]
+    outs = [p.communicate(timeout=300) for p in procs]
+    assert [p.returncode for p in procs] == [0, 0, 0], [e[-2000:] for _, e in outs]
+    assert len({o.strip() for o, _ in outs}) == 1  # one run, updated in place by the later calls
+    assert any("waiting for MLflow tracking store" in e for _, e in outs)  # they did meet at the lock
+    with Tracker(f"sqlite:///{db}", "probmed-test", tmp_path / "mlruns") as tracker:
+        runs = tracker.client.search_runs([tracker.experiment_id])
+        assert len(runs) == 1 and runs[0].info.status == "FINISHED"

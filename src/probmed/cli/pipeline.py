@@ -175,11 +175,11 @@ def cmd_track(args: argparse.Namespace) -> int:
             else [],
         )
         by_model.setdefault((ev.question_set, ev.model), []).append(spec)
-    tracker = _tracker(cfg)
     ids: dict[str, str] = {}
-    for (qset, model), specs in by_model.items():
-        for setting, run_id in log_model_runs(tracker, specs).items():
-            ids[f"{qset}-{model}-{setting}"] = run_id
+    with _tracker(cfg) as tracker:  # one `track` at a time; a run killed half-written is completed here
+        for (qset, model), specs in by_model.items():
+            for setting, run_id in log_model_runs(tracker, specs).items():
+                ids[f"{qset}-{model}-{setting}"] = run_id
     write_json_atomic(ids, args.out)
     print(json.dumps({"runs": len(ids), "experiment": cfg["tracking"]["experiment"], "out": args.out}))
     return 0
@@ -213,12 +213,12 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
     logged = 0
     if (cfg.get("tracking") or {}).get("enabled", True) and rcfg.get("log_to_mlflow", True):
-        tracker = _tracker(cfg)
-        tracker.log_report(args.out_dir)
-        if args.runs and Path(args.runs).is_file():
-            run_ids = list(json.loads(Path(args.runs).read_text()).values())
-            tracker.attach(run_ids, args.out_dir, "report")
-            logged = len(run_ids)
+        with _tracker(cfg) as tracker:
+            tracker.log_report(args.out_dir)
+            if args.runs and Path(args.runs).is_file():
+                run_ids = list(json.loads(Path(args.runs).read_text()).values())
+                tracker.attach(run_ids, args.out_dir, "report")
+                logged = len(run_ids)
     print(json.dumps({"runs": len(manifest["runs"]), "plots": len(manifest["files"]["plots"]),
                       "out": args.out_dir, "logged_to_runs": logged}))
     return 0

@@ -290,6 +290,21 @@ def write_parquet(frame: pd.DataFrame, path: str | Path) -> None:
             os.unlink(tmp)
 
 
+TEMP_SUFFIX = ".tmp"  # every atomic writer writes ".<name>.<random>.tmp" beside its target, then renames
+
+
+def remove_stale_temps(directory: str | Path) -> list[Path]:
+    """Delete the hidden temporary files a killed writer left under `directory` (ours only: hidden,
+    ending in .tmp), so no half-written file lingers in a DVC output; returns what was removed."""
+    directory = Path(directory)
+    if not directory.is_dir():
+        return []
+    stale = [p for p in directory.rglob(f".*{TEMP_SUFFIX}") if p.is_file()]
+    for p in stale:
+        p.unlink(missing_ok=True)
+    return stale
+
+
 def write_text_atomic(text: str, path: str | Path) -> None:
     """Same promise as :func:`write_parquet` for JSON, CSV and Markdown outputs."""
     path = Path(path)

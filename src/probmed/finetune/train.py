@@ -181,7 +181,10 @@ class StageResult:
 def make_logger(fcfg: DictConfig, run_name: str, tags: Mapping[str, str]):
     from lightning.pytorch.loggers import MLFlowLogger
 
+    from probmed.reporting.tracking import check_tracking_db
+
     m = fcfg.mlflow
+    check_tracking_db(str(m.tracking_uri))  # an empty or corrupt tracking DB is refused, never replaced
     return MLFlowLogger(
         experiment_name=str(m.experiment),
         run_name=run_name,

@@ -318,11 +318,21 @@ def log_transfer_runs(
 ) -> dict[str, str]:
     """One MLflow run per model, tagged with (and nested under) the adapt training run; updated in place on re-runs."""
     from mlflow import MlflowClient
+
+    from probmed.reporting.tracking import check_tracking_db, tracking_lock
+
+    m = fcfg.mlflow
+    with tracking_lock(str(m.tracking_uri)):
+        check_tracking_db(str(m.tracking_uri))  # an empty or corrupt tracking DB is refused, never replaced
+        return _log_transfer_runs(MlflowClient(tracking_uri=str(m.tracking_uri)), fcfg, out_dir, table, scores, meta)
+
+
+def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, table: pd.DataFrame,
+                       scores: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, str]:
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
     m = fcfg.mlflow
-    client = MlflowClient(tracking_uri=str(m.tracking_uri))
     exp = client.get_experiment_by_name(str(m.experiment))
     exp_id = exp.experiment_id if exp else client.create_experiment(
         str(m.experiment), artifact_location=Path(str(m.artifact_root)).resolve().as_uri()
@@ -334,16 +344,18 @@ def log_transfer_runs(
         tags = {"probmed.kind": "finetune-transfer", "probmed.model": name, PARENT_TAG: parent}
         clause = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
         found = client.search_runs([exp_id], clause, max_results=1)
-        if found:
-            run_id = found[0].info.run_id
+        logged: dict[str, str] = {}
+        if found:  # a run a killed call left RUNNING is completed below (params it lacks, metrics, artifacts)
+            run_id, logged = found[0].info.run_id, dict(found[0].data.params)
+            client.update_run(run_id, status="RUNNING")
         else:
             all_tags = {**tags, MLFLOW_RUN_NAME: f"transfer/{prefix}"}
             if parent:
                 all_tags[MLFLOW_PARENT_RUN_ID] = parent
             run_id = client.create_run(exp_id, run_name=f"transfer/{prefix}", tags=all_tags).info.run_id
-            params = {"base_model": meta["base_model"], "adapter": meta["adapter"] if prefix == "adapted" else "none",
-                      "domain": json.dumps(meta["domain"]), "scale": meta["scale"], "n_questions": meta["n_questions"]}
-            client.log_batch(run_id, params=[Param(k, str(v)) for k, v in params.items()])
+        params = {"base_model": meta["base_model"], "adapter": meta["adapter"] if prefix == "adapted" else "none",
+                  "domain": json.dumps(meta["domain"]), "scale": meta["scale"], "n_questions": meta["n_questions"]}
+        client.log_batch(run_id, params=[Param(k, str(v)) for k, v in params.items() if k not in logged])
         metrics = []
         for row in table.itertuples(index=False):
             for key in ("accuracy_adv_pairs", "averaged_accuracy"):

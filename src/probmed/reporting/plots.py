@@ -25,6 +25,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
+from probmed.core.records import TEMP_SUFFIX  # noqa: E402
 from probmed.core.settings import ABLATIONS, BASE_SETTING  # noqa: E402
 from probmed.reporting.runs import FigureInput, Run  # noqa: E402
 
@@ -32,10 +33,10 @@ from probmed.reporting.runs import FigureInput, Run  # noqa: E402
 def _save(fig: plt.Figure, path: Path) -> Path:
     """Save atomically: a crash never leaves a truncated PNG the HTML links to."""
     path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".png")
-    os.close(fd)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)  # a kill's leftover:
+    os.close(fd)  # removed by the next report (records.remove_stale_temps), ignored by git and DVC
     try:
-        fig.savefig(tmp, dpi=100, bbox_inches="tight")
+        fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
         os.replace(tmp, path)
     finally:
         plt.close(fig)

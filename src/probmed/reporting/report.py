@@ -37,7 +37,7 @@ import pandas as pd
 
 from probmed.core.errors import ReportError
 from probmed.core.markdown import markdown_table
-from probmed.core.records import write_json_atomic, write_text_atomic
+from probmed.core.records import remove_stale_temps, write_json_atomic, write_text_atomic
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
 from probmed.core.settings import SETTING_NAMES
 from probmed.reporting.figures import draw_all
@@ -274,6 +274,7 @@ def build_report(
     benchmark-validity table per set, and the full audit linked."""
     runs = discover_runs(scores_root)
     out = Path(out_dir)
+    remove_stale_temps(out)  # what a killed report left behind (hidden .tmp files) never stays in its outputs
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "plots").mkdir(parents=True, exist_ok=True)
     question_frames = {name: pd.read_parquet(path) for name, path in (questions or {}).items()}

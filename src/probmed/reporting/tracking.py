@@ -14,6 +14,16 @@ revision, prompt version or seed makes a new run, because it is a new experiment
 Secrets never reach MLflow: params whose name looks like a credential are
 dropped (names of environment variables, ``*_env``, are kept: they are not
 secrets).
+
+The tracking database holds every earlier run (fine-tuning included), so it is
+never replaced: an existing sqlite file that is empty, not SQLite, corrupt, or
+not an MLflow database stops the command (:func:`check_tracking_db`, exit 3)
+before MLflow could initialise a new one over it. A :class:`Tracker` holds an
+exclusive lock (``<db>.lock``) for its life, so concurrent ``track`` calls
+(or ``track`` beside ``report``) run one after the other. Each run is written
+completely or stays RUNNING (unfinished): the next call finds it by its key
+and writes everything again (params, tags, metrics, artifacts) before marking
+it FINISHED.
 """
 
 from __future__ import annotations
@@ -21,7 +31,9 @@ from __future__ import annotations
 import hashlib
 import json
 import re
+import sqlite3
 import subprocess
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -31,7 +43,8 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
-from probmed.core.errors import TrackingError
+from probmed.core.errors import DatabaseError, TrackingError
+from probmed.core.filelock import FileLock
 from probmed.core.secrets import is_secret_name
 from probmed.core.settings import ABLATIONS, BASE_SETTING
 from probmed.core.config import flatten
@@ -138,20 +151,87 @@ def run_key(spec: RunSpec, questions_hash: str, params: Mapping[str, str]) -> st
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
 
+# --- the tracking database: never replaced, one writer at a time ------------------
+
+MLFLOW_TABLES = ("experiments", "runs", "alembic_version")
+
+
+def sqlite_path(tracking_uri: str) -> Path | None:
+    """The database file of a ``sqlite:///`` tracking URI (None for any other store)."""
+    if not str(tracking_uri).startswith("sqlite:///"):
+        return None
+    return Path(str(tracking_uri)[len("sqlite:///"):].split("?", 1)[0])
+
+
+def check_tracking_db(tracking_uri: str) -> None:
+    """DatabaseError (exit 3) when an existing sqlite tracking DB is empty, corrupt or not MLflow's.
+
+    MLflow would silently create a new, empty database over such a file, losing every earlier run;
+    a missing file is fine (MLflow creates it)."""
+    path = sqlite_path(tracking_uri)
+    if path is None or not path.exists():
+        return
+    keep = ("restore it (from a backup, `dvc pull` or `git`), or move it away to start a new one; "
+            "probmed never replaces a tracking database")
+    if path.stat().st_size == 0:
+        raise DatabaseError(f"tracking database {path} exists but is empty (0 bytes): {keep}")
+    with open(path, "rb") as fh:
+        if fh.read(16) != b"SQLite format 3\x00":
+            raise DatabaseError(f"tracking database {path} is not an SQLite database (corrupt?): {keep}")
+    try:
+        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
+        try:
+            check = con.execute("PRAGMA quick_check").fetchone()[0]
+            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
+        finally:
+            con.close()
+    except sqlite3.DatabaseError as exc:
+        raise DatabaseError(f"tracking database {path} cannot be read ({exc}): {keep}") from None
+    if check != "ok":
+        raise DatabaseError(f"tracking database {path} is corrupt (integrity check: {check}): {keep}")
+    missing = [t for t in MLFLOW_TABLES if t not in tables]
+    if missing:
+        raise DatabaseError(f"tracking database {path} is not an MLflow database (no table {missing[0]!r}): {keep}")
+
+
+def tracking_lock(tracking_uri: str, wait_s: float | None = None) -> FileLock:
+    """The lock every writer of one tracking store takes (beside a sqlite DB, else in the working directory)."""
+    path = sqlite_path(tracking_uri)
+    lock = path.with_name(path.name + ".lock") if path is not None else Path(".mlflow-tracking.lock")
+    return FileLock(lock, f"MLflow tracking store {tracking_uri}", wait_s, DatabaseError,
+                    on_wait=lambda msg: print(f"probmed: {msg}", file=sys.stderr, flush=True))
+
+
 # --- MLflow ---------------------------------------------------------------------
 
 
 class Tracker:
-    """Logs evaluation runs into one MLflow experiment."""
+    """Logs evaluation runs into one MLflow experiment; holds the tracking store's lock until `close()`."""
 
-    def __init__(self, tracking_uri: str, experiment: str, artifact_root: str | Path = "mlruns") -> None:
-        self.client = MlflowClient(tracking_uri=tracking_uri)
-        found = self.client.get_experiment_by_name(experiment)
-        if found is None:
-            location = Path(artifact_root).resolve().as_uri()
-            self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
-        else:
-            self.experiment_id = found.experiment_id
+    def __init__(self, tracking_uri: str, experiment: str, artifact_root: str | Path = "mlruns",
+                 lock_wait_s: float | None = None) -> None:
+        self._lock = tracking_lock(tracking_uri, lock_wait_s).acquire()
+        try:
+            check_tracking_db(tracking_uri)
+            self.client = MlflowClient(tracking_uri=tracking_uri)
+            found = self.client.get_experiment_by_name(experiment)
+            if found is None:
+                location = Path(artifact_root).resolve().as_uri()
+                self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
+            else:
+                self.experiment_id = found.experiment_id
+        except BaseException:
+            self.close()
+            raise
+
+    def close(self) -> None:
+        self._lock.release()
+
+    def __enter__(self) -> "Tracker":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
 
     def find_run(self, **tags: str):
         """The newest active run carrying all the given ``probmed.*`` tags, or None."""
@@ -188,25 +268,27 @@ class Tracker:
                 tags[MLFLOW_PARENT_RUN_ID] = parent_id
             else:
                 tags[f"{TAG_PREFIX}parent_missing"] = "vanilla run not logged yet"
-        existing = self.find_run(run_key=key)
-        if existing is not None:
-            run_id = existing.info.run_id
-            if parent_id and existing.data.tags.get(MLFLOW_PARENT_RUN_ID) != parent_id:
-                self.client.set_tag(run_id, MLFLOW_PARENT_RUN_ID, parent_id)
-        else:
-            run = self.client.create_run(
-                self.experiment_id,
-                run_name=f"{spec.model}/{spec.setting}/{spec.question_set}",
-                tags={**tags, MLFLOW_RUN_NAME: f"{spec.model}/{spec.setting}/{spec.question_set}"},
-            )
-            run_id = run.info.run_id
-            self.client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
+        run_id = self._open_run(key, f"{spec.model}/{spec.setting}/{spec.question_set}", tags, parent_id)
+        # everything, every time: a run left unfinished by a killed call is completed here
+        self.client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
         self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
         items = [Metric(k, v, 0, 0) for k, v in sorted(metrics.items())]
         for start in range(0, len(items), _MAX_BATCH):
             self.client.log_batch(run_id, metrics=items[start : start + _MAX_BATCH])
         self._log_artifacts(run_id, spec)
         self.client.set_terminated(run_id, "FINISHED")
+        return run_id
+
+    def _open_run(self, key: str, name: str, tags: Mapping[str, str], parent_id: str | None) -> str:
+        """The run with this key (marked RUNNING again until it is complete), or a new RUNNING one."""
+        existing = self.find_run(run_key=key)
+        if existing is None:
+            run = self.client.create_run(self.experiment_id, run_name=name, tags={**tags, MLFLOW_RUN_NAME: name})
+            return run.info.run_id
+        run_id = existing.info.run_id
+        self.client.update_run(run_id, status="RUNNING")
+        if parent_id and existing.data.tags.get(MLFLOW_PARENT_RUN_ID) != parent_id:
+            self.client.set_tag(run_id, MLFLOW_PARENT_RUN_ID, parent_id)
         return run_id
 
     def _log_artifacts(self, run_id: str, spec: RunSpec) -> None:
@@ -234,6 +316,7 @@ class Tracker:
             ).info.run_id
         else:
             run_id = existing.info.run_id
+            self.client.update_run(run_id, status="RUNNING")
         self.client.set_tag(run_id, f"{TAG_PREFIX}git_commit", git_commit())
         self.client.log_artifacts(run_id, str(report_dir), "report")
         self.client.set_terminated(run_id, "FINISHED")
@@ -250,6 +333,7 @@ class Tracker:
             ).info.run_id
         else:
             run_id = existing.info.run_id
+            self.client.update_run(run_id, status="RUNNING")
         self.client.set_tag(run_id, f"{TAG_PREFIX}git_commit", git_commit())
         now = int(time.time() * 1000)  # the latest audit of the set is the one a metric shows
         self.client.log_batch(run_id, metrics=[Metric(metric_name(k), float(v), now, 0) for k, v in sorted(metrics.items())])

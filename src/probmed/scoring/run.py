@@ -14,7 +14,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from probmed.core.records import write_json_atomic, write_text_atomic
+from probmed.core.records import remove_stale_temps, write_json_atomic, write_text_atomic
 from probmed.scoring.evidence import known_absent_scores
 from probmed.scoring.metrics import prepare, score_prepared
 from probmed.scoring.procedural import procedural
@@ -141,6 +141,7 @@ def _json_safe(obj: Any) -> Any:
 def write_run(metrics: Mapping[str, Any], out_dir: str | Path, label: str | None = None) -> list[Path]:
     """Write metrics.json and every table (CSV + Markdown) into ``out_dir``."""
     out_dir = Path(out_dir)
+    remove_stale_temps(out_dir)  # a killed earlier score run's hidden .tmp files
     label = label or str(metrics.get("meta", {}).get("model") or "model")
     texts = render_all({label: metrics})
     written = []
