@@ -172,6 +172,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
+    from probmed.core.process import ParentExited, stop_reason
     from probmed.inference.describe import describe_images, export_descriptions
     from probmed.inference.predict import parse_shard, resolve_images, shard_questions, store_file_name
     from tqdm import tqdm
@@ -192,6 +193,8 @@ def _describe(args: argparse.Namespace) -> int:
             backend.close()
     finally:
         store.close()
+    if backend.stop_requested:
+        raise ParentExited(f"{stop_reason()}; the descriptions received are stored")
     out = args.out or str(Path(pc.get("describe_dir", "build/descriptions")) / f"{name}.parquet")
     export_descriptions(store, out)
     failed = sum(v is None for v in got.values())

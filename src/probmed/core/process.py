@@ -4,9 +4,11 @@
 When `dvc` itself is killed (SIGKILL, an OOM kill), its child is not: it would
 go on paying for answers while the next `dvc repro` starts a second writer.
 :func:`exit_with_parent` watches the parent (and, when the parent is the
-shell DVC runs the command through, the shell's parent) and raises
-:class:`ParentExited` in the main thread as soon as one of them is gone, so the
-run stops the normal way: every answer received is already in the store.
+shell DVC runs the command through, the shell's parent). When one of them is
+gone it sets :data:`STOP`: backends start no new request, the answers in
+flight arrive and are stored, and the run loop raises :class:`ParentExited`.
+If that takes longer than ``grace_s``, SIGTERM raises it in the main thread.
+Either way every answer received is in the store and none is paid twice.
 
 Polling ``/proc`` (or ``getppid()`` where there is no ``/proc``) rather than
 ``prctl(PR_SET_PDEATHSIG)``: the death signal follows the parent *thread*, and
@@ -23,6 +25,12 @@ from pathlib import Path
 from typing import Iterator
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh"})
+STOP = threading.Event()  # set when the parent is gone: ask nothing new, let what is in flight arrive
+_reason: list[str] = [""]
+
+
+def stop_reason() -> str:
+    return _reason[0] or "stop requested"
 
 
 class ParentExited(BaseException):
@@ -72,8 +80,9 @@ def ancestors_alive(pairs: list[tuple[int, int]]) -> bool:
 
 
 @contextmanager
-def exit_with_parent(poll_s: float = 0.5) -> Iterator[None]:
-    """Within the block, the death of the parent raises ParentExited in the main thread.
+def exit_with_parent(poll_s: float = 0.5, grace_s: float = 60.0) -> Iterator[None]:
+    """Within the block, the death of the parent sets STOP, then (after `grace_s`) raises ParentExited
+    in the main thread; SIGTERM raises it at once.
 
     Outside the main thread (no signal handlers there) the block runs unwatched.
     """
@@ -81,17 +90,18 @@ def exit_with_parent(poll_s: float = 0.5) -> Iterator[None]:
         yield
         return
     pairs = watched_ancestors()
-    stop = threading.Event()
-    gone: list[int] = []
+    done = threading.Event()
 
     def on_term(signum, frame):  # noqa: ANN001 - signal handler signature
-        raise ParentExited(f"parent process {pairs[-1][1]} exited" if gone else "terminated (SIGTERM)")
+        raise ParentExited(stop_reason() if STOP.is_set() else "terminated (SIGTERM)")
 
     def watch() -> None:
-        while not stop.wait(poll_s):
+        while not done.wait(poll_s):
             if not ancestors_alive(pairs):
-                gone.append(1)
-                os.kill(os.getpid(), signal.SIGTERM)
+                _reason[0] = f"parent process {pairs[-1][1]} exited"
+                STOP.set()
+                if not done.wait(grace_s):
+                    os.kill(os.getpid(), signal.SIGTERM)
                 return
 
     previous = signal.signal(signal.SIGTERM, on_term)
@@ -100,5 +110,7 @@ def exit_with_parent(poll_s: float = 0.5) -> Iterator[None]:
     try:
         yield
     finally:
-        stop.set()
+        done.set()
         signal.signal(signal.SIGTERM, previous)
+        STOP.clear()
+        _reason[0] = ""

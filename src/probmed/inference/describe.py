@@ -50,6 +50,8 @@ def describe_images(
         else:
             todo.append((image_id, path, key))
     for start in range(0, len(todo), batch_size):
+        if describer.stop_requested:
+            break
         chunk = todo[start : start + batch_size]
         decoded.check((image_id, path) for image_id, path, _ in chunk)
         items = [

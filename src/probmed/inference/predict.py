@@ -23,6 +23,7 @@ from tqdm import tqdm
 
 from probmed.inference.answer_parser import parse_answer
 from probmed.core.errors import ConfigError, DiskFullError, RecordError
+from probmed.core.process import ParentExited, stop_reason
 from probmed.inference.describe import describe_images
 from probmed.inference.images import DecodedImages, resolve_image
 from probmed.inference.models.base import NOT_ASKED, Answer, Backend, Item
@@ -172,10 +173,13 @@ def _describe_for(setting: str, backend: Backend, describer: Backend | None, des
     dstore = options.open(Path(describe_dir) / who.name, store_file_name(shard))
     try:
         with tqdm(total=len(image_paths), desc=f"describe[{who.name}]", unit="img", disable=not progress) as bar:
-            return describe_images(who, list(image_paths.items()), prompts, dstore, on_progress=bar.update,
-                                   decoded=decoded)
+            got = describe_images(who, list(image_paths.items()), prompts, dstore, on_progress=bar.update,
+                                  decoded=decoded)
     finally:
         dstore.close()
+    if who.stop_requested:
+        raise ParentExited(f"{stop_reason()}; the descriptions received are stored")
+    return got
 
 
 @dataclass
@@ -348,6 +352,8 @@ def run_predictions(
             done = _ask(plan, backend, store, record, batch_size, bar, decoded)
         if done.disk_error:
             _write_unwritten(done, plan, store)
+        if backend.stop_requested:  # the parent is gone: what arrived is stored, nothing more is asked
+            raise ParentExited(f"{stop_reason()}; {done.asked} answers received and stored")
         preds = _predictions(part, plan.keys, store, backend.name, setting)
     finally:
         store.close()

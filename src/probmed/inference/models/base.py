@@ -15,6 +15,7 @@ from typing import Any, Callable, ClassVar, Mapping
 
 import pandas as pd
 
+from probmed.core.process import STOP
 from probmed.inference.models.config import BackendConfig
 
 
@@ -110,12 +111,17 @@ class Backend:
         """`text` with any secret this backend holds removed (API backends override it)."""
         return text
 
-    stop_requested: bool = False
+    _stop: bool = False
+
+    @property
+    def stop_requested(self) -> bool:
+        """True once the run must ask nothing new (disk full, or the parent process is gone)."""
+        return self._stop or STOP.is_set()
 
     def request_stop(self) -> None:
         """Ask no more: answers in flight still arrive, items not yet started come back as
         ``Answer(extra={"not_asked": True})`` (the run loop can no longer store answers, e.g. disk full)."""
-        self.stop_requested = True
+        self._stop = True
 
     def close(self) -> None:
         """Release models, clients and event loops."""
