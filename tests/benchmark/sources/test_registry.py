@@ -26,9 +26,9 @@ def test_curate_offers_exactly_the_registered_sources():
 
 
 def test_a_registered_loader_reads_real_data_like_the_direct_call(shared_data, repo_root):
-    context = SourceContext("vqarad", shared_data / "vqa-rad", repo_root)
+    context = SourceContext("vqarad", shared_data / "vqa-rad", shared_data)
     via_registry = SOURCES.load("vqarad")(context)
-    direct = load_vqarad(shared_data / "vqa-rad", repo_root)
+    direct = load_vqarad(shared_data / "vqa-rad", shared_data)
     assert via_registry.records == direct.records and len(direct.records) > 300
 
 
