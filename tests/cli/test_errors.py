@@ -51,3 +51,41 @@ def test_no_command_rewraps_errors():
                 caught = {n.id for n in ast.walk(node.type) if isinstance(n, ast.Name)}
                 caught |= {n.attr for n in ast.walk(node.type) if isinstance(n, ast.Attribute)}
                 assert not caught & names, f"{path.name}:{node.lineno} catches {sorted(caught & names)}"
+
+
+# --- exit codes with one meaning each ------------------------------------------------------------------------
+
+
+def test_a_bug_from_the_console_script_is_exit_4_not_1(monkeypatch, tmp_path, capsys):
+    """Exit 1 means "some questions failed after retries"; a traceback used to exit 1 too."""
+    def broken(args):
+        raise KeyError("a bug, not the user's fault")
+
+    monkeypatch.setattr("probmed.cli.scoring.cmd_score_official", broken)
+    monkeypatch.setattr("sys.argv", ["probmed", "score-official", str(tmp_path / "r.json"), "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit) as exit_info:
+        probmed.cli.run()
+    assert exit_info.value.code == errors.EXIT_INTERNAL == 4
+    err = capsys.readouterr().err
+    assert "Traceback" in err and "a bug" in err and "internal error" in err
+
+
+@pytest.mark.parametrize("errno_, code, kind", [(28, 3, "environment error"), (122, 3, "environment error"),
+                                                (5, 3, "environment error"), (13, 2, "error")])
+def test_os_errors_of_the_machine_are_exit_3_in_one_line(monkeypatch, tmp_path, capsys, errno_, code, kind):
+    import os
+
+    def failing(args):
+        err = PermissionError if errno_ == 13 else OSError
+        raise err(errno_, os.strerror(errno_), str(tmp_path / "out.json"))
+
+    monkeypatch.setattr("probmed.cli.scoring.cmd_score_official", failing)
+    assert main(["score-official", str(tmp_path / "r.json"), "--out", str(tmp_path / "o")]) == code
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"probmed score-official: {kind}: " in err and "Traceback" not in err
+
+
+def test_environment_errors_carry_exit_3_and_user_errors_exit_2():
+    assert errors.DiskFullError("x").exit_code == errors.DatabaseError("x").exit_code == errors.EXIT_ENVIRONMENT == 3
+    assert errors.ConfigError("x").exit_code == errors.StoreLockedError("x").exit_code == errors.EXIT_USER_ERROR == 2
+    assert issubclass(errors.DiskFullError, OSError)  # `except OSError` code keeps catching a full disk
