@@ -39,13 +39,17 @@ def cmd_score(args: argparse.Namespace) -> int:
     print(
         f"{metrics['meta']['model']}: accuracy with adversarial pairs {o['accuracy_adv_pairs_original_weighting']:.2f}% "
         f"(original weighting), {o['accuracy_adv_pairs_question_weighting']:.2f}% (question weighting); "
-        f"averaged accuracy {o['averaged_accuracy']:.2f}%; missing {o['missing']} of {o['n_questions']}; "
+        f"averaged accuracy {o['averaged_accuracy']:.2f}%; failed {o['failed']}, missing {o['missing']} of "
+        f"{o['n_questions']}; "
         f"written to {args.out_dir}"
         if o["accuracy_adv_pairs_original_weighting"] is not None and o["averaged_accuracy"] is not None
         else f"scored {o['n_questions']} questions; written to {args.out_dir}"
     )
     if o["missing"]:
         print(f"warning: {o['missing']} questions have no prediction (scored wrong)", file=sys.stderr)
+    if o["failed"]:
+        print(f"warning: {o['failed']} questions failed after every retry (scored wrong; re-run predict to ask them "
+              "again)", file=sys.stderr)
     return 0
 
 
