@@ -187,6 +187,7 @@ def test_a_second_writer_is_refused_naming_the_holders_pid(tmp_path):
         holder.wait()
     with AnswerStore(tmp_path / "s", writer=True) as store:  # the kernel dropped the dead holder's lock
         store.append([full("a")])
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["answers.jsonl", "shard-001-of-002.jsonl"]
 
 
 def test_a_second_writer_waits_when_asked(tmp_path):

@@ -2,9 +2,11 @@
 
 `flock` on a small sidecar file (never the data file, so the data file can be
 replaced atomically while the lock is held). The kernel drops the lock when
-the holder dies, however it dies (SIGKILL included), so there are no stale
-locks to clean up; the holder writes its pid into the file so a second
-process can say who holds it.
+the holder dies, however it dies (SIGKILL included), so a lock is never stale;
+the holder writes its pid into the file so a second process can say who holds
+it. A clean release deletes the file (so none is left among DVC outputs);
+since a waiter may then hold a lock on the deleted file, `acquire` checks that
+the file it locked is still the one at the path, and tries again if not.
 """
 
 from __future__ import annotations
@@ -50,35 +52,43 @@ class FileLock:
         if self._fd is not None:
             return self
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
         deadline = None if self.wait_s is None else time.monotonic() + float(self.wait_s)
         told = False
         while True:
+            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-                break
             except BlockingIOError:
+                os.close(fd)
                 if deadline is not None and time.monotonic() >= deadline:
-                    holder = self.holder()
-                    os.close(fd)
                     waited = f" (waited {self.wait_s:g} s)" if self.wait_s else ""
                     raise self.error(
-                        f"{self.what} is in use by another process (pid {holder}){waited}: let it finish or stop it "
-                        "(a second writer would ask or log everything again)"
+                        f"{self.what} is in use by another process (pid {self.holder()}){waited}: let it finish or "
+                        "stop it (a second writer would ask or log everything again)"
                     ) from None
                 if not told and self.on_wait is not None:
                     self.on_wait(f"waiting for {self.what}, held by pid {self.holder()}")
                     told = True
                 time.sleep(0.1)
+                continue
+            if self._is_current(fd):
+                break
+            os.close(fd)  # we locked a file its holder deleted on release: lock the one at the path now
         os.ftruncate(fd, 0)
         os.pwrite(fd, f"{os.getpid()}\n".encode(), 0)
         self._fd = fd
         return self
 
+    def _is_current(self, fd: int) -> bool:
+        try:
+            return os.fstat(fd).st_ino == os.stat(self.path).st_ino
+        except FileNotFoundError:
+            return False
+
     def release(self) -> None:
         if self._fd is not None:
             try:
-                os.ftruncate(self._fd, 0)
+                self.path.unlink(missing_ok=True)  # while still held: nobody can lock this file and keep it
             except OSError:
                 pass
             os.close(self._fd)  # closing drops the flock
