@@ -25,7 +25,7 @@ def cxr(shared_data: Path, repo_root: Path) -> dict[str, ImageRecord]:
 
 @pytest.fixture(scope="module")
 def vqa(shared_data: Path, repo_root: Path) -> dict[str, ImageRecord]:
-    return {r.image_id: r for r in load_vqarad(shared_data / "vqa-rad", repo_root).records}
+    return {r.image_id: r for r in load_vqarad(shared_data / "vqa-rad", shared_data).records}
 
 
 def no(category: str, question: str, entity: str = "") -> SimpleNamespace:

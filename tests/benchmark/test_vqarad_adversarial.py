@@ -54,7 +54,7 @@ def test_no_twin_is_true_for_its_image(built, shared_data: Path, repo_root: Path
     from probmed.benchmark.sources.vqarad import load_vqarad
 
     frame, _ = built
-    found = contradictions(frame, load_vqarad(shared_data / "vqa-rad", repo_root).records)
+    found = contradictions(frame, load_vqarad(shared_data / "vqa-rad", shared_data).records)
     assert found["checked"] and found["unmatched_images"] == 0 and found["count"] == 0, found["examples"]
     assert set(frame.loc[frame.answer == "no", "evidence"]) <= {"known_absent", "assumed_absent"}
     # twins read as well as their source: every question one capital letter and one question mark

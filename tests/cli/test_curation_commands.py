@@ -48,7 +48,7 @@ def test_generate_gate_fails_on_an_unbalanced_set(shared_data: Path, repo_root: 
     """POPE's popular strategy asks every image about the most common values: the text alone answers it."""
     params = ["--params", str(repo_root / "params.yaml")]
     assert main(["curate", "vqarad", "--data", str(shared_data / "vqa-rad"), "--out", str(tmp_path / "v.parquet"),
-                 "--image-root", str(repo_root), *params]) == 0
+                 "--image-root", str(shared_data), *params]) == 0
     capsys.readouterr()
     args = ["generate", "--records", str(tmp_path / "v.parquet"), "--out", str(tmp_path / "q.parquet"),
             "--official", str(tmp_path / "test.json"), "--report", str(tmp_path / "rep.json"), *params]

@@ -66,8 +66,8 @@ def _track(cfg: Any, headline: dict[str, float], out_dir: Path, name: str) -> bo
         return False
     from probmed.reporting.tracking import Tracker
 
-    tracker = Tracker(str(tracking["uri"]), str(tracking["experiment"]), str(tracking.get("artifact_root", "mlruns")))
-    tracker.log_audit(headline, out_dir, name)
+    with Tracker(str(tracking["uri"]), str(tracking["experiment"]), str(tracking.get("artifact_root", "mlruns"))) as tracker:
+        tracker.log_audit(headline, out_dir, name)  # the tracking store's lock is held until here
     return True
 
 

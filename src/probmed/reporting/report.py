@@ -192,11 +192,10 @@ def table_responses(runs: Iterable[Run]) -> pd.DataFrame:
     and questions without a prediction (counts), so an API outage never reads as a model that cannot answer."""
     rows = []
     for run in runs:
-        overall = run.metrics.get("overall") or {}
+        value = run.scores.overall_value
         rows.append({"question_set": run.question_set, "model": run.model, "setting": run.setting,
-                     "questions": overall.get("n_questions"), "refusal_rate": _num(overall.get("refusal_rate")),
-                     "unparsed_rate": _num(overall.get("unparsed_rate")), "failed": overall.get("failed", 0),
-                     "missing": overall.get("missing", 0)})
+                     "questions": value("n_questions"), "refusal_rate": value("refusal_rate"),
+                     "unparsed_rate": value("unparsed_rate"), "failed": value("failed"), "missing": value("missing")})
     return pd.DataFrame(rows)
 
 

@@ -25,7 +25,7 @@ from probmed.core.release_format import write_question_file
 
 @pytest.fixture(scope="module")
 def vqarad_records(shared_data: Path, repo_root: Path):
-    return load_vqarad(shared_data / "vqa-rad", repo_root).records
+    return load_vqarad(shared_data / "vqa-rad", shared_data).records
 
 
 @pytest.fixture(scope="module")
