@@ -172,10 +172,10 @@ def test_the_whole_default_set_passes_the_audit(records, shared_data: Path, repo
 
     policy = ImagePolicy(tmp_path / "img", workers=1)
     every = list(records)
-    every += load_roco_images(shared_data / "roco-images", policy, repo_root, write=False).records
-    every += load_covid_ct(shared_data / "covid-chestxray-ct", policy, repo_root, write=False).records
-    every += load_figshare_brain_tumor(shared_data / "figshare-brain-tumor", policy, repo_root, write=False).records
-    every += load_brats_sample(shared_data / "brats2015-deepmedic-sample", policy, repo_root, write=False).records
+    every += load_roco_images(shared_data / "roco-images", policy, tmp_path, write=False).records  # image root holds img/
+    every += load_covid_ct(shared_data / "covid-chestxray-ct", policy, tmp_path, write=False).records
+    every += load_figshare_brain_tumor(shared_data / "figshare-brain-tumor", policy, tmp_path, write=False).records
+    every += load_brats_sample(shared_data / "brats2015-deepmedic-sample", policy, tmp_path, write=False).records
     cfg = to_plain(load_params(repo_root / "params.yaml"))
     caps = MixCaps.from_params(cfg["datasets"]["question_sets"]["probmed"]["image_types"], "image_types")
     sampled, _ = sample_records(every, caps, int(cfg["seed"]))
