@@ -8,6 +8,7 @@ import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from probmed.cli import main
@@ -42,6 +43,9 @@ def test_twins_are_pairs_and_never_a_yes_question(built, shared_data: Path) -> N
     for iid, q in zip(adv.image_id, adv.question):
         assert (iid, re.sub(r"\W", "", q.lower())) not in yes
     assert list(gt.qa_type.str.replace("gt", "hallu")) == list(adv.qa_type)
+    # no image carries one question twice (an adversarial twin made twice was a probe's finding)
+    texts = frame.image_id + "|" + frame.question.str.lower().str.replace(r"\W", "", regex=True)
+    assert not texts.duplicated().any()
     # a side twin flips the side
     side = adv[adv.strategy == "rules:side"]
     assert "Is there a right apical pneumothorax?" in set(side.question)
@@ -130,7 +134,12 @@ def test_llm_path_for_uncovered_questions(shared_data: Path, tmp_path: Path, rep
         httpd.shutdown()
     assert rc == 0
     rep = json.loads((out / "r.json").read_text())
-    assert rep["twins_by_llm"] == len(seen) - 1 > 0  # the EKG answer is invalid JSON: excluded, not crashed on
+    # the EKG answer is invalid JSON: excluded, not crashed on; the server gives every question the same twin,
+    # which an image gets once: a second one is excluded with the reason (no image asks one question twice)
+    twice = [e for e in rep["exclusions"] if "['llm']" in e["reason"] and "already in the set" in e["reason"]]
+    assert rep["twins_by_llm"] + len(twice) == len(seen) - 1 and rep["twins_by_llm"] > 0 and twice
+    frame = pd.read_parquet(out / "a.parquet")
+    assert not (frame.image_id + "|" + frame.question).duplicated().any()
     assert rep["twins_by_rules"] + rep["twins_by_llm"] + rep["excluded"] == 118
     assert any("EKG" in e["question"] for e in rep["exclusions"])
     assert not any("general-knowledge" in e["reason"] for e in rep["exclusions"] if e["question"] in seen)

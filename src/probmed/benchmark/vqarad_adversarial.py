@@ -281,7 +281,8 @@ def _closed_yes_questions(qas: list[dict[str, Any]]) -> tuple[list[dict[str, Any
 def _twin(q: str, qa: dict[str, Any], rec: ImageRecord, rng: random.Random, answered_yes: set[str],
           llm: Callable[[dict[str, Any]], Twin | None] | None) -> tuple[Twin | None, str, str]:
     """(twin, how it was made, why there is none) for the tidied question ``q``: the first rule whose
-    twin is not itself a question answered yes, else the LLM when configured."""
+    twin is not itself a question answered yes (or already asked of the image: ``answered_yes`` holds
+    both), else the LLM when configured."""
     rejected = []
     pre_excluded = GENERAL_KNOWLEDGE.search(q) or "COUNT" in qa["question_type"]
     for rule in () if pre_excluded else RULES:
@@ -299,9 +300,10 @@ def _twin(q: str, qa: dict[str, Any], rec: ImageRecord, rng: random.Random, answ
             twin.question = tidy(twin.question)
             if _norm(twin.question) not in answered_yes:
                 return twin, "llm", ""
+            rejected.append("llm")
     reason = exclusion_reason(q, qa["question_type"])
     if rejected:
-        reason += f"; twins of {rejected} equal a question answered yes"
+        reason += f"; twins of {rejected} equal a question answered yes or already in the set"
     return None, "", reason
 
 
@@ -337,17 +339,24 @@ def build_vqarad_adversarial(
     rows: list[dict[str, Any]] = []
     made: Counter = Counter()
     excluded: list[dict[str, str]] = []
+    asked_by_image: dict[str, set[str]] = {}  # normalised texts already in the set, per image: none twice
     for qa in selected:
         name, q = qa["image_name"], tidy(qa["question"])
         rec = records.get(name)
         if rec is None:
             excluded.append({"qid": str(qa["qid"]), "image": name, "question": q, "reason": "image not usable (see source report)"})
             continue
-        twin, how, reason = _twin(q, qa, rec, random.Random(f"{seed}:{qa['qid']}"), yes_by_image.get(name, set()), llm)
+        asked = asked_by_image.setdefault(name, set())
+        if _norm(q) in asked:  # the same question asked twice in VQA-RAD (another qid): one pair is enough
+            excluded.append({"qid": str(qa["qid"]), "image": name, "question": q, "reason": "question already in the set for this image"})
+            continue
+        # a twin equal to a question already in the set for this image is rejected like one answered yes
+        twin, how, reason = _twin(q, qa, rec, random.Random(f"{seed}:{qa['qid']}"), yes_by_image.get(name, set()) | asked, llm)
         if twin is None:
             excluded.append({"qid": str(qa["qid"]), "image": name, "question": q, "reason": reason})
             continue
         made[how] += 1
+        asked |= {_norm(q), _norm(twin.question)}
         path = relative_path(data_dir / IMAGE_DIR / name, image_root)
         rows += _pair_rows(q, qa, twin, how, rec, len(rows) // 2, path)  # pair k = pairs so far
     frame = validate_question_frame(pd.DataFrame(rows, columns=list(QUESTION_COLUMNS)), "VQA-RAD adversarial set")
