@@ -8,8 +8,9 @@ run is repeated over the same store. Measured and checked:
 * every question ends answered or recorded failed (the answer store holds each key once);
 * 0 duplicate paid requests: no question gets a successful answer from the server twice
   (the server logs every request it answers), and the re-run asks only the recorded failures;
-* peak memory (max RSS of the predict process) and wall time, against a fault-free baseline
-  run of `--baseline` questions measured in the same invocation (ratios printed).
+* peak memory (max RSS of the predict process) and wall time, each under a bound
+  (`--max-rss-mib`, `--max-seconds`), against a fault-free baseline run of `--baseline`
+  questions measured in the same invocation (ratios printed).
 
     python benchmarks/soak_api.py [--questions 20000] [--concurrency 16] [--data ../shared/data] [--json OUT]
 
@@ -183,9 +184,13 @@ def _text_in(prompt: str, questions: set[str]) -> bool:
     return prompt.split(" Answer with", 1)[0] in questions
 
 
-def checks(result: dict) -> list[str]:
+def checks(result: dict, max_seconds: float, max_rss_mib: float) -> list[str]:
     """What must hold; an empty list when everything does."""
     problems = []
+    if result["elapsed_s"] > max_seconds:
+        problems.append(f"the soak run took {result['elapsed_s']} s, over the bound of {max_seconds} s")
+    if result["peak_rss_mib"] > max_rss_mib:
+        problems.append(f"predict peaked at {result['peak_rss_mib']} MiB, over the bound of {max_rss_mib} MiB")
     if result["exit_status"] not in (0, 1):
         problems.append(f"predict exited {result['exit_status']}: {result['stderr_tail']}")
     if result["unaccounted"]:
@@ -203,6 +208,8 @@ def main() -> int:
     p.add_argument("--baseline", type=int, default=2_000, help="fault-free questions for the baseline run (0: none)")
     p.add_argument("--concurrency", type=int, default=16)
     p.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    p.add_argument("--max-seconds", type=float, default=3600.0, help="bound on the soak run's wall time")
+    p.add_argument("--max-rss-mib", type=float, default=2048.0, help="bound on predict's peak memory")
     p.add_argument("--json", help="write the figures here")
     args = p.parse_args()
     data = Path(args.data).resolve()
@@ -216,7 +223,8 @@ def main() -> int:
         result["baseline"] = {k: baseline[k] for k in ("questions", "elapsed_s", "questions_per_s", "peak_rss_mib")}
         result["throughput_vs_baseline"] = round(result["questions_per_s"] / max(baseline["questions_per_s"], 1e-9), 2)
         result["peak_rss_vs_baseline"] = round(result["peak_rss_mib"] / max(baseline["peak_rss_mib"], 1), 2)
-    result["problems"] = checks(result)
+    result["bounds"] = {"max_seconds": args.max_seconds, "max_rss_mib": args.max_rss_mib}
+    result["problems"] = checks(result, args.max_seconds, args.max_rss_mib)
     print(json.dumps(result, indent=2))
     if args.json:
         Path(args.json).write_text(json.dumps(result, indent=2) + "\n")
