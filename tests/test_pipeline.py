@@ -260,7 +260,7 @@ def test_repro_builds_report_and_mlflow_runs_and_noop_runs_nothing(pipeline_repo
     expected = {f"{r['question_set']}/{r['model']}/{r['setting']}" for r in {**TINY_RUNS, **TINY_DESCRIBED}.values()}
     transfer = {"finetune-heldout/finetune-base/vanilla", "finetune-heldout/finetune-adapted/vanilla"}
     assert set(manifest["runs"]) == expected | transfer  # the transfer study joins the report
-    from reporting.test_report import assert_nontrivial_png
+    from reporting.png_checks import assert_nontrivial_png  # importable alone: test_report needs its folder on sys.path
 
     pngs = sorted((repo / "build/report/plots").glob("*.png"))
     assert {p.name for p in pngs} >= {"fig1_strict_vs_averaged_probmed.png", "ablation_deltas_probmed.png",

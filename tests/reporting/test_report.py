@@ -7,11 +7,10 @@ import math
 import re
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 from metrics_factory import make_metrics
-from PIL import Image
+from png_checks import assert_nontrivial_png
 
 from probmed.reporting.report import build_report, discover_runs, table_adversarial_drop, to_markdown
 from probmed.core.errors import ReportError, ScoresError
@@ -24,15 +23,6 @@ RUNS = [
     ("probmed", "tiny-lora", "vanilla"),
     ("vqarad-adv", "tiny", "vanilla"),
 ]
-
-
-def assert_nontrivial_png(path: Path) -> None:
-    """Exists, is a real PNG of reasonable size, and is not a blank canvas."""
-    assert path.is_file() and path.stat().st_size > 5_000, path
-    with Image.open(path) as img:
-        assert img.format == "PNG" and img.width >= 300 and img.height >= 200
-        pixels = np.asarray(img.convert("RGB"))
-    assert pixels.std() > 10 and len(np.unique(pixels.reshape(-1, 3), axis=0)) > 20, f"{path} looks blank"
 
 
 @pytest.fixture(scope="module")
