@@ -41,6 +41,7 @@ def test_a_scored_run_reads_back_with_its_categories_and_numbers(scored) -> None
     assert scores.value("condition", "accuracy_adv_pairs") == 0.0  # a real 0 stays 0
     assert scores.value("organ", "accuracy_adv_pairs", "CT Scan - Brain") == 0.0
     assert math.isnan(scores.value("position", "accuracy_adv_pairs"))  # not in the run: NaN, never 0
+    assert scores.number("position", "accuracy_adv_pairs") is None and scores.number("modality", "n_units") == 1.0
     assert math.isnan(scores.value("organ", "accuracy_adv_pairs", "X-ray - Chest"))
     assert scores.overall_value("n_questions") == 7.0
     assert [(t, c) for t, c, _ in scores.blocks()][:4] == [

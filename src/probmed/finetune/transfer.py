@@ -36,6 +36,7 @@ from probmed.core.markdown import markdown_table
 from probmed.core.records import QUESTION_COLUMNS, read_questions, write_json_atomic, write_parquet, write_text_atomic
 from probmed.core.categories import CATEGORIES
 from probmed.core.vocab import image_type
+from probmed.scoring.score_report import ScoreReport
 
 MODELS: tuple[str, ...] = ("finetune-base", "finetune-adapted")
 QUESTION_SET = "finetune-heldout"  # the held-out questions, as a question-set name in the scores layout
@@ -103,13 +104,6 @@ def held_out_questions(
     return frame.reset_index(drop=True)
 
 
-def _metric(block: Mapping[str, Any] | None, key: str) -> float | None:
-    if not block:
-        return None
-    value = block.get(key)
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else float(value)
-
-
 def group_table(
     questions: pd.DataFrame, predictions: Mapping[str, pd.DataFrame], domain: Mapping[str, Any], resamples: int, seed: int
 ) -> pd.DataFrame:
@@ -120,7 +114,8 @@ def group_table(
     for (src, mod, org), part in questions.groupby(list(data.GROUP_KEYS), sort=True):
         q = part[list(QUESTION_COLUMNS)]
         scores = {
-            name: score(q, preds[preds["qid"].isin(q["qid"])], resamples=resamples, seed=seed, by_image_type=False)
+            name: ScoreReport.from_dict(
+                score(q, preds[preds["qid"].isin(q["qid"])], resamples=resamples, seed=seed, by_image_type=False))
             for name, preds in predictions.items()
         }
         group = {"source": src, "modality": mod, "organ": org}
@@ -128,8 +123,7 @@ def group_table(
             cat_q = q[q["category"] == cat]
             if cat_q.empty:
                 continue
-            base = scores[MODELS[0]]["by_category"].get(cat)
-            adapted = scores[MODELS[1]]["by_category"].get(cat)
+            base, adapted = scores[MODELS[0]], scores[MODELS[1]]
             row = {
                 **group,
                 "image_type": image_type(mod, org),
@@ -139,12 +133,12 @@ def group_table(
                 "n_questions": int(len(cat_q)),
             }
             for key in ("accuracy_adv_pairs", "averaged_accuracy"):
-                b, a = _metric(base, key), _metric(adapted, key)
+                b, a = base.number(cat, key), adapted.number(cat, key)
                 row[f"base_{key}"], row[f"adapted_{key}"] = b, a
                 row[f"delta_{key}"] = None if a is None or b is None else round(a - b, 4)
             for name, block in (("base", base), ("adapted", adapted)):
-                row[f"{name}_ci95_low"] = _metric(block, "ci95_low")
-                row[f"{name}_ci95_high"] = _metric(block, "ci95_high")
+                row[f"{name}_ci95_low"] = block.number(cat, "ci95_low")
+                row[f"{name}_ci95_high"] = block.number(cat, "ci95_high")
             rows.append(row)
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
@@ -278,7 +272,7 @@ def run_transfer(
     if meta["scale"] == "smoke":
         title += " (smoke scale: tiny model)"
     plot_transfer(table, out_dir / "transfer.png", list(fcfg.transfer.get("plot_categories", CATEGORIES)), title)
-    run_ids = log_transfer_runs(fcfg, out_dir, table, full_scores, meta)
+    run_ids = log_transfer_runs(fcfg, out_dir, table, {n: ScoreReport.from_dict(s) for n, s in full_scores.items()}, meta)
     write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
     return TransferResult(table, run_ids, out_dir, seconds)
 
@@ -314,7 +308,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def log_transfer_runs(
-    fcfg: DictConfig, out_dir: Path, table: pd.DataFrame, scores: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]
+    fcfg: DictConfig, out_dir: Path, table: pd.DataFrame, scores: Mapping[str, ScoreReport], meta: Mapping[str, Any]
 ) -> dict[str, str]:
     """One MLflow run per model, tagged with (and nested under) the adapt training run; updated in place on re-runs."""
     from mlflow import MlflowClient
@@ -362,8 +356,8 @@ def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, table: pd.DataFr
                 value = getattr(row, f"{prefix}_{key}")
                 if value is not None and not (isinstance(value, float) and math.isnan(value)):
                     metrics.append(Metric(_metric_name(f"{row.source}.{row.image_type}.{row.category}.{key}"), float(value), 0, 0))
-        for cat, block in (scores[name].get("by_category") or {}).items():
-            value = _metric(block, "accuracy_adv_pairs")
+        for cat in scores[name].categories:
+            value = scores[name].number(cat, "accuracy_adv_pairs")
             if value is not None:
                 metrics.append(Metric(_metric_name(f"all.{cat}.accuracy_adv_pairs"), value, 0, 0))
         for start in range(0, len(metrics), 900):

@@ -161,8 +161,12 @@ class ScoreReport:
 
     def value(self, category: str, key: str, image_type: str | None = None) -> float:
         """A category metric as a float, NaN where the run has none (never 0)."""
-        found = number(self.category(category, image_type).get(key))
+        found = self.number(category, key, image_type)
         return math.nan if found is None else found
+
+    def number(self, category: str, key: str, image_type: str | None = None) -> float | None:
+        """A category metric as a float, None where the run has none (never 0)."""
+        return number(self.category(category, image_type).get(key))
 
     def overall_value(self, key: str) -> float:
         found = number(self.overall.get(key))
