@@ -128,7 +128,7 @@ def test_write_run(tmp_path, run_metrics: dict) -> None:
 
 
 def test_table2_side_by_side(run_metrics: dict) -> None:
-    vq = {"meta": {"question_set": "vqarad"},
+    vq = {"meta": {"question_set": "vqarad"}, "by_category": {},
           "overall": {"averaged_accuracy": 69.915, "accuracy_adv_pairs": 55.08, "accuracy_adv_pairs_original_weighting": 1.0}}
     t = table2({"m": run_metrics, "other": run_metrics}, vqarad_runs={"m": vq})
     assert t["model"].tolist() == ["m", "other"]

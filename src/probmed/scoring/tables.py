@@ -1,8 +1,9 @@
 """The paper's tables, as CSV and Markdown, from one or more runs' metrics.
 
 Every table takes ``runs``: an ordered mapping of a row label (model / setting)
-to that run's metrics dict (probmed.scoring.metrics), so a report can put many
-runs side by side with the same code that writes one run's tables.
+to that run's scores (a ScoreReport, or the metrics dict of probmed.scoring.metrics),
+so a report can put many runs side by side with the same code that writes one
+run's tables.
 
 * Table 2: averaged accuracy vs accuracy with adversarial pairs, and the drop.
   "With adversarial pairs" is the original weighting on a ProbMed-style set and
@@ -29,31 +30,45 @@ import pandas as pd
 from probmed.core.markdown import markdown_table
 from probmed.core.categories import CATEGORIES, CATEGORY_TITLES, PROCEDURAL_STAGES
 from probmed.scoring.procedural import error_keys
+from probmed.scoring.score_report import ScoreReport, number
 RANDOM_ROW = "Random Choice"
 
-Runs = Mapping[str, Mapping[str, Any]]
+Runs = Mapping[str, "ScoreReport | Mapping[str, Any]"]
 
 
 def _r(value: Any) -> Any:
     return None if value is None else round(float(value), 2)
 
 
-def table2_strict(metrics: Mapping[str, Any]) -> float | None:
+def _scores(run: ScoreReport | Mapping[str, Any]) -> ScoreReport:
+    return run if isinstance(run, ScoreReport) else ScoreReport.from_dict(run)
+
+
+def _baseline(scores: ScoreReport) -> ScoreReport:
+    """The run's exact random-choice baseline (empty when it has none)."""
+    return scores.random_baseline or ScoreReport({"by_category": {}})
+
+
+def _overall(scores: ScoreReport, key: str) -> float | None:
+    return number(scores.overall.get(key))
+
+
+def table2_strict(metrics: ScoreReport | Mapping[str, Any]) -> float | None:
     """The "with adversarial pairs" number of Table 2 for one run (see module doc)."""
-    overall = metrics["overall"]
-    if metrics.get("meta", {}).get("question_set") == "vqarad":
-        return overall["accuracy_adv_pairs"]
-    return overall["accuracy_adv_pairs_original_weighting"]
+    scores = _scores(metrics)
+    if scores.meta.get("question_set") == "vqarad":
+        return _overall(scores, "accuracy_adv_pairs")
+    return _overall(scores, "accuracy_adv_pairs_original_weighting")
 
 
 def table2(runs: Runs, vqarad_runs: Runs | None = None) -> pd.DataFrame:
     """One row per model; with ``vqarad_runs`` the paper's side-by-side layout (VQA-RAD
     columns first, matched to ``runs`` by model name, "/" where a model lacks one set)."""
 
-    def block(m: Mapping[str, Any] | None, prefix: str) -> dict[str, Any]:
+    def block(m: ScoreReport | Mapping[str, Any] | None, prefix: str) -> dict[str, Any]:
         if m is None:
             return {f"{prefix}averaged_accuracy": None, f"{prefix}accuracy_adv_pairs": None, f"{prefix}drop": None}
-        avg = m["overall"]["averaged_accuracy"]
+        avg = _overall(_scores(m), "averaged_accuracy")
         strict = table2_strict(m)
         drop = None if avg is None or strict is None else strict - avg
         return {f"{prefix}averaged_accuracy": _r(avg), f"{prefix}accuracy_adv_pairs": _r(strict), f"{prefix}drop": _r(drop)}
@@ -71,24 +86,16 @@ def table2(runs: Runs, vqarad_runs: Runs | None = None) -> pd.DataFrame:
 def table3(runs: Runs) -> pd.DataFrame:
     columns = ["model", *CATEGORIES, "overall", "overall_question_weighting"]
     rows = []
-    if runs:
-        first = next(iter(runs.values()))
-        rnd = first["random_baseline"]
-        rows.append(
-            {
-                "model": RANDOM_ROW,
-                **{c: _r(rnd["by_category"].get(c, {}).get("accuracy_adv_pairs")) for c in CATEGORIES},
-                "overall": _r(rnd["overall"]["accuracy_adv_pairs_original_weighting"]),
-                "overall_question_weighting": _r(rnd["overall"]["accuracy_adv_pairs_question_weighting"]),
-            }
-        )
-    for name, m in runs.items():
+    labelled = [(name, _scores(m)) for name, m in runs.items()]
+    if labelled:
+        labelled.insert(0, (RANDOM_ROW, _baseline(labelled[0][1])))
+    for name, scores in labelled:
         rows.append(
             {
                 "model": name,
-                **{c: _r(m["by_category"].get(c, {}).get("accuracy_adv_pairs")) for c in CATEGORIES},
-                "overall": _r(m["overall"]["accuracy_adv_pairs_original_weighting"]),
-                "overall_question_weighting": _r(m["overall"]["accuracy_adv_pairs_question_weighting"]),
+                **{c: _r(scores.number(c, "accuracy_adv_pairs")) for c in CATEGORIES},
+                "overall": _r(_overall(scores, "accuracy_adv_pairs_original_weighting")),
+                "overall_question_weighting": _r(_overall(scores, "accuracy_adv_pairs_question_weighting")),
             }
         )
     return pd.DataFrame(rows, dtype=object, columns=columns)
@@ -100,40 +107,19 @@ def table_image_types(runs: Runs) -> pd.DataFrame:
     rows = []
     if not runs:
         return pd.DataFrame(rows, dtype=object, columns=columns)
-    first = next(iter(runs.values()))
-    types = sorted({t for m in runs.values() for t in m.get("by_image_type", {})})
-    for itype in types:
-        rnd = first["random_baseline"].get("by_image_type", {}).get(itype, {})
-        rows.append(
-            {
-                "image_type": itype,
-                "model": RANDOM_ROW,
-                "metric": "Acc. with adv. pairs",
-                **{c: _r(rnd.get(c, {}).get("accuracy_adv_pairs")) for c in CATEGORIES},
-            }
-        )
+    scored = {name: _scores(m) for name, m in runs.items()}
+    baseline = _baseline(next(iter(scored.values())))
+    for itype in sorted({t for s in scored.values() for t in s.image_types}):
+        blocks = [(RANDOM_ROW, "Acc. with adv. pairs", baseline, "accuracy_adv_pairs")]
+        for name, scores in scored.items():
+            blocks += [(name, "Acc. with adv. pairs", scores, "accuracy_adv_pairs"), (name, "Avg. acc.", scores, "averaged_accuracy")]
+        for name, metric, scores, key in blocks:
+            rows.append({"image_type": itype, "model": name, "metric": metric,
+                         **{c: _r(scores.number(c, key, itype)) for c in CATEGORIES}})
         num: dict[str, Any] = {}
-        for name, m in runs.items():
-            cats = m.get("by_image_type", {}).get(itype, {})
-            rows.append(
-                {
-                    "image_type": itype,
-                    "model": name,
-                    "metric": "Acc. with adv. pairs",
-                    **{c: _r(cats.get(c, {}).get("accuracy_adv_pairs")) for c in CATEGORIES},
-                }
-            )
-            rows.append(
-                {
-                    "image_type": itype,
-                    "model": name,
-                    "metric": "Avg. acc.",
-                    **{c: _r(cats.get(c, {}).get("averaged_accuracy")) for c in CATEGORIES},
-                }
-            )
-            for c in CATEGORIES:
-                if c in cats and c not in num:
-                    num[c] = cats[c]["num"]
+        for scores in scored.values():
+            for c in scores.categories_of(itype):
+                num.setdefault(c, scores.category(c, itype)["num"])
         rows.append({"image_type": itype, "model": "", "metric": "num", **{c: num.get(c) for c in CATEGORIES}})
     return pd.DataFrame(rows, dtype=object, columns=columns)
 
@@ -156,7 +142,7 @@ def table4(runs: Runs) -> pd.DataFrame:
     for stage, title, key in TABLE4_ROWS:
         row: dict[str, Any] = {"question_type": title, "metric": key}
         for name, m in runs.items():
-            value = m.get("procedural", {}).get(stage, {}).get(key)
+            value = (_scores(m).procedural.get(stage) or {}).get(key)
             row[name] = value if key == "n_images" else _r(value)
         rows.append(row)
     return pd.DataFrame(rows, dtype=object, columns=["question_type", "metric", *runs.keys()])
@@ -183,7 +169,7 @@ def table_responses(runs: Runs) -> pd.DataFrame:
 def table_subsets(runs: Runs) -> pd.DataFrame:
     rows = []
     for name, m in runs.items():
-        for r in m.get("subset_robustness", []):
+        for r in _scores(m).subset_robustness:
             rows.append(
                 {
                     "model": name,
