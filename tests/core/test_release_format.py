@@ -244,3 +244,51 @@ def test_duplicate_predictions_are_refused(tmp_path: Path) -> None:
     preds = pd.DataFrame({"qid": [questions["qid"].iat[0]] * 2, "response": ["Yes", "No"], "label": ["yes", "no"]})
     with pytest.raises(RecordError, match="duplicate qid"):
         responses_to_official(questions, preds)
+
+
+@pytest.mark.parametrize(
+    "mutate",
+    [
+        lambda r: r[4].pop("response"),
+        lambda r: r[4].pop("question"),
+        lambda r: r[4].pop("gt_ans"),
+        lambda r: r[4].pop("image_type"),
+        lambda r: r[4].pop("qa_type"),
+        lambda r: r[4].pop("id"),
+        lambda r: r[2].update(response=None),
+        lambda r: r[2].update(response=3),
+        lambda r: r[9].update(qa_type=1),
+        lambda r: r[9].update(qa_type=None),
+        lambda r: r[9].update(qa_type=["modality_gt"]),
+        lambda r: r[9].update(image_type=["x"]),
+        lambda r: r[9].update(image_type={"a": 1}),
+        lambda r: r[1].update(id=None),
+        lambda r: r[1].update(id=True),
+        lambda r: r[1].update(id=[1]),
+        lambda r: r.__setitem__(3, "x"),
+        lambda r: r.__setitem__(3, None),
+        lambda r: r.__setitem__(3, [1, 2]),
+    ],
+)
+def test_scoring_a_file_refuses_what_the_reader_refuses(tmp_path: Path, mutate) -> None:
+    """score_official_file checks while it scores; it must refuse every file the reader refuses, with the same error."""
+    from probmed.scoring.official import score_official_file
+
+    recs = _responses()
+    mutate(recs)
+    path = write(tmp_path / "r.json", recs)
+    with pytest.raises(RecordError) as by_reader:
+        read_response_file(path)
+    with pytest.raises(RecordError) as by_scorer:
+        score_official_file(path)
+    assert str(by_scorer.value) == str(by_reader.value)
+
+
+def test_scoring_a_valid_file_equals_scoring_its_records(tmp_path: Path) -> None:
+    from probmed.scoring.official import score_official, score_official_file
+
+    recs = _responses()
+    recs[6]["id"] = 17
+    recs[5]["gt_ans"] = None
+    path = write(tmp_path / "r.json", recs)
+    assert score_official_file(path) == score_official(read_response_file(path))

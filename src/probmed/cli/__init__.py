@@ -37,16 +37,30 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-def build_parser() -> argparse.ArgumentParser:
+# The module that registers each command: `probmed COMMAND ...` imports that module only, so a command starts
+# without the others' imports. A command missing here still works (every module is then imported).
+COMMANDS: dict[str, str] = {
+    **dict.fromkeys(("score", "score-responses", "score-official", "baseline"), "probmed.cli.scoring"),
+    **dict.fromkeys(("curate", "generate", "vqarad-adversarial", "extract", "extract-eval", "stats", "review",
+                     "import-release"), "probmed.cli.curation"),
+    **dict.fromkeys(("predict", "describe", "merge", "export-responses", "build-tiny-model"), "probmed.cli.predicting"),
+    **dict.fromkeys(("fetch-data", "plan", "subset", "track", "report"), "probmed.cli.pipeline"),
+    **dict.fromkeys(("finetune", "transfer"), "probmed.cli.finetuning"),
+}
+
+
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `probmed` parser: every command, or only the module that registers `command` when it is known."""
     parser = argparse.ArgumentParser(prog="probmed", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    for name in [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     args = parser.parse_args(argv)
     try:
         result = args.func(args)

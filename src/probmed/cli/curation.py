@@ -13,7 +13,7 @@ from probmed.benchmark.sources.registry import SOURCES
 from probmed.cli.options import add_params_arguments
 from probmed.core.config import load_params, to_plain
 from probmed.core.errors import ConfigError, UserError
-from probmed.core.records import read_image_records, read_questions, write_image_records, write_json_atomic, write_questions, write_text_atomic
+from probmed.core.io import write_json_atomic, write_text_atomic
 
 
 def _params(args: argparse.Namespace) -> Any:
@@ -38,6 +38,7 @@ def _extractor(cfg: Any, method: str):
 
 def curate_one(cfg: Any, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
     from probmed.benchmark.sources.base import SourceContext
+    from probmed.core.records import write_image_records
 
     loader = SOURCES.load(source, "curate source")  # the command line offers only registered sources
     options = to_plain(cfg.curate.get(source)) or {}
@@ -72,6 +73,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     import sys
 
     from probmed.benchmark.audit import gate, run_audit
+    from probmed.core.records import read_image_records, write_questions
     from probmed.benchmark.questions import generate_questions
     from probmed.cli.audit import audit_settings, write_audit
     from probmed.core.release_format import write_question_file
@@ -126,6 +128,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
+    from probmed.core.records import write_questions
     from probmed.core.release_format import write_question_file
     from probmed.benchmark.vqarad_adversarial import Twin, build_vqarad_adversarial, official_records, report_markdown
 
@@ -197,6 +200,7 @@ def cmd_extract_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    from probmed.core.records import read_image_records, read_questions
     from probmed.reporting.table1 import balance, record_counts, table1, table1_vs_paper, to_markdown
 
     cfg = _params(args)
@@ -220,7 +224,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from probmed.core.records import read_predictions
+    from probmed.core.records import read_predictions, read_questions
     from probmed.benchmark.review import export_review, read_verdicts, review_report
 
     cfg = _params(args)
@@ -240,6 +244,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_import_release(args: argparse.Namespace) -> int:
+    from probmed.core.records import write_questions
     from probmed.benchmark.sources.probmed_release import import_release
 
     frame = import_release(Path(args.question_file), args.image_prefix)

@@ -76,13 +76,12 @@ def _fmt(value: float | None) -> str:
 
 
 def cmd_score_official(args: argparse.Namespace) -> int:
-    from probmed.core.release_format import read_response_file
-    from probmed.core.records import write_json_atomic
-    from probmed.scoring.official import score_official, score_official_vqarad
+    from probmed.core.io import write_json_atomic
+    from probmed.core.response_file import read_response_file
+    from probmed.scoring.official import score_official_file, score_official_vqarad
 
-    records = read_response_file(args.responses)
     if args.vqarad:
-        result = score_official_vqarad(records)
+        result = score_official_vqarad(read_response_file(args.responses))
         write_json_atomic(result, args.out)
         if result["num_pairs"]:
             print(
@@ -90,7 +89,7 @@ def cmd_score_official(args: argparse.Namespace) -> int:
                 f"{result['accuracy_adv_pairs']:.2f}% over {result['num_pairs']} pairs"
             )
     else:
-        result = score_official(records)
+        result = score_official_file(args.responses)
         write_json_atomic(result, args.out)
         acc = result["overall"]["acc"]
         print(f"overall acc {acc:.2f}% over num {result['overall']['num']}" if acc is not None else "no category scored")

@@ -4,18 +4,21 @@
 file with OmegaConf, the same keys DVC stages declare and `dvc exp run -S`
 sets, so a value has one name everywhere. Parameters never carry secrets: a
 credential-named key or a key-shaped value is refused before any work
-(probmed.core.secrets), since params reach git, dvc.lock and MLflow.
+(probmed.core.secrets), since params reach git, dvc.lock and MLflow. OmegaConf
+is imported when a file is read, not with this module, so every command starts
+fast (`probmed --help`).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Mapping, Sequence
-
-from omegaconf import DictConfig, OmegaConf
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from probmed.core.errors import ConfigError
 from probmed.core.secrets import refuse_secrets
+
+if TYPE_CHECKING:
+    from omegaconf import DictConfig
 
 DEFAULT_PARAMS = Path("params.yaml")
 
@@ -23,6 +26,8 @@ DEFAULT_PARAMS = Path("params.yaml")
 
 def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()) -> DictConfig:
     """Read params.yaml and apply dotted ``key=value`` overrides."""
+    from omegaconf import DictConfig, OmegaConf
+
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"parameter file {path} not found")
@@ -69,6 +74,8 @@ def read_yaml_12(path: str | Path) -> Any:
 
 def require(cfg: DictConfig, key: str) -> Any:
     """The value at a dotted key, or a ConfigError naming it."""
+    from omegaconf import OmegaConf
+
     value = OmegaConf.select(cfg, key, default=None)
     if value is None:
         raise ConfigError(f"params: required key {key!r} is missing")
@@ -77,7 +84,9 @@ def require(cfg: DictConfig, key: str) -> Any:
 
 def to_plain(cfg: Any) -> Any:
     """Resolved plain Python containers (for MLflow params, JSON, hashing)."""
-    if isinstance(cfg, DictConfig) or OmegaConf.is_config(cfg):
+    from omegaconf import OmegaConf
+
+    if OmegaConf.is_config(cfg):
         return OmegaConf.to_container(cfg, resolve=True)
     return cfg
 

@@ -19,7 +19,13 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES
 from probmed.core.errors import RecordError
-from probmed.core.io import require_file
+from probmed.core.io import (  # noqa: F401 (re-exported: the atomic writers live with the standard-library helpers)
+    TEMP_SUFFIX,
+    remove_stale_temps,
+    require_file,
+    write_json_atomic,
+    write_text_atomic,
+)
 from probmed.core.vocab import LABELS, MODALITIES, ORGANS, POLARITIES
 
 
@@ -288,36 +294,3 @@ def write_parquet(frame: pd.DataFrame, path: str | Path) -> None:
     finally:
         if os.path.exists(tmp):
             os.unlink(tmp)
-
-
-TEMP_SUFFIX = ".tmp"  # every atomic writer writes ".<name>.<random>.tmp" beside its target, then renames
-
-
-def remove_stale_temps(directory: str | Path) -> list[Path]:
-    """Delete the hidden temporary files a killed writer left under `directory` (ours only: hidden,
-    ending in .tmp), so no half-written file lingers in a DVC output; returns what was removed."""
-    directory = Path(directory)
-    if not directory.is_dir():
-        return []
-    stale = [p for p in directory.rglob(f".*{TEMP_SUFFIX}") if p.is_file()]
-    for p in stale:
-        p.unlink(missing_ok=True)
-    return stale
-
-
-def write_text_atomic(text: str, path: str | Path) -> None:
-    """Same promise as :func:`write_parquet` for JSON, CSV and Markdown outputs."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-
-
-def write_json_atomic(obj: Any, path: str | Path) -> None:
-    write_text_atomic(json.dumps(obj, indent=2, sort_keys=False) + "\n", path)

@@ -44,11 +44,16 @@ import pandas as pd
 from probmed.core.categories import CATEGORIES, CATEGORY_SPECS
 from probmed.core.errors import MissingFileError, RecordError
 from probmed.core.records import QUESTION_COLUMNS, image_path_problem, validate_question_frame, write_json_atomic
+from probmed.core.response_file import (  # noqa: F401 (re-exported: the response format's reader lives there)
+    RESPONSE_FILE_FIELDS,
+    load_json_list,
+    read_response_file,
+    validate_response_records,
+)
 
 log = logging.getLogger(__name__)
 
 QUESTION_FILE_FIELDS: tuple[str, ...] = ("id", "i", "image", "image_type", "qa_type", "question", "answer", "src_dataset")
-RESPONSE_FILE_FIELDS: tuple[str, ...] = ("id", "image_type", "qa_type", "question", "gt_ans", "response")
 
 VQARAD_QA_TYPE = "vqarad"  # the VQA-RAD adversarial set's numbered pairs; the format gives no category
 
@@ -92,21 +97,6 @@ def question_id(image_id: str, qa_type: str, question: str) -> str:
     """Stable question id: a hash of what identifies the question."""
     digest = hashlib.sha1(f"{image_id}\x1f{qa_type}\x1f{question}".encode("utf-8")).hexdigest()
     return digest[:16]
-
-
-def _load_json_list(path: str | Path) -> list[Any]:
-    path = Path(path)
-    if not path.exists():
-        raise MissingFileError(f"{path}: no such file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"{path}: not valid JSON ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise RecordError(f"{path}: not UTF-8 text ({exc})") from None
-    if not isinstance(data, list):
-        raise RecordError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
-    return data
 
 
 def _is_scalar_id(value: Any) -> bool:
@@ -241,7 +231,7 @@ def questions_to_official(frame: pd.DataFrame, with_category: bool = False) -> l
 
 def read_question_file(path: str | Path) -> pd.DataFrame:
     """Read an original-format question file into a validated question table (strict)."""
-    return questions_from_official(_load_json_list(path), str(path))
+    return questions_from_official(load_json_list(path), str(path))
 
 
 def write_question_file(frame: pd.DataFrame, path: str | Path, with_category: bool = False) -> None:
@@ -249,37 +239,6 @@ def write_question_file(frame: pd.DataFrame, path: str | Path, with_category: bo
     records = questions_to_official(frame, with_category=with_category)
     questions_from_official(records, str(path))  # never write a file our own reader would refuse
     write_json_atomic(records, path)
-
-
-def validate_response_records(records: list[Any], where: str = "responses") -> list[dict[str, Any]]:
-    """Structural check only, no stricter than the original scorer: objects with the six
-    fields; ``qa_type`` and ``response`` strings (the original calls ``in`` and ``strip()`` on
-    them); ``image_type`` a scalar (it is a grouping key); ``id`` a string or number (a null
-    id would be indistinguishable from the original's start-of-walk state). ``gt_ans`` may be
-    anything: any value other than "yes" selects the no-rule, as in the original."""
-    for idx, rec in enumerate(records):
-        if not isinstance(rec, dict):
-            raise RecordError(f"{where}: record {idx}: expected an object, got {type(rec).__name__}")
-        image = rec.get("id", "?")
-        for name in RESPONSE_FILE_FIELDS:
-            if name not in rec:
-                raise RecordError(f"{where}: record {idx} (image {image}): field {name!r}: missing")
-        if not isinstance(rec["id"], (str, int, float)) or isinstance(rec["id"], bool):
-            raise RecordError(f"{where}: record {idx} (image {image}): field 'id': expected a string or number")
-        if isinstance(rec["image_type"], (list, dict)):
-            raise RecordError(f"{where}: record {idx} (image {image}): field 'image_type': expected a string")
-        for name in ("qa_type", "response"):
-            if not isinstance(rec[name], str):
-                raise RecordError(
-                    f"{where}: record {idx} (image {image}): field {name!r}: expected a string, "
-                    f"got {type(rec[name]).__name__}"
-                )
-    return records
-
-
-def read_response_file(path: str | Path) -> list[dict[str, Any]]:
-    """Read an original-format response file (structure validated only)."""
-    return validate_response_records(_load_json_list(path), str(path))
 
 
 def _response_text(pred: dict[str, Any] | None) -> str:

@@ -50,7 +50,10 @@ original filters the whole file once per image type).
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Iterable
+
+from probmed.core.response_file import load_json_list, unread_fields_valid, validate_response_records
 
 CATS: tuple[str, ...] = ("modality", "organ", "abnormality", "condition", "position")
 PAIRED: tuple[str, ...] = ("modality", "organ", "condition", "position")
@@ -59,10 +62,9 @@ PAIRED: tuple[str, ...] = ("modality", "organ", "condition", "position")
 def official_correct(gt_ans: str, response: str) -> int:
     """1 if the original's substring rule counts ``response`` right for ``gt_ans``, else 0."""
     r = response.strip()
-    low = r.lower()
     if gt_ans == "yes":
-        return 1 if ("Yes" in r or low == "yes" or low == "yes.") else 0
-    return 1 if ("No" in r or low == "no" or low == "no.") else 0
+        return 1 if ("Yes" in r or r.lower() in ("yes", "yes.")) else 0
+    return 1 if ("No" in r or r.lower() in ("no", "no.")) else 0
 
 
 def _category(qa_type: str) -> str:
@@ -126,9 +128,16 @@ class _TypeState:
         self.pos.append(img.entries["position"])
 
 
+def _qa_info(qa_type: str) -> tuple[str, str, bool]:
+    """(category, pair key k: the text after the last underscore, ground-truth record?) of one qa_type."""
+    return _category(qa_type), qa_type.rsplit("_", 1)[-1], "_gt" in qa_type
+
+
 def _pair_record(
-    img: _Image, cat: str, qa_type: str, score: int, idx: int, state: _TypeState, warnings: list[str]
+    img: _Image, qa_type: str, info: tuple[str, str, bool], score: int, idx: int, state: _TypeState,
+    warnings: list[str],
 ) -> None:
+    cat, k, is_gt = info
     entry = img.entries[cat]
     if cat == "condition" and qa_type == "entity_hallu":
         if entry and isinstance(entry[0], list):
@@ -138,8 +147,7 @@ def _pair_record(
             )
         img.entries[cat] = [score]  # an open pair stays open, as the original's pair id
         return
-    k = qa_type.rsplit("_", 1)[-1]
-    if "_gt" in qa_type:
+    if is_gt:
         img.open_pair[cat] = [score]
         img.open_k[cat] = k
         return
@@ -180,7 +188,7 @@ def _pair_image_scores(entries: list[list[Any]]) -> tuple[int, int, int]:
             right += all(s == 1 for s in e)  # a pair is never == 1, as in the original
             first += e[0] == 1
             continue
-        right += all(all(s == 1 for s in pair) for pair in e)
+        right += all(0 not in pair for pair in e)  # scores are 0 or 1: no 0 means all 1
         first += all(pair[0] == 1 for pair in e)
     return n, right, first
 
@@ -189,7 +197,7 @@ def _type_result(st: _TypeState, warnings: list[str]) -> dict[str, dict[str, Any
     out: dict[str, dict[str, Any]] = {}
     for cat, lists in (("modality", st.mod_lists), ("organ", st.org_lists)):
         n = len(lists)
-        right = sum(all(s == 1 for s in lst) for lst in lists)
+        right = sum(0 not in lst for lst in lists)  # scores are 0 or 1
         first = sum(lst[0] == 1 for lst in lists)
         out[cat] = {"acc": _pct(right, n), "acc_wo_adv": _pct(first, n), "num": n}
         if n == 0:
@@ -224,11 +232,14 @@ def score_official(records: list[dict[str, Any]]) -> dict[str, Any]:
     """Score original-format response records exactly as the original release does."""
     warnings: list[str] = []
     states: dict[str, _TypeState] = {}
+    qa_info: dict[str, tuple[str, str, bool]] = {}  # computed once per distinct qa_type
+    st: _TypeState | None = None
     for idx, rec in enumerate(records):
         itype = rec["image_type"]
-        st = states.get(itype)
-        if st is None:
-            st = states[itype] = _TypeState(itype)
+        if st is None or itype != st.name:  # the records of one image type usually come together
+            st = states.get(itype)
+            if st is None:
+                st = states[itype] = _TypeState(itype)
         img = st.current
         if img is None or rec["id"] != img.id:
             st.flush(last=False, warnings=warnings)
@@ -236,7 +247,10 @@ def score_official(records: list[dict[str, Any]]) -> dict[str, Any]:
             st.n_images += 1
         qa_type = rec["qa_type"]
         score = official_correct(rec["gt_ans"], rec["response"])
-        cat = _category(qa_type)
+        info = qa_info.get(qa_type)
+        if info is None:
+            info = qa_info[qa_type] = _qa_info(qa_type)
+        cat = info[0]
         if cat == "modality":
             img.modality.append(score)
         elif cat == "organ":
@@ -244,7 +258,7 @@ def score_official(records: list[dict[str, Any]]) -> dict[str, Any]:
         elif cat == "abnormality":
             st.abn.append(score)
         else:
-            _pair_record(img, cat, qa_type, score, idx, st, warnings)
+            _pair_record(img, qa_type, info, score, idx, st, warnings)
     by_type: dict[str, dict[str, dict[str, Any]]] = {}
     for name, st in states.items():
         st.flush(last=True, warnings=warnings)
@@ -264,6 +278,22 @@ def score_official(records: list[dict[str, Any]]) -> dict[str, Any]:
     wo, num_wo = _weighted((by_cat[c]["acc_wo_adv"], by_cat[c]["num"]) for c in PAIRED)
     overall = {"acc": acc, "num": num, "acc_wo_adv": wo, "num_wo_adv": num_wo}
     return {"by_image_type": by_type, "by_category": by_cat, "overall": overall, "warnings": warnings}
+
+
+def score_official_file(path: str | Path) -> dict[str, Any]:
+    """Read a response file and score it (what `probmed score-official` does), checking it no less than
+    :func:`~probmed.core.response_file.read_response_file` but in one walk: the scoring walk reads every
+    record's id, image type, qa_type, gt_ans and response and fails on a record it cannot use; only then is the
+    file checked record by record, for the error that names the record and field. What the walk cannot notice
+    (a missing 'question', an id that is not a string or number) is checked before it."""
+    records = load_json_list(path)
+    if not unread_fields_valid(records):
+        validate_response_records(records, str(path))
+    try:
+        return score_official(records)
+    except (KeyError, TypeError, AttributeError):
+        validate_response_records(records, str(path))  # raises a RecordError naming the record and field
+        raise  # a valid file the walk cannot score: a bug, with its traceback
 
 
 def score_official_naive(records: list[dict[str, Any]]) -> dict[str, dict[str, float | None]]:
