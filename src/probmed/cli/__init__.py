@@ -45,7 +45,9 @@ COMMANDS: dict[str, str] = {
                      "import-release"), "probmed.cli.curation"),
     **dict.fromkeys(("predict", "describe", "merge", "export-responses", "build-tiny-model"), "probmed.cli.predicting"),
     **dict.fromkeys(("fetch-data", "plan", "subset", "track", "report"), "probmed.cli.pipeline"),
+    **dict.fromkeys(("models", "pin"), "probmed.cli.models"),
     **dict.fromkeys(("finetune", "transfer"), "probmed.cli.finetuning"),
+    "audit": "probmed.cli.audit",
 }
 
 

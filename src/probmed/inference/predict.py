@@ -1,8 +1,11 @@
 """The prediction run loop: shard, describe, look up the store, ask, append, export.
 
-Questions -> predictions, one way. Every answer is appended to the answer store
-the moment the backend reports it (fsynced per batch), so a kill loses at most
-the answers in flight; a re-run asks only what the store does not hold.
+Questions -> predictions, one way. Answers go to the answer store as soon as
+they exist: the answers of one image together, in one append and one fsync,
+when the backend answers image by image (a local model); each answer the moment
+it arrives otherwise (an API, fsynced per batch). A kill loses at most the
+answers of the image in flight (or the API answers in flight) and never
+duplicates one; a re-run asks only what the store does not hold.
 `shard=(i, n)` splits the work deterministically by image (image k in
 question-table order goes to shard k mod n), so processes or GPUs can share a
 run; `merge_shards` puts the shard tables back together, checking that every
@@ -239,41 +242,52 @@ class _Progress:
 
 def _ask(plan: _Plan, backend: Backend, store: AnswerStore, record: Callable[..., dict[str, Any]],
          batch_size: int, bar: Any, decoded: DecodedImages) -> _Progress:
-    """Ask every pending question, appending each answer the moment it arrives.
+    """Ask every pending question and append the answers: a local model's answers of one image together (one
+    append, one fsync per image), an API's each the moment it arrives.
 
     An answer counts (progress, `store.get`) only once it is on disk. When the disk fills, the
     backend is told to stop starting requests; answers still in flight are kept in memory
     (``unwritten``) for :func:`_write_unwritten`.
     """
     done = _Progress()
+
+    def keep(recs: list[dict[str, Any]]) -> None:
+        if not recs:
+            return
+        if done.unwritten:
+            done.unwritten.extend(recs)
+            return
+        try:
+            store.append(recs, sync=False)
+        except DiskFullError as exc:
+            done.unwritten.extend(recs)
+            done.disk_error = str(exc)
+            backend.request_stop()
+            return
+        done.asked += len(recs)
+        done.failed += sum(bool(rec.get("error")) for rec in recs)
+        bar.update(len(recs))
+
     for batch in _batches(plan.pending, backend.batch_by_image, batch_size):
         if backend.stop_requested:
             break
         decoded.check((it.image_id, it.image_path) for _, _, it in batch)  # before the backend sees them
+        received: list[dict[str, Any]] = []  # a batch of one image: written together, in one append
 
-        def on_answer(i: int, ans: Answer, batch=batch) -> None:
+        def on_answer(i: int, ans: Answer, batch=batch, received=received) -> None:
             if ans.extra.get(NOT_ASKED):
                 return
             key, q, _ = batch[i]
-            rec = record(key, q, ans)
             done.cost += ans.cost_usd
-            if done.unwritten:
-                done.unwritten.append(rec)
-                return
-            try:
-                store.append([rec], sync=False)
-            except DiskFullError as exc:
-                done.unwritten.append(rec)
-                done.disk_error = str(exc)
-                backend.request_stop()
-                return
-            done.asked += 1
-            done.failed += bool(ans.error)
-            bar.update(1)
+            if backend.batch_by_image:
+                received.append(record(key, q, ans))
+            else:  # answers of many images arriving one by one (an API): each on disk as it comes
+                keep([record(key, q, ans)])
 
         try:
             backend.answer([it for _, _, it in batch], on_answer=on_answer)
-        finally:
+        finally:  # one write and one fsync per batch, also for the answers that came before a failure
+            keep(received)
             if not done.disk_error:
                 try:
                     store.sync()

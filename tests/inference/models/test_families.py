@@ -17,12 +17,17 @@ from probmed.core.records import read_predictions, write_questions
 from probmed.inference.answer_parser import parse_answer
 from probmed.inference.answer_store import cache_key, file_hash
 from probmed.inference.models.base import Item
+from probmed.inference.models.families import FAMILIES as FAMILY_FACTS
 from probmed.inference.models.registry import build_backend
 from probmed.inference.models.tiny_families import BUILDERS, build_tiny_family
 from probmed.inference.prompting import PromptSet
 
 FAMILIES = list(BUILDERS)
 PROMPTS = PromptSet.from_params({})
+
+
+def family_of_name(family: str):
+    return FAMILY_FACTS[family]
 
 
 def entry_name(family: str) -> str:
@@ -68,7 +73,8 @@ def test_family_predicts_in_generate_logit_and_cot_mode(family, family_dirs, qfi
                              f"models.{entry_name(family)}.max_new_tokens=1")
     summary = json.loads(capsys.readouterr().out.strip().splitlines()[-1])
     assert summary["asked"] == 15 and summary["failed"] == 0
-    assert gen_attrs["run_info"]["family"] == family and gen_attrs["run_info"]["path"] == "per-question"
+    path = "shared-prefix" if family_of_name(family).shared_prefix_verified else "per-image-batch"
+    assert gen_attrs["run_info"]["family"] == family and gen_attrs["run_info"]["path"] == path
     assert (gen["label"] == gen["response"].map(parse_answer)).all()
     assert gen["label"].isin(["yes", "no"]).all(), str(list(zip(gen["response"], gen["label"])))  # the first token is an answer
     assert gen["completion_tokens"].eq(1).all()

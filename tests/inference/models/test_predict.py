@@ -136,6 +136,64 @@ def subprocess_predict(params: Path, qfile: Path, shared_data: Path, store: Path
     return subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+def store_keys(path: Path) -> list[str]:
+    """Keys of the complete lines of a store file (a line cut by a kill has no closing brace)."""
+    return [json.loads(line)["key"] for line in path.read_text().splitlines() if line.endswith("}")]
+
+
+def kill_when_stored(proc: subprocess.Popen, store_file: Path, lines: int) -> None:
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if store_file.exists() and len(store_file.read_text().splitlines()) >= lines:
+            break
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL
+
+
+def assert_resumed_equals_reference(run: Path, ref: Path, store_file: Path, total: int) -> None:
+    cols = ["qid", "response", "label", "p_yes", "prompt_tokens", "completion_tokens", "cost_usd", "cache_key",
+            "error"]
+    pd.testing.assert_frame_equal(read_predictions(run)[cols], read_predictions(ref)[cols])
+    keys = [json.loads(line)["key"] for line in store_file.read_text().splitlines()]
+    assert len(keys) == len(set(keys)) == total  # no duplicate keys, any cut line repaired
+
+
+@pytest.mark.slow
+def test_sigkill_mid_run_with_grouped_appends_loses_only_the_image_in_flight(tmp_path, repo_root, shared_data,
+                                                                              tiny_dir):
+    """A local model appends the answers of one image at once: a kill leaves only whole images on disk."""
+    q = make_questions(shared_data, 20)  # 100 questions, 5 per image
+    qfile = tmp_path / "q.parquet"
+    write_questions(q, qfile)
+
+    def predict(store: Path, out: Path) -> subprocess.Popen:
+        cmd = [sys.executable, "-m", "probmed", "predict", "--params", str(repo_root / "params.yaml"), "--questions",
+               str(qfile), "--image-root", str(shared_data), f"predict.store_dir={store}", "model=tiny",
+               f"models.tiny.model_id={tiny_dir}", "--out", str(out),
+               "--no-progress"]
+        return subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+    ref = predict(tmp_path / "ref", tmp_path / "ref.parquet")
+    assert ref.wait(timeout=600) == 0, ref.stderr.read()
+    store_file = tmp_path / "run" / "tiny" / "answers.jsonl"
+    proc = predict(tmp_path / "run", tmp_path / "run.parquet")
+    kill_when_stored(proc, store_file, lines=10)
+    assert not (tmp_path / "run.parquet").exists()
+    on_disk = store_keys(store_file)
+    assert 10 <= len(on_disk) < len(q) and len(on_disk) == len(set(on_disk))
+    stored = {json.loads(line)["qid"] for line in store_file.read_text().splitlines() if line.endswith("}")}
+    per_image = q[q["qid"].isin(stored)].groupby("image_id").size()
+    assert (per_image == 5).all(), per_image[per_image != 5]  # whole images only: the one in flight is not there
+    resumed = predict(tmp_path / "run", tmp_path / "run.parquet")
+    assert resumed.wait(timeout=600) == 0, resumed.stderr.read()
+    summary = json.loads(resumed.stdout.read().strip().splitlines()[-1])
+    assert summary["cached"] == len(on_disk) and summary["asked"] == len(q) - len(on_disk)
+    assert summary["backend_shared_prefix_questions"] == len(q) - len(on_disk)  # the path the run took
+    assert_resumed_equals_reference(tmp_path / "run.parquet", tmp_path / "ref.parquet", store_file, len(q))
+
+
 @pytest.mark.slow
 def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path, repo_root, shared_data):
     q = make_questions(shared_data, 12)  # 60 questions
@@ -151,16 +209,9 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path, repo_root, s
 
         store_file = tmp_path / "run" / "api" / "answers.jsonl"
         proc = subprocess_predict(params, qfile, shared_data, tmp_path / "run", tmp_path / "run.parquet", env)
-        deadline = time.time() + 60
-        while time.time() < deadline:
-            if store_file.exists() and len(store_file.read_text().splitlines()) >= 20:
-                break
-            time.sleep(0.01)
-        os.kill(proc.pid, signal.SIGKILL)
-        proc.wait(timeout=10)
-        assert proc.returncode == -signal.SIGKILL
+        kill_when_stored(proc, store_file, lines=20)
         assert not (tmp_path / "run.parquet").exists()
-        on_disk = {json.loads(line)["key"] for line in store_file.read_text().splitlines() if line.endswith("}")}
+        on_disk = set(store_keys(store_file))  # an API answer is on disk the moment it arrives
         assert 20 <= len(on_disk) < 60
         before = len(srv.requests)
         resumed = subprocess_predict(params, qfile, shared_data, tmp_path / "run", tmp_path / "run.parquet", env)
@@ -168,12 +219,7 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path, repo_root, s
         summary = json.loads(resumed.stdout.read().strip().splitlines()[-1])
         assert summary["cached"] == len(on_disk) and summary["asked"] == 60 - len(on_disk)
         assert len(srv.requests) - before == 60 - len(on_disk)  # nothing on disk was asked again
-    cols = ["qid", "response", "label", "p_yes", "prompt_tokens", "completion_tokens", "cost_usd", "cache_key",
-            "error"]
-    pd.testing.assert_frame_equal(read_predictions(tmp_path / "run.parquet")[cols],
-                                  read_predictions(tmp_path / "ref.parquet")[cols])
-    keys = [json.loads(line)["key"] for line in store_file.read_text().splitlines()]
-    assert len(keys) == len(set(keys)) == 60  # no duplicate keys, the cut line repaired
+    assert_resumed_equals_reference(tmp_path / "run.parquet", tmp_path / "ref.parquet", store_file, 60)
 
 
 @pytest.mark.slow

@@ -7,9 +7,9 @@ here, keyed by the checkpoint's `config.model_type`:
 - how the processor wants images (one flat list, or one list per prompt);
 - whether the prompt puts the image before the question text, so every question
   about one image shares a prefix (system text + image tokens) that a
-  shared-prefix KV cache could compute once (the performance issue's path; it is
-  used only for families where its answers are verified equal to this path,
-  `shared_prefix_verified`, none yet);
+  shared-prefix KV cache computes once (`shared_prefix`); that path is used only
+  for families whose answers on it are proven equal to the per-question path
+  (`shared_prefix_verified`: tests/inference/models/test_shared_prefix.py);
 - how image tokens reach the language model (expanded placeholder tokens, or
   cross-attention with one placeholder: Mllama), and whether positions are
   multimodal (Qwen's M-RoPE: 3-D position ids computed from `image_grid_thw`).
@@ -44,13 +44,13 @@ class Family:
 FAMILIES: dict[str, Family] = {
     f.name: f
     for f in (
-        Family("llava", ("llava",)),
+        Family("llava", ("llava",), shared_prefix_verified=True),
         Family("llava-next", ("llava_next",)),
-        Family("llava-onevision", ("llava_onevision",)),
+        Family("llava-onevision", ("llava_onevision",), shared_prefix_verified=True),
         Family("qwen2-vl", ("qwen2_vl",), positions="mrope"),
         Family("qwen2.5-vl", ("qwen2_5_vl",), positions="mrope"),
         Family("gemma3", ("gemma3",), nested_images=True),
-        Family("idefics3", ("idefics3",), nested_images=True),
+        Family("idefics3", ("idefics3",), nested_images=True, shared_prefix_verified=True),
         Family("smolvlm", ("smolvlm",), nested_images=True),
         Family("mllama", ("mllama",), nested_images=True, image_tokens="cross-attention"),
     )

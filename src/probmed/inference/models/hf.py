@@ -5,32 +5,48 @@ weights); a local directory is fingerprinted by the content of its weights, so
 retraining a local model in place re-asks its questions. Checkpoints that ship
 their own modelling code run only with `trust_remote_code: true` (and, from the
 hub, a pinned revision, so the code that runs is the code that was reviewed).
-Greedy decoding only. The questions of one image are one batch (the image is
-encoded once per row but loaded once). `mode: logits` reads P(yes) and P(no) at
-the first answer position from a single forward pass instead of generating,
-summing over every token that starts a "yes" / "no" (answer_tokens);
-descriptions (`task="describe"`) are always generated.
+Greedy decoding only. `mode: logits` reads P(yes) and P(no) at the first answer
+position from a single forward pass instead of generating, summing over every
+token that starts a "yes" / "no" (answer_tokens); descriptions
+(`task="describe"`) are always generated.
+
+The questions of one image are answered together, one of two ways (the path is
+a speed detail, never part of an answer's key; `stats()` counts both and
+`run_info()` records them with the run):
+- shared prefix (`shared_prefix`): the image is decoded, preprocessed and
+  encoded once, the prompt prefix it shares with the other questions (template
+  text + image tokens) is prefilled once, and the question suffixes run in one
+  pass from that KV cache. Used for the families whose answers on this path are
+  proven equal to the per-question path (`Family.shared_prefix_verified`),
+  unless `prefix_cache: off`;
+- per-image batch: every question is a full prompt with its own copy of the
+  image, padded into one batch (any other family, or a batch the shared path
+  cannot take exactly).
 
 What differs between model families (how images are passed, where image tokens
 go, which processor loads without torchvision) lives in `families`; the prompt
 for one question is `chat_prompt`, the processor inputs for a batch are
-`encode`, so a shared-prefix path (prefill system text + image once per image)
-can reuse both.
+`encode`; both paths use both.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
 from probmed.core.errors import BackendError, ConfigError, MissingFileError
+from probmed.inference.models import shared_prefix
 from probmed.inference.models.answer_tokens import AnswerTokens, answer_tokens
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.models.config import BackendConfig, answer_field, run_field
 from probmed.inference.models.families import GENERIC, Family, family_of, load_processor, processor_images
 from probmed.inference.models.hub import pin_problem
+
+# auto: the shared-prefix path where the family is verified; on: the same, and an error where it cannot run
+PREFIX_CACHE_MODES = ("auto", "on", "off")
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -44,6 +60,7 @@ class HFConfig(BackendConfig):
     trust_remote_code: bool = answer_field(False, when_set=True)  # run the checkpoint's own modelling code
     device: str = run_field("cpu")  # cpu, cuda, or auto (device_map)
     threads: int | None = run_field(None)  # torch CPU threads
+    prefix_cache: str = run_field("auto")  # auto | on | off: the shared-prefix path (a speed detail, never a key)
 
 
 def yes_probability(logits, tokens: AnswerTokens):
@@ -91,18 +108,32 @@ class HFBackend(Backend):
         if self.mode not in ("generate", "logits"):
             raise ConfigError(f"models.{name}.mode = {self.mode!r}, expected 'generate' or 'logits'")
         self.max_new_tokens = self.config.max_new_tokens
+        self.prefix_cache = self.config.prefix_cache
+        if self.prefix_cache not in PREFIX_CACHE_MODES:
+            raise ConfigError(f"models.{name}.prefix_cache = {self.prefix_cache!r}, expected one of {PREFIX_CACHE_MODES}")
+        self.counters: Counter[str] = Counter()  # questions per path, image encodes, prefill tokens
+        self.fallbacks: Counter[str] = Counter()  # why questions did not take the shared-prefix path
         self._model = None
         self._processor = None
         self.family: Family = GENERIC
         self.answer_tokens: AnswerTokens | None = None
 
     def run_info(self) -> dict[str, Any]:
-        """How the run answered: the model family, the prompt path, and in logit mode the counted token ids."""
+        """How the run answered: the model family, the path each question took (with the reasons for any
+        fallback), and in logit mode the counted token ids."""
+        paths = {"prefix_cache": self.prefix_cache,
+                 "questions_by_path": {p.replace("_", "-"): self.counters[f"{p}_questions"]
+                                       for p in ("shared_prefix", "per_image_batch")
+                                       if self.counters[f"{p}_questions"]}}
+        taken = list(paths["questions_by_path"])
+        paths["path"] = " + ".join(taken) if taken else "none (every answer was in the store)"
+        if self.fallbacks:
+            paths["fallbacks"] = dict(self.fallbacks)
         try:
             self.processor()  # a fully cached run never loaded it
         except BackendError as exc:  # the answers are safe in the store; say why the facts are missing
-            return {"family": "unknown", "path": "per-question", "error": str(exc)}
-        info: dict[str, Any] = {"family": self.family.name, "path": "per-question"}
+            return {"family": "unknown", **paths, "error": str(exc)}
+        info: dict[str, Any] = {"family": self.family.name, **paths}
         if self.answer_tokens is not None:
             info["answer_tokens"] = self.answer_tokens.record()
         return info
@@ -183,51 +214,110 @@ class HFBackend(Backend):
 
     # --- answering -------------------------------------------------------------
 
-    def _inputs(self, items: list[Item]):
+    def _image(self, item: Item):
+        """The item's image, decoded and converted to RGB."""
         from PIL import Image
 
+        try:
+            with Image.open(item.image_path) as im:
+                return im.convert("RGB")
+        except (OSError, ValueError) as exc:
+            raise MissingFileError(f"image {item.image_id}: cannot read {item.image_path}: {exc}") from None
+
+    def _prompts(self, items: list[Item]) -> list[str]:
+        return [chat_prompt(self.processor(), it.prompt, self.context.get("system_prompt")) for it in items]
+
+    def _inputs(self, items: list[Item]):
+        """Processor inputs for a per-image batch: every prompt with its own copy of its image, left padded."""
         model, processor = self.load()
-        images = {}
+        images: dict[str, Any] = {}
         for it in items:
-            key = str(it.image_path)
-            if key not in images:
-                try:
-                    with Image.open(it.image_path) as im:
-                        images[key] = im.convert("RGB")
-                except (OSError, ValueError) as exc:
-                    raise MissingFileError(f"image {it.image_id}: cannot read {it.image_path}: {exc}") from None
-        system = self.context.get("system_prompt")
-        prompts = [chat_prompt(processor, it.prompt, system) for it in items]
-        batch = encode(processor, self.family, [images[str(it.image_path)] for it in items], prompts)
+            if str(it.image_path) not in images:
+                images[str(it.image_path)] = self._image(it)
+        batch = encode(processor, self.family, [images[str(it.image_path)] for it in items], self._prompts(items))
         return batch.to(self.device)
 
     def _answer(self, items: list[Item]) -> list[Answer]:
         out: list[Answer | None] = [None] * len(items)
-        groups: dict[tuple[bool, int], list[int]] = {}
+        groups: dict[tuple[bool, int, str], list[int]] = {}
         for i, it in enumerate(items):
             generate = self.mode == "generate" or it.task != "answer"
-            groups.setdefault((generate, it.max_new_tokens or self.max_new_tokens), []).append(i)
-        for (generate, max_new), idx in groups.items():
-            sub = [items[i] for i in idx]
-            answers = self.generate(sub, max_new) if generate else self.logits(sub)
+            groups.setdefault((generate, it.max_new_tokens or self.max_new_tokens, str(it.image_path)), []).append(i)
+        for (generate, max_new, _), idx in groups.items():
+            answers = self._answer_image([items[i] for i in idx], generate, max_new)
             for i, a in zip(idx, answers):
                 out[i] = a
         return [a for a in out if a is not None]
 
-    def generate(self, items: list[Item], max_new_tokens: int | None = None) -> list[Answer]:
-        """Greedy generation for a batch; one Answer per item."""
+    def _answer_image(self, items: list[Item], generate: bool, max_new: int) -> list[Answer]:
+        """The questions of one image: the shared-prefix path where it is verified and exact, else a per-image batch."""
+        if self.prefix_cache != "off" and len(items) > 1:
+            self.load()
+            if self.family.shared_prefix_verified:
+                try:
+                    return self._shared_prefix(items, generate, max_new)
+                except shared_prefix.PrefixUnsupported as exc:
+                    reason = str(exc)
+            else:
+                reason = f"the {self.family.name} family is not verified for the shared-prefix path"
+            if self.prefix_cache == "on":
+                raise BackendError(f"model {self.name}: prefix_cache=on but {reason}")
+            self.fallbacks[reason] += len(items)
+        return self.generate(items, max_new) if generate else self.logits(items)
+
+    def _shared_prefix(self, items: list[Item], generate: bool, max_new: int) -> list[Answer]:
+        """One image decode, vision encode and prefix prefill; the question suffixes in one pass."""
         import torch
 
         model, processor = self.load()
+        image = processor_images(self.family, [self._image(items[0])])
+        encoded = shared_prefix.encode_image_once(processor, image, self._prompts(items))
+        prefix_len = shared_prefix.plan(encoded)
+        lengths = [len(x) for x in encoded.ids]
+        t0 = time.perf_counter()
+        with torch.no_grad():
+            cache = shared_prefix.prefill(model, encoded, prefix_len, self.device)
+            if generate or not shared_prefix.packs_suffixes(model):
+                batch = shared_prefix.pad_suffixes(encoded, prefix_len, processor.tokenizer.pad_token_id, self.device)
+                suffix_tokens = batch.suffix.numel()
+                if generate:
+                    new = shared_prefix.generate(model, batch, cache, max_new)
+                else:
+                    last = shared_prefix.padded_logits(model, batch, cache)
+            else:
+                last = shared_prefix.packed_logits(model, encoded, prefix_len, cache, self.device)
+                suffix_tokens = sum(lengths) - prefix_len * len(lengths)
+        dt = (time.perf_counter() - t0) / len(items)
+        self._count("shared_prefix", len(items), encodes=1, prefill=prefix_len + suffix_tokens)
+        return self._text_answers(new, lengths, dt) if generate else self._logit_answers(last, lengths, dt)
+
+    def _count(self, path: str, questions: int, encodes: int, prefill: int) -> None:
+        self.counters[f"{path}_questions"] += questions
+        self.counters["image_encodes"] += encodes  # image preprocessing and vision tower runs
+        self.counters["prefill_tokens"] += prefill  # prompt positions run through the language model
+
+    def stats(self) -> dict[str, Any]:
+        return dict(self.counters)
+
+    def generate(self, items: list[Item], max_new_tokens: int | None = None) -> list[Answer]:
+        """Greedy generation for a per-image batch; one Answer per item."""
+        import torch
+
+        model, _ = self.load()
         batch = self._inputs(items)
         t0 = time.perf_counter()
         with torch.no_grad():
             out = model.generate(**batch, max_new_tokens=max_new_tokens or self.max_new_tokens, do_sample=False)
         dt = (time.perf_counter() - t0) / len(items)
-        new = out[:, batch["input_ids"].shape[1] :]
-        tok = processor.tokenizer
+        self._count("per_image_batch", len(items), encodes=len(items), prefill=batch["input_ids"].numel())
+        lengths = [int(m.sum()) for m in batch["attention_mask"]]
+        return self._text_answers(out[:, batch["input_ids"].shape[1] :], lengths, dt)
+
+    def _text_answers(self, new_tokens, prompt_lengths: list[int], dt: float) -> list[Answer]:
+        """Decoded continuations, each cut at its first end-of-sequence or padding token."""
+        tok = self.processor().tokenizer
         answers = []
-        for row, mask in zip(new, batch["attention_mask"]):
+        for row, length in zip(new_tokens, prompt_lengths):
             ids = row.tolist()
             n = len(ids)
             for j, t in enumerate(ids):
@@ -235,34 +325,36 @@ class HFBackend(Backend):
                     n = j
                     break
             text = tok.decode(ids[:n], skip_special_tokens=True).strip()
-            answers.append(
-                Answer(response=text, latency_s=dt, prompt_tokens=int(mask.sum()), completion_tokens=n)
-            )
+            answers.append(Answer(response=text, latency_s=dt, prompt_tokens=length, completion_tokens=n))
         return answers
 
     def logits(self, items: list[Item]) -> list[Answer]:
-        """P(yes) from one forward pass: softmax at the first answer position, yes vs no spellings."""
+        """P(yes) from one forward pass of a per-image batch: softmax at the first answer position."""
         import torch
 
         model, _ = self.load()
         batch = self._inputs(items)
         t0 = time.perf_counter()
         with torch.no_grad():
-            logits = model(**batch).logits[:, -1, :].float()
-        assert self.answer_tokens is not None  # set by load() in logit mode
-        p_yes_t, p_y, p_n = yes_probability(logits, self.answer_tokens)
-        p_yes = p_yes_t.tolist()
+            last = model(**batch, logits_to_keep=1).logits[:, -1, :]
         dt = (time.perf_counter() - t0) / len(items)
+        self._count("per_image_batch", len(items), encodes=len(items), prefill=batch["input_ids"].numel())
+        return self._logit_answers(last, [int(m.sum()) for m in batch["attention_mask"]], dt)
+
+    def _logit_answers(self, last_logits, prompt_lengths: list[int], dt: float) -> list[Answer]:
+        """Every spelling of yes vs no at the first answer position -> P(yes) and a label."""
+        assert self.answer_tokens is not None  # set by processor() in logit mode
+        p_yes, p_y, p_n = yes_probability(last_logits, self.answer_tokens)
         return [
             Answer(
                 response="",
                 label="yes" if p >= 0.5 else "no",
                 p_yes=float(p),
                 latency_s=dt,
-                prompt_tokens=int(m.sum()),
+                prompt_tokens=length,
                 extra={"p_yes_raw": float(a), "p_no_raw": float(b)},
             )
-            for p, m, a, b in zip(p_yes, batch["attention_mask"], p_y.tolist(), p_n.tolist())
+            for p, length, a, b in zip(p_yes.tolist(), prompt_lengths, p_y.tolist(), p_n.tolist())
         ]
 
     def close(self) -> None:

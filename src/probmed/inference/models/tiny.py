@@ -7,18 +7,49 @@ CLIP vision tower + tiny Llama language model) with a word-level tokenizer
 trained in-process and a LlavaProcessor with a small chat template, saved so the
 Auto classes load it like any hub checkpoint. Untrained it answers noise; the
 fine-tuning stage teaches it yes/no.
+
+`REALISTIC` is the same architecture with LLaVA-1.5's token geometry (336 px
+images, 14 px patches: 576 image tokens before the question) and a small
+language model, so the split of a prompt into a shared image prefix and a
+per-question suffix, and so the cost of each, is that of the real model
+(benchmarks/predict_speed.py).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Iterable
 
 from probmed.core import vocab
 
-IMAGE_SIZE = 32
-PATCH_SIZE = 8
-HIDDEN = 48
+
+@dataclass(frozen=True)
+class LlavaGeometry:
+    """Sizes of a LLaVA built from config: the image grid, the vision tower, the language model."""
+
+    image_size: int = 32
+    patch_size: int = 8
+    vision_hidden: int = 48
+    vision_layers: int = 2
+    hidden: int = 48
+    layers: int = 2
+    heads: int = 2
+    intermediate: int = 96
+
+    @property
+    def image_tokens(self) -> int:
+        return (self.image_size // self.patch_size) ** 2
+
+
+TINY = LlavaGeometry()
+# LLaVA-1.5's token geometry: CLIP ViT-L/14 at 336 px, so 576 image tokens before the question. The vision
+# tower and language model are a few narrow layers so it runs on a CPU, in LLaVA-1.5-7B's proportions where they
+# decide the prefix/suffix split: the vision tower costs about a tenth of the prefill (a few percent in 7B), and
+# the output layer over the (word-level) vocabulary a few percent of a token (2% in 7B, over 32,064 words).
+REALISTIC = LlavaGeometry(image_size=336, patch_size=14, vision_hidden=128, vision_layers=2, hidden=256, layers=4,
+                          heads=4, intermediate=688)
+
 SPECIAL_TOKENS = ("<pad>", "<unk>", "<s>", "</s>", "<image>")
 
 # Plain text the word-level vocabulary is trained on: the words the question
@@ -81,10 +112,12 @@ def build_tokenizer(corpus: Iterable[str] = ()):
     return fast
 
 
-def build_tiny_llava(out_dir: str | Path, seed: int = 0, corpus: Iterable[str] = ()) -> Path:
+def build_tiny_llava(
+    out_dir: str | Path, seed: int = 0, corpus: Iterable[str] = (), geometry: LlavaGeometry = TINY
+) -> Path:
     """Build, save and return the directory of a tiny LLaVA (model + processor).
 
-    Deterministic for a given seed and corpus; loadable with
+    Deterministic for a given seed, corpus and geometry; loadable with
     AutoModelForImageTextToText / AutoProcessor and servable by `transformers serve`.
     `corpus` adds words (e.g. the question texts) to the tokenizer vocabulary.
     """
@@ -103,35 +136,35 @@ def build_tiny_llava(out_dir: str | Path, seed: int = 0, corpus: Iterable[str] =
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(corpus)
     image_token_id = tokenizer.convert_tokens_to_ids("<image>")
+    g = geometry
     vision = CLIPVisionConfig(
-        hidden_size=HIDDEN,
-        intermediate_size=2 * HIDDEN,
-        num_hidden_layers=2,
+        hidden_size=g.vision_hidden,
+        intermediate_size=2 * g.vision_hidden,
+        num_hidden_layers=g.vision_layers,
         num_attention_heads=2,
-        image_size=IMAGE_SIZE,
-        patch_size=PATCH_SIZE,
-        projection_dim=HIDDEN,
+        image_size=g.image_size,
+        patch_size=g.patch_size,
+        projection_dim=g.vision_hidden,
         num_channels=3,
     )
     text = LlamaConfig(
         vocab_size=len(tokenizer),
-        hidden_size=HIDDEN,
-        intermediate_size=2 * HIDDEN,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        num_key_value_heads=2,
-        max_position_embeddings=512,
+        hidden_size=g.hidden,
+        intermediate_size=g.intermediate,
+        num_hidden_layers=g.layers,
+        num_attention_heads=g.heads,
+        num_key_value_heads=g.heads,
+        max_position_embeddings=max(512, 2 * g.image_tokens),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         tie_word_embeddings=False,
     )
-    n_patches = (IMAGE_SIZE // PATCH_SIZE) ** 2
     config = LlavaConfig(
         vision_config=vision,
         text_config=text,
         image_token_index=image_token_id,
-        image_seq_length=n_patches,
+        image_seq_length=g.image_tokens,
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,
     )
@@ -150,15 +183,15 @@ def build_tiny_llava(out_dir: str | Path, seed: int = 0, corpus: Iterable[str] =
         eos_token_id=tokenizer.eos_token_id,
     )
     image_processor = CLIPImageProcessorPil(
-        size={"shortest_edge": IMAGE_SIZE},
-        crop_size={"height": IMAGE_SIZE, "width": IMAGE_SIZE},
+        size={"shortest_edge": g.image_size},
+        crop_size={"height": g.image_size, "width": g.image_size},
         do_center_crop=True,
         do_convert_rgb=True,
     )
     processor = LlavaProcessor(
         image_processor=image_processor,
         tokenizer=tokenizer,
-        patch_size=PATCH_SIZE,
+        patch_size=g.patch_size,
         vision_feature_select_strategy="default",
         chat_template=CHAT_TEMPLATE,
         image_token="<image>",
