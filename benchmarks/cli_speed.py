@@ -77,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         env["PYTHONPYCACHEPREFIX"] = str(Path(tmp) / "pycache")
         bare, _, _, _ = best([sys.executable, "-c", "pass"], args.repeat, env)
-        help_s, _, help_mb, _ = best([probmed, "--help"], args.repeat, env)
+        help_s, help_cpu, help_mb, _ = best([probmed, "--help"], args.repeat, env)
         responses = Path(tmp) / "responses.json"
         # generated in a child: this process stays small, so the children it forks report their own peak memory
         subprocess.run([sys.executable, __file__, "--write-responses", str(responses), "--images", str(args.images),
@@ -93,7 +93,8 @@ def main(argv: list[str] | None = None) -> int:
         assert (a is None and b is None) or abs(a - b) < 1e-9, (cat, a, b)
     ratio, cpu_ratio = ours_s / orig_s, ours_cpu / orig_cpu
     print(f"python -c pass (interpreter start):        {bare:.3f} s")
-    print(f"probmed --help:                            {help_s:.3f} s, {help_mb:.0f} MB  (target < {HELP_TARGET_S} s)")
+    print(f"probmed --help:                            {help_s:.3f} s, {help_cpu:.3f} s CPU, {help_mb:.0f} MB  "
+          f"(target < {HELP_TARGET_S} s)")
     print(f"whole process on {args.records:,} records (best of {args.repeat}; wall, CPU, peak memory):")
     print(f"  original calculate_score.py logic:       {orig_s:.3f} s, {orig_cpu:.3f} s CPU, {orig_mb:.0f} MB")
     print(f"  probmed score-official:                  {ours_s:.3f} s, {ours_cpu:.3f} s CPU, {ours_mb:.0f} MB")
