@@ -1,4 +1,4 @@
-"""Commands import only what they use: help, plan and score-official start without the heavy libraries.
+"""Commands import only what they use: help, plan, audit and score-official start without the heavy libraries.
 
 Checked by module, not by wall time (benchmarks/cli_speed.py measures the time):
 each command runs in a fresh interpreter that then reports which top-level
@@ -93,4 +93,21 @@ def test_plan_runs_without_model_libraries(tmp_path, repo_root, shared_data):
     code, modules = imported(["plan", "--params", str(repo_root / "params.yaml"), "--out-dir", str(tmp_path / "plan")],
                              cwd=tmp_path)
     assert code == 0 and (tmp_path / "plan" / "gate").is_file()
+    assert not modules & set(MODEL_LIBRARIES), sorted(modules & set(MODEL_LIBRARIES))
+
+
+def test_audit_runs_without_model_libraries(tmp_path, repo_root, shared_data):
+    """The audit of a question set (records checked, pixels read) needs no model; only --blind loads one."""
+    from probmed.benchmark.questions import generate_questions
+    from probmed.benchmark.sources.vqarad import load_vqarad
+    from probmed.core.records import write_image_records
+
+    records = [r for r in load_vqarad(shared_data / "vqa-rad", shared_data).records if r.image_path][:12]
+    write_image_records(records, tmp_path / "records.parquet")
+    generate_questions(records, seed=0)[0].to_parquet(tmp_path / "q.parquet")
+    code, modules = imported(["audit", str(tmp_path / "q.parquet"), "--records", str(tmp_path / "records.parquet"),
+                              "--image-root", str(shared_data), "--out-dir", str(tmp_path / "audit"),
+                              "--params", str(repo_root / "params.yaml")])
+    assert code == 0 and (tmp_path / "audit" / "audit.json").is_file()
+    assert json.loads((tmp_path / "audit" / "audit.json").read_text())["meta"]["questions"] > 0
     assert not modules & set(MODEL_LIBRARIES), sorted(modules & set(MODEL_LIBRARIES))
