@@ -1,9 +1,9 @@
 """Prediction speed, measured side by side in one run on real images and generated questions.
 
 1. The physical limit (`--realistic-images` ChestX-ray14 radiographs, the generator's questions drawn as the
-   ProbMed release draws them, strategy `random`: 9.8 per image here, 9.1 in the release): a randomly
-   initialised LLaVA with LLaVA-1.5's token geometry (336 px, 14 px patches: 576 image tokens;
-   inference.models.tiny.REALISTIC), in logit mode and in generation (16 new tokens), three ways:
+   ProbMed release draws them, strategy `random`: 9.2 per image on the default 6 images, 8.3 on the 12 of
+   part 2, 9.1 in the release): a randomly initialised LLaVA with LLaVA-1.5's token geometry (336 px,
+   14 px patches: 576 image tokens; inference.models.tiny.REALISTIC), in logit mode and in generation (16 new tokens), three ways:
    - per question: one question per call (the image decoded, preprocessed, encoded and the whole prompt
      prefilled for every question);
    - per-image batch: the questions of one image in one padded batch (`prefix_cache: off`; the image
