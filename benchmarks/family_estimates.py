@@ -7,9 +7,9 @@ prefix accounting of a ProbMed evaluation:
   the real checkpoint's image geometry (patch size, tiles, resolution limits)
   runs on a sample of the ProbMed source images (ChestX-ray14 1024 px
   radiographs, MedICaT figures) from ../shared/data;
-- per question today (one prompt per question, the image encoded per row):
+- per question (one prompt per question, the image encoded per row; the path of unverified families):
   vision FLOPs + 2 * N_lm * (prefix text + image tokens + question suffix);
-- shared prefix (the performance issue's path: vision encode and prefill of
+- shared prefix (the HF backend's path for verified families: vision encode and prefill of
   system text + image tokens once per image, then the question suffix only):
   (vision + prefix prefill) / questions per image + 2 * N_lm * suffix;
 - throughput: one A100-80GB at 40% of its 312 TFLOP/s bf16 peak (prefill is
