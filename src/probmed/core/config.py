@@ -23,7 +23,6 @@ if TYPE_CHECKING:
 DEFAULT_PARAMS = Path("params.yaml")
 
 
-
 def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()) -> DictConfig:
     """Read params.yaml and apply dotted ``key=value`` overrides."""
     from omegaconf import DictConfig, OmegaConf
