@@ -20,7 +20,7 @@ import traceback
 from typing import Sequence
 
 from probmed.core.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USER_ERROR, ProbmedError
-from probmed.core.process import ParentExited
+from probmed.core.stopping import ParentExited
 
 # OS errors that say the machine cannot go on (exit 3), not that an input is wrong.
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.ENOMEM, errno.EFBIG})

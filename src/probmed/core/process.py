@@ -24,6 +24,8 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
+from probmed.core.stopping import ParentExited  # noqa: F401 (re-exported)
+
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh"})
 STOP = threading.Event()  # set when the parent is gone: ask nothing new, let what is in flight arrive
 _reason: list[str] = [""]
@@ -31,11 +33,6 @@ _reason: list[str] = [""]
 
 def stop_reason() -> str:
     return _reason[0] or "stop requested"
-
-
-class ParentExited(BaseException):
-    """The process that started this one is gone; stop now (a BaseException, so no
-    ``except Exception`` in a backend swallows it)."""
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
