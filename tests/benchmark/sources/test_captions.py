@@ -65,5 +65,5 @@ def test_caption_records_carry_their_licence(shared_data: Path, tmp_path: Path) 
 
     licences = read_roco_licences(shared_data / "roco-captions" / "test" / "radiology" / "licences.txt")
     assert licences["ROCO_00001"] == "CC BY-NC" and "ROCO_ID" not in licences
-    res = load_medicat(shared_data / "medicat-sample", tmp_path)
+    res = load_medicat(shared_data / "medicat-sample", shared_data)  # the image root holds the figures
     assert res.records and all(r.licence and not commercial_use(r.licence) for r in res.records)
