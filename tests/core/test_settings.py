@@ -5,13 +5,23 @@ from __future__ import annotations
 import pytest
 
 from probmed.core.errors import ConfigError
-from probmed.core.settings import ABLATIONS, BASE_SETTING, SETTING_NAMES, SETTINGS, get_setting
+from probmed.core.settings import (
+    ABLATIONS,
+    BASE_SETTING,
+    IMAGE_CONTROLS,
+    PROMPT_ABLATIONS,
+    SETTING_NAMES,
+    SETTINGS,
+    get_setting,
+)
 from probmed.reporting import plots, report, tracking
 
 
 def test_the_table_in_order():
-    assert SETTING_NAMES == ("vanilla", "cot", "described") and BASE_SETTING == SETTING_NAMES[0]
-    assert ABLATIONS == ("cot", "described")
+    assert SETTING_NAMES == ("vanilla", "cot", "described", "blank", "shuffled") and BASE_SETTING == SETTING_NAMES[0]
+    assert ABLATIONS == ("cot", "described", "blank", "shuffled")
+    assert PROMPT_ABLATIONS == ("cot", "described") and IMAGE_CONTROLS == ("blank", "shuffled")
+    assert SETTINGS["blank"].image == "blank" and SETTINGS["vanilla"].image == "real"
     assert SETTINGS["cot"].description_by == "self" and SETTINGS["described"].description_by == "describer"
 
 

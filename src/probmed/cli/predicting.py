@@ -150,6 +150,7 @@ def _predict(args: argparse.Namespace) -> int:
             batch_size=int(pc.get("batch_size", 64)),
             progress=not args.no_progress,
             options=options,
+            control_seed=int(cfg.get("seed", 0)),
         )
     finally:
         backend.close()

@@ -28,13 +28,13 @@ def _score_settings(params: str | None, overrides: list[str]):
 def cmd_score(args: argparse.Namespace) -> int:
     from probmed.core.release_format import read_questions_any
     from probmed.core.records import read_predictions
-    from probmed.scoring.run import evaluate, write_run
+    from probmed.scoring.run import evaluate, per_image, write_run
 
     settings = _score_settings(args.params, args.overrides + args.dotted)
     questions = read_questions_any(args.questions)
     predictions = read_predictions(args.predictions)
     metrics = evaluate(questions, predictions, settings, name=args.name)
-    write_run(metrics, args.out_dir, label=args.name)
+    write_run(metrics, args.out_dir, label=args.name, per_image_sums=per_image(questions, predictions))
     o = metrics["overall"]
     print(
         f"{metrics['meta']['model']}: accuracy with adversarial pairs {o['accuracy_adv_pairs_original_weighting']:.2f}% "
@@ -55,12 +55,13 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_score_responses(args: argparse.Namespace) -> int:
     from probmed.core.release_format import read_response_file
-    from probmed.scoring.run import evaluate, from_response_records, write_run
+    from probmed.scoring.run import evaluate, from_response_records, per_image, write_run
 
     settings = _score_settings(args.params, args.overrides + args.dotted)
     questions, predictions = from_response_records(read_response_file(args.responses), str(args.responses))
     metrics = evaluate(questions, predictions, settings, name=args.name or Path(args.responses).stem)
-    write_run(metrics, args.out_dir, label=args.name or Path(args.responses).stem)
+    write_run(metrics, args.out_dir, label=args.name or Path(args.responses).stem,
+              per_image_sums=per_image(questions, predictions))
     o = metrics["overall"]
     print(
         f"{len(questions)} responses: accuracy with adversarial pairs "

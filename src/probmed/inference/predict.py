@@ -24,6 +24,7 @@ from typing import Any, Callable
 import pandas as pd
 from tqdm import tqdm
 
+from probmed.inference.ablation import control_images
 from probmed.inference.answer_parser import parse_answer
 from probmed.core.errors import ConfigError, DiskFullError, RecordError
 from probmed.core.process import ParentExited, stop_reason
@@ -335,11 +336,14 @@ def run_predictions(
     progress: bool = True,
     fsync: bool = True,
     options: StoreOptions | None = None,
+    control_seed: int = 0,
 ) -> RunResult:
     """Answer every question of the shard; returns the prediction table in question order.
 
     Every image is found inside the image root before anything is asked, and decoded before a
-    backend first sees it.
+    backend first sees it. In an image-control setting (`blank`, `shuffled`) every image is
+    replaced before the backend sees it (probmed.inference.ablation; `control_seed` draws the
+    shuffle); a backend that never sees the image answers exactly as in `vanilla`.
     """
     t_start = time.perf_counter()
     options = options or StoreOptions(fsync=fsync)
@@ -347,6 +351,10 @@ def run_predictions(
         raise ConfigError(f"model {backend.name!r} never sees the image; only setting={BASE_SETTING} applies to it")
     part = shard_questions(questions, *shard)
     image_paths = resolve_images(part, Path(image_root)) if backend.supports_images else {}
+    spec = get_setting(setting)
+    if backend.supports_images and spec.is_image_control:
+        image_paths = control_images(spec, questions, image_paths, lambda q: resolve_images(q, Path(image_root)),
+                                     Path(store_dir) / backend.name, control_seed, file_hash)
     decoded = DecodedImages()  # every image is decoded before a backend sees it
     store = options.open(Path(store_dir) / backend.name, store_file_name(shard))
     try:

@@ -6,6 +6,7 @@ atomically, so a failure never leaves a half-scored run behind.
 
 from __future__ import annotations
 
+import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
@@ -14,9 +15,10 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from probmed.core.records import remove_stale_temps, write_json_atomic, write_text_atomic
+from probmed.core.records import remove_stale_temps, write_json_atomic, write_parquet, write_text_atomic
 from probmed.scoring.evidence import known_absent_scores
-from probmed.scoring.metrics import prepare, score_prepared
+from probmed.scoring.compare import per_image_table
+from probmed.scoring.metrics import Prepared, prepare, score_prepared
 from probmed.scoring.procedural import procedural
 from probmed.scoring.robustness import DEFAULT_FRACTIONS, subset_robustness_prepared
 from probmed.scoring.tables import render_all
@@ -110,8 +112,7 @@ def evaluate(
         "n_questions": int(len(questions)),
         "n_predictions": prepared.n_predictions,
         "extra_predictions": prepared.extra_predictions,
-        "n_failed": int((prepared.label == "failed").sum()),
-        "n_missing": int((prepared.label == "missing").sum()),
+from probmed.core.records import remove_stale_temps, write_json_atomic, write_parquet, write_text_atomic
         "bootstrap_resamples": settings.bootstrap_resamples,
         "ci_level": settings.ci_level,
         "seed": settings.seed,
@@ -123,6 +124,18 @@ def evaluate(
         "subset_robustness": subset_robustness_prepared(prepared, settings.subset_fractions, settings.subset_seed),
         "known_absent": known_absent_scores(questions, predictions),
     })
+
+
+def answers_digest(prepared: Prepared) -> str:
+    """SHA-256 over (qid, parsed label) in question order: equal digests mean identical answers to
+    every question (the report warns when two settings of one model give identical predictions)."""
+    lines = "".join(f"{qid}\t{label}\n" for qid, label in zip(prepared.frame["qid"].astype(str), prepared.label))
+    return hashlib.sha256(lines.encode()).hexdigest()
+
+
+def per_image(questions: pd.DataFrame, predictions: pd.DataFrame) -> pd.DataFrame:
+    """The run's per-image sums (probmed.scoring.compare.per_image_table): what paired comparisons resample."""
+    return per_image_table(prepare(questions, predictions))
 
 
 def _json_safe(obj: Any) -> Any:
@@ -138,8 +151,12 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-def write_run(metrics: Mapping[str, Any], out_dir: str | Path, label: str | None = None) -> list[Path]:
-    """Write metrics.json and every table (CSV + Markdown) into ``out_dir``."""
+PER_IMAGE_FILE = "per_image.parquet"
+
+
+def write_run(metrics: Mapping[str, Any], out_dir: str | Path, label: str | None = None,
+              per_image_sums: pd.DataFrame | None = None) -> list[Path]:
+    """Write metrics.json, every table (CSV + Markdown) and the per-image sums into ``out_dir``."""
     out_dir = Path(out_dir)
     remove_stale_temps(out_dir)  # a killed earlier score run's hidden .tmp files
     label = label or str(metrics.get("meta", {}).get("model") or "model")
@@ -148,6 +165,9 @@ def write_run(metrics: Mapping[str, Any], out_dir: str | Path, label: str | None
     for fname, text in texts.items():
         write_text_atomic(text, out_dir / fname)
         written.append(out_dir / fname)
+    if per_image_sums is not None:
+        write_parquet(per_image_sums, out_dir / PER_IMAGE_FILE)
+        written.append(out_dir / PER_IMAGE_FILE)
     write_json_atomic(metrics, out_dir / "metrics.json")  # last: its presence marks a complete run
     written.append(out_dir / "metrics.json")
     return written
