@@ -2,7 +2,10 @@
 
 Examples are the project's own probing questions (one closed question, one image,
 answer yes/no), rendered with the same prompt as evaluation, so the model is
-trained on exactly what it is later probed with. Images are grouped by
+trained on exactly what it is later probed with. The pretrain stage can add a
+short description task (the `describe` prompt, answered with a description
+written from the image record: modality, organ, findings), so the default
+model's descriptions in the `cot` and `described` settings depend on the image. Images are grouped by
 (source, modality, organ); every patient lands wholly in `train` or `eval`, so a
 held-out evaluation never sees another image of a training patient.
 """
@@ -31,8 +34,36 @@ IGNORE_INDEX = -100
 # --- Splits --------------------------------------------------------------------
 
 
+def describe_record(modality: str, organ: str, abnormal: Any, findings: Any, max_findings: int = 2) -> str:
+    """A short description of an image written from its record, the target of the description task.
+
+    ``"x-ray of the chest. findings: nodule, effusion."`` (at most `max_findings`
+    distinct conditions, positions left out: short targets keep the task cheap);
+    ``"ct scan of the abdomen. no abnormal findings."`` for a normal image; modality
+    and organ alone when abnormality is unknown. `findings` is the record's list
+    (or its JSON text) of ``{condition, position}``.
+    """
+    import json
+
+    from probmed.core.vocab import MODALITY_QUESTION_NAMES, ORGAN_QUESTION_NAMES
+
+    what = MODALITY_QUESTION_NAMES.get(modality, "medical image").lower()
+    text = f"{what} of the {ORGAN_QUESTION_NAMES[organ]}" if organ in ORGAN_QUESTION_NAMES else what
+    items = json.loads(findings) if isinstance(findings, str) else list(findings or [])
+    named: list[str] = []
+    for f in items:
+        condition = f["condition"] if isinstance(f, Mapping) else f.condition
+        if condition not in named and len(named) < max_findings:
+            named.append(condition)
+    if named:
+        return f"{text}. findings: {', '.join(named)}."
+    if abnormal is False:
+        return f"{text}. no abnormal findings."
+    return f"{text}."
+
+
 def image_table(records: pd.DataFrame) -> pd.DataFrame:
-    """One row per image: image_id, group keys and a patient key.
+    """One row per image: image_id, group keys, a patient key and the record's description.
 
     Sources without patient ids (VQA-RAD, MedICaT) treat each image as its own
     patient; the key is prefixed with the source so ids of two sources never meet.
@@ -48,6 +79,10 @@ def image_table(records: pd.DataFrame) -> pd.DataFrame:
         for src, pid, iid in zip(records["source"], patients.tolist(), records["image_id"])
     ]
     table["patient_key"] = own
+    findings = records["findings"] if "findings" in records.columns else pd.Series([None] * len(records))
+    abnormal = records["abnormal"] if "abnormal" in records.columns else pd.Series([None] * len(records))
+    table["description"] = [describe_record(m, o, a, f) for m, o, a, f in zip(
+        records["modality"], records["organ"], abnormal.tolist(), findings.tolist())]
     return table.drop_duplicates("image_id").reset_index(drop=True)
 
 
@@ -87,7 +122,7 @@ def attach_images(questions: pd.DataFrame, images: pd.DataFrame, splits: pd.Seri
         )
     out = questions.drop(columns=[c for c in GROUP_KEYS if c in questions.columns and c != "source"]).copy()
     joined = known.loc[out["image_id"]]
-    for key in ("modality", "organ", "patient_key"):
+    for key in ("modality", "organ", "patient_key", "description"):
         out[key] = joined[key].to_numpy()
     out["source"] = joined["source"].to_numpy()
     out["split"] = splits.loc[out["image_id"]].to_numpy()
@@ -132,11 +167,15 @@ def render_prompt(question: str, prompts: Any = None) -> str:
 
 @dataclass(frozen=True)
 class Example:
+    """One training example: a closed question (`answer` yes | no) or, with task "describe",
+    the describe prompt and the record's description as `answer`."""
+
     qid: str
     image_id: str
     image_path: str
     prompt: str
-    answer: str  # yes | no
+    answer: str
+    task: str = "answer"  # answer | describe
 
 
 def examples_from_questions(frame: pd.DataFrame, prompts: Any = None) -> list[Example]:
@@ -148,6 +187,17 @@ def examples_from_questions(frame: pd.DataFrame, prompts: Any = None) -> list[Ex
             raise RecordError(f"questions: record {i} (image {row.image_id}): field 'image_path' is empty")
         examples.append(Example(row.qid, row.image_id, str(path), render_prompt(row.question, prompts), row.answer))
     return examples
+
+
+def description_examples(frame: pd.DataFrame, prompts: Any = None) -> list[Example]:
+    """One description example per image of `frame` (question rows joined with their image's
+    `description`), in first-appearance order: the describe prompt, answered with the description."""
+    from probmed.inference.prompting import PromptSet
+
+    describe = (prompts or PromptSet.from_params(None)).describe
+    images = frame.drop_duplicates("image_id")
+    return [Example(f"describe:{r.image_id}", r.image_id, str(r.image_path), describe, r.description, "describe")
+            for r in images.itertuples(index=False)]
 
 
 def chat_text(processor: Any, prompt: str) -> str:
@@ -176,6 +226,7 @@ class Encoded:
     pixel_values: torch.Tensor  # shared by every question of one image
     answer: str
     qid: str
+    target_ids: list[int] | None = None  # a description's tokens; None: the answer word's tokens
 
 
 def load_image(image_root: Path, example: Example):
@@ -205,7 +256,11 @@ def encode_examples(
         pixels = batch["pixel_values"][0]
         for row, i in enumerate(idx):
             ids = batch["input_ids"][row][batch["attention_mask"][row].bool()]
-            encoded[i] = Encoded(ids.clone(), pixels, examples[i].answer, examples[i].qid)
+            ex = examples[i]
+            target = None
+            if ex.task == "describe":
+                target = processor.tokenizer(ex.answer, add_special_tokens=False)["input_ids"]
+            encoded[i] = Encoded(ids.clone(), pixels, ex.answer, ex.qid, target)
     return [e for e in encoded if e is not None]
 
 
@@ -224,7 +279,8 @@ def collate(
             seqs.append(ids)
             labels.append([IGNORE_INDEX] * len(ids))
         else:
-            target = list(answer_ids[item.answer]) + ([eos_id] if eos_id is not None else [])
+            words = item.target_ids if item.target_ids is not None else answer_ids[item.answer]
+            target = list(words) + ([eos_id] if eos_id is not None else [])
             seqs.append(ids + target)
             labels.append([IGNORE_INDEX] * len(ids) + target)
     width = max(len(s) for s in seqs)

@@ -147,8 +147,9 @@ class VisionLanguageFineTuner(L.LightningModule):
         n = batch["input_ids"].shape[0]
         self.log(f"{stage}_loss", out.loss, prog_bar=True, batch_size=n, on_step=stage == "train", on_epoch=True)
         if self.answer_first is not None:
-            self.log(f"{stage}_answer_acc", answer_accuracy(out.logits, batch["labels"], self.answer_first),
-                     batch_size=n, on_epoch=True)
+            accuracy = answer_accuracy(out.logits, batch["labels"], self.answer_first)
+            if not torch.isnan(accuracy):  # a batch of descriptions only has no yes/no answer
+                self.log(f"{stage}_answer_acc", accuracy, batch_size=n, on_epoch=True)
         return out.loss
 
     def training_step(self, batch: dict[str, torch.Tensor], batch_idx: int) -> torch.Tensor:
@@ -170,9 +171,12 @@ class VisionLanguageFineTuner(L.LightningModule):
 
 
 def answer_accuracy(logits: torch.Tensor, labels: torch.Tensor, yes_no: tuple[int, int]) -> torch.Tensor:
-    """Share of rows whose first answer token prefers the right one of (yes, no)."""
+    """Share of yes/no rows whose first answer token prefers the right one of (yes, no); rows of
+    another task (descriptions) are left out (NaN when a batch has none)."""
     first = (labels != -100).float().argmax(dim=-1)  # position of the first answer token
     rows = torch.arange(labels.shape[0], device=labels.device)
+    target = labels[rows, first]
+    closed = (target == yes_no[0]) | (target == yes_no[1])
     pred_logits = logits[rows, first - 1][:, list(yes_no)]
-    truth = (labels[rows, first] == yes_no[1]).long()  # 0 = yes, 1 = no
-    return (pred_logits.argmax(-1) == truth).float().mean()
+    truth = (target == yes_no[1]).long()  # 0 = yes, 1 = no
+    return (pred_logits.argmax(-1) == truth)[closed].float().mean()

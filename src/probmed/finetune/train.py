@@ -237,7 +237,8 @@ def _stage_model(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any
                  out_dir: Path) -> tuple[Path, str, dict[str, str]]:
     """(model directory, training mode, MLflow tags naming the parent run) of a stage."""
     if stage == "pretrain":
-        return _initial_model(fcfg, frame, prompts, staging / "init"), "full", {}
+        describe = bool(fcfg[stage].get("describe", False))
+        return _initial_model(fcfg, frame, prompts, staging / "init", describe), "full", {}
     model_dir, _revision = resolve_base(out_dir / "pretrain")
     parent_tags: dict[str, str] = {}
     summary = out_dir / "pretrain.json"
@@ -335,9 +336,10 @@ def _train_stage(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any
     model_dir, mode, parent_tags = _stage_model(stage, fcfg, frame, prompts, staging, out_dir)
     processor = AutoProcessor.from_pretrained(model_dir)
     model = load_base_model(model_dir, fcfg.get("dtype"))
+    train_examples, val_examples = training_examples(stage, scfg, train_rows, val_rows, prompts)
     dm = data.ProbingDataModule(
-        data.examples_from_questions(train_rows, prompts),
-        data.examples_from_questions(val_rows, prompts),
+        train_examples,
+        val_examples,
         processor,
         image_root,
         to_plain(fcfg.answer_texts),
@@ -392,13 +394,30 @@ def check_same_split(frame: pd.DataFrame, out_dir: Path) -> None:
         )
 
 
-def _initial_model(fcfg: DictConfig, frame: pd.DataFrame, prompts, where: Path) -> str:
-    """The model the pretrain stage starts from: the tiny LLaVA built from config, or a checkpoint."""
+def training_examples(stage: str, scfg: DictConfig, train_rows: pd.DataFrame, val_rows: pd.DataFrame, prompts
+                      ) -> tuple[list[data.Example], list[data.Example]]:
+    """(train, val) examples: the questions, plus one description per image when
+    `finetune.pretrain.describe` is set (pretrain only), so the model learns to describe images."""
+    train = data.examples_from_questions(train_rows, prompts)
+    val = data.examples_from_questions(val_rows, prompts)
+    if stage == "pretrain" and scfg.get("describe", False):
+        train += data.description_examples(train_rows, prompts)
+        val += data.description_examples(val_rows, prompts)
+    return train, val
+
+
+def _initial_model(fcfg: DictConfig, frame: pd.DataFrame, prompts, where: Path, describe: bool = False) -> str:
+    """The model the pretrain stage starts from: the tiny LLaVA built from config, or a checkpoint.
+
+    The tiny model's word-level vocabulary is trained on the prompts it will see (and, with the
+    description task, on the describe prompt and the records' descriptions)."""
     base = str(fcfg.base_model)
     if base == "tiny":
         from probmed.inference.models.tiny import build_tiny_llava
 
         corpus = [prompts.question_prompt("vanilla", q) for q in frame["question"].drop_duplicates()]
+        if describe:
+            corpus += [prompts.describe, *frame["description"].drop_duplicates()]
         return str(build_tiny_llava(where, seed=int(fcfg.seed), corpus=corpus))
     return base
 

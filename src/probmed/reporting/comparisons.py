@@ -1,0 +1,121 @@
+"""Every difference the report shows, with a paired bootstrap interval over the same images.
+
+Three kinds of difference, all computed by probmed.scoring.compare from the
+per-image sums ``probmed score`` writes beside each metrics.json:
+
+- setting differences: each ablation minus the same model's ``vanilla`` run
+  (cot, described, blank, shuffled);
+- visual reliance: ``vanilla`` minus each image control (blank, shuffled), with
+  the "answers without looking" flag per model and category;
+- model differences: model A minus model B in ``vanilla`` on the same question
+  set, for the pairs named in ``report.model_comparisons``.
+
+It also finds runs of one model whose answers are identical to another of its
+settings (equal answers digest): such a difference is 0 by construction, and
+the report says so instead of letting two equal bars pass for a result.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Sequence
+
+import pandas as pd
+
+from probmed.core.settings import ABLATIONS, BASE_SETTING, IMAGE_CONTROLS
+from probmed.reporting.runs import Run
+from probmed.scoring.compare import Bootstrap, paired_differences, visual_reliance
+
+PER_IMAGE_FILE = "per_image.parquet"  # written by probmed.scoring.run.write_run
+DIFFERENCE_COLUMNS: tuple[str, ...] = (
+    "question_set", "kind", "model", "a", "b", "category", "metric", "acc_a", "acc_b", "diff", "ci_low", "ci_high",
+    "n_images", "n",
+)
+RELIANCE_COLUMNS: tuple[str, ...] = (
+    "question_set", "model", "category", "control", "metric", "real", "with_control", "drop", "ci_low", "ci_high",
+    "n_images", "n",
+)
+
+
+def per_image(run: Run) -> pd.DataFrame | None:
+    """The run's per-image sums, or None when its score directory has none (an older score run)."""
+    if run.path is None:
+        return None
+    path = Path(run.path).parent / PER_IMAGE_FILE
+    return pd.read_parquet(path) if path.is_file() else None
+
+
+@dataclass
+class Comparisons:
+    """All paired differences of one report, long tables (one row per category and metric)."""
+
+    differences: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(DIFFERENCE_COLUMNS)))
+    reliance: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(RELIANCE_COLUMNS)))
+    without_looking: dict[tuple[str, str, str], bool | None] = field(default_factory=dict)  # (set, model, cat)
+    identical: list[tuple[str, str, str, str]] = field(default_factory=list)  # (set, model, setting, same as)
+
+    def for_set(self, question_set: str) -> "Comparisons":
+        return Comparisons(
+            self.differences[self.differences["question_set"] == question_set],
+            self.reliance[self.reliance["question_set"] == question_set],
+            {k: v for k, v in self.without_looking.items() if k[0] == question_set},
+            [w for w in self.identical if w[0] == question_set],
+        )
+
+
+def _rows(question_set: str, kind: str, model: str, a: str, b: str, diff: pd.DataFrame) -> list[dict]:
+    return [{"question_set": question_set, "kind": kind, "model": model, "a": a, "b": b, "category": r.category,
+             "metric": r.metric, "acc_a": r.a, "acc_b": r.b, "diff": r.diff, "ci_low": r.ci_low,
+             "ci_high": r.ci_high, "n_images": r.n_images, "n": r.n} for r in diff.itertuples(index=False)]
+
+
+def _digest(run: Run) -> str | None:
+    return (run.metrics.get("meta") or {}).get("answers_sha256")
+
+
+def identical_settings(runs: Sequence[Run]) -> list[tuple[str, str, str, str]]:
+    """(question set, model, setting, earlier setting) for every run whose answers equal an earlier
+    setting's of the same model (same answers digest), in the runs' order."""
+    seen: dict[tuple[str, str, str], str] = {}
+    out = []
+    for run in runs:
+        digest = _digest(run)
+        if digest is None:
+            continue
+        key = (run.question_set, run.model, digest)
+        if key in seen:
+            out.append((run.question_set, run.model, run.setting, seen[key]))
+        else:
+            seen[key] = run.setting
+    return out
+
+
+def compare_runs(runs: Sequence[Run], boot: Bootstrap, model_pairs: Iterable[Sequence[str]] = ()) -> Comparisons:
+    """Every setting difference, visual reliance and named model difference the runs support."""
+    tables = {(r.question_set, r.model, r.setting): per_image(r) for r in runs}
+    rows: list[dict] = []
+    reliance: list[pd.DataFrame] = []
+    flags: dict[tuple[str, str, str], bool | None] = {}
+    for (qset, model, setting), table in tables.items():
+        base = tables.get((qset, model, BASE_SETTING))
+        if setting not in ABLATIONS or table is None or base is None:
+            continue
+        rows += _rows(qset, "setting", model, setting, BASE_SETTING, paired_differences(table, base, boot))
+    for qset, model in sorted({(q, m) for q, m, _ in tables}):
+        real = tables.get((qset, model, BASE_SETTING))
+        controls = {c: tables[(qset, model, c)] for c in IMAGE_CONTROLS if tables.get((qset, model, c)) is not None}
+        if real is None or not controls:
+            continue
+        drops, without = visual_reliance(real, controls, boot)
+        reliance.append(drops.assign(question_set=qset, model=model))
+        flags.update({(qset, model, cat): flag for cat, flag in without.items()})
+    for pair in model_pairs:
+        a, b = str(pair[0]), str(pair[1])
+        for qset in sorted({q for q, _, _ in tables}):
+            ta, tb = tables.get((qset, a, BASE_SETTING)), tables.get((qset, b, BASE_SETTING))
+            if ta is not None and tb is not None:
+                rows += _rows(qset, "model", f"{a} - {b}", a, b, paired_differences(ta, tb, boot))
+    frame = pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))
+    drops = pd.concat(reliance, ignore_index=True)[list(RELIANCE_COLUMNS)] if reliance else Comparisons().reliance
+    return Comparisons(frame, drops, flags, identical_settings(runs))
