@@ -126,3 +126,30 @@ def test_answer_text_outside_vocabulary_is_a_config_error(tiny_model_dir):
     processor = AutoProcessor.from_pretrained(tiny_model_dir)
     with pytest.raises(ConfigError, match="answer_texts.yes"):
         data.answer_token_ids(processor, {"yes": "zzzqqq", "no": "no"})
+
+
+def test_description_of_a_record():
+    findings = '[{"condition": "nodule", "position": "right upper lung zone"}, {"condition": "nodule", "position": null}, ' \
+               '{"condition": "effusion", "position": null}, {"condition": "mass", "position": null}]'
+    assert data.describe_record("x-ray", "chest", True, findings) == "x-ray of the chest. findings: nodule, effusion."
+    assert data.describe_record("ct", "abdomen", False, "[]") == "ct scan of the abdomen. no abnormal findings."
+    assert data.describe_record("unknown", "brain", None, []) == "medical image of the brain."
+    assert data.describe_record("mri", "other", None, []) == "mri."
+
+
+def test_description_examples_supervise_the_description(shared_data: Path, questions, image_records, tiny_model_dir):
+    from transformers import AutoProcessor
+
+    from probmed.inference.prompting import PromptSet
+
+    processor = AutoProcessor.from_pretrained(tiny_model_dir)
+    rows = questions.head(8).assign(description="x-ray of the chest. no abnormal findings.")
+    examples = data.description_examples(rows)
+    assert [e.image_id for e in examples] == list(rows["image_id"].unique())
+    assert all(e.task == "describe" and e.prompt == PromptSet.from_params(None).describe for e in examples)
+    encoded = data.encode_examples(examples + data.examples_from_questions(rows.head(1)), processor, shared_data)
+    answer_ids = data.answer_token_ids(processor, {"yes": "yes", "no": "no"})
+    batch = data.collate(encoded, processor.tokenizer.pad_token_id, answer_ids, processor.tokenizer.eos_token_id)
+    target = processor.tokenizer("x-ray of the chest. no abnormal findings.", add_special_tokens=False)["input_ids"]
+    supervised = (batch["labels"] != -100).sum(dim=1).tolist()
+    assert supervised == [len(target) + 1] * len(examples) + [2]  # description + eos; answer + eos

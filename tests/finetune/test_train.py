@@ -165,3 +165,21 @@ def test_gpu_profile_code_path_on_cpu(params, tmp_path, workspace, shared_data, 
     assert config["r"] == 16 and "gate_proj" in config["target_modules"]
     assert config["base_model_name_or_path"] == str(tiny_model_dir)
     assert 0 < ada.trainable_params < ada.total_params
+
+
+def test_pretrain_also_teaches_descriptions(params, tmp_path, workspace):
+    """finetune.pretrain.describe adds one description example per training image (pretrain only)."""
+    from probmed.finetune.train import load_split_questions, prompt_set, select_training, training_examples
+
+    cfg = params(tmp_path)
+    fcfg = finetune_params(cfg)
+    frame = load_split_questions(workspace["questions"], workspace["records"], fcfg)
+    train, val = select_training(frame, "pretrain", fcfg)
+    examples, _ = training_examples("pretrain", fcfg.pretrain, train, val, prompt_set(cfg))
+    described = [e for e in examples if e.task == "describe"]
+    assert len(described) == train["image_id"].nunique() and len(examples) == len(train) + len(described)
+    assert {e.answer.split(".")[0] for e in described} == {"x-ray of the chest", "ct scan of the abdomen", "mri of the brain"}
+    adapt_examples, _ = training_examples("adapt", fcfg.adapt, train, val, prompt_set(cfg))
+    assert all(e.task == "answer" for e in adapt_examples)
+    off = finetune_params(params(tmp_path, **{"finetune.pretrain.describe": "false"}))
+    assert all(e.task == "answer" for e in training_examples("pretrain", off.pretrain, train, val, prompt_set(cfg))[0])
