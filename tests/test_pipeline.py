@@ -35,6 +35,8 @@ TINY_RUNS = {
     "probmed-always-yes-vanilla": {"question_set": "probmed", "model": "always-yes", "setting": "vanilla"},
     "probmed-tiny-vanilla": {"question_set": "probmed", "model": "tiny", "setting": "vanilla"},
     "probmed-tiny-cot": {"question_set": "probmed", "model": "tiny", "setting": "cot"},
+    "probmed-tiny-blank": {"question_set": "probmed", "model": "tiny", "setting": "blank"},
+    "probmed-tiny-shuffled": {"question_set": "probmed", "model": "tiny", "setting": "shuffled"},
     "vqarad-adv-tiny-vanilla": {"question_set": "vqarad-adv", "model": "tiny", "setting": "vanilla"},
 }
 TINY_DESCRIBED = {"probmed-tiny-described": {"question_set": "probmed", "model": "tiny", "setting": "described"}}
