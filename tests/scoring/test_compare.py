@@ -104,3 +104,21 @@ def test_reliance_flags_a_category_without_a_drop(questions):
     assert flags["overall"] is False  # shuffled drops, so the model looks
     drops, flags = visual_reliance(table(questions, real), {"blank": table(questions, real)}, Bootstrap(200, 0))
     assert all(flags.values()) and (drops["drop"] == 0).all()
+
+
+def test_one_runs_intervals_match_the_scorers(questions):
+    from probmed.scoring.compare import accuracies
+
+    a, _ = correlated_runs(questions)
+    scores = score(questions, a, resamples=300, seed=5)
+    acc = accuracies(table(questions, a), Bootstrap(300, 5)).set_index(["category", "metric"])
+    for cat, block in scores["by_category"].items():
+        assert acc.loc[(cat, "strict"), "accuracy"] == pytest.approx(block["accuracy_adv_pairs"])
+        assert acc.loc[(cat, "strict"), "ci_low"] == pytest.approx(block["ci95_low"])
+        assert acc.loc[(cat, "strict"), "ci_high"] == pytest.approx(block["ci95_high"])
+    low, high = acc.loc[("organ", "averaged"), ["ci_low", "ci_high"]]
+    assert low < scores["by_category"]["organ"]["averaged_accuracy"] < high
+    one_type = questions["image_type"].iat[0]
+    by_type = accuracies(table(questions, a), Bootstrap(300, 5), image_type=one_type).set_index(["category", "metric"])
+    assert by_type.loc[("modality", "strict"), "n_images"] == questions.loc[
+        (questions["image_type"] == one_type), "image_id"].nunique()

@@ -45,6 +45,7 @@ TABLE_COLUMNS: tuple[str, ...] = (
     "base_accuracy_adv_pairs", "adapted_accuracy_adv_pairs", "delta_accuracy_adv_pairs",
     "base_averaged_accuracy", "adapted_averaged_accuracy", "delta_averaged_accuracy",
     "base_ci95_low", "base_ci95_high", "adapted_ci95_low", "adapted_ci95_high",
+    "delta_ci95_low", "delta_ci95_high", "delta_averaged_ci95_low", "delta_averaged_ci95_high",
 )
 
 
@@ -104,10 +105,23 @@ def held_out_questions(
     return frame.reset_index(drop=True)
 
 
+def paired_deltas(questions: pd.DataFrame, predictions: Mapping[str, pd.DataFrame], resamples: int, seed: int
+                  ) -> dict[tuple[str, str], tuple[float | None, float | None]]:
+    """(category, metric) -> the paired bootstrap interval of adapted - base over the same images."""
+    from probmed.scoring.compare import Bootstrap, paired_differences
+    from probmed.scoring.run import per_image
+
+    base, adapted = (per_image(questions, predictions[m][predictions[m]["qid"].isin(questions["qid"])])
+                     for m in MODELS)
+    diff = paired_differences(adapted, base, Bootstrap(resamples, seed))
+    return {(r.category, r.metric): (r.ci_low, r.ci_high) for r in diff.itertuples(index=False)}
+
+
 def group_table(
     questions: pd.DataFrame, predictions: Mapping[str, pd.DataFrame], domain: Mapping[str, Any], resamples: int, seed: int
 ) -> pd.DataFrame:
-    """One row per (group, category): base vs adapted strict and averaged accuracy."""
+    """One row per (group, category): base vs adapted strict and averaged accuracy, and the paired
+    bootstrap interval of the difference (the same held-out images resampled for both models)."""
     from probmed.scoring.metrics import score
 
     rows = []
@@ -118,6 +132,7 @@ def group_table(
                 score(q, preds[preds["qid"].isin(q["qid"])], resamples=resamples, seed=seed, by_image_type=False))
             for name, preds in predictions.items()
         }
+        deltas = paired_deltas(q, predictions, resamples, seed)
         group = {"source": src, "modality": mod, "organ": org}
         for cat in CATEGORIES:
             cat_q = q[q["category"] == cat]
@@ -139,55 +154,73 @@ def group_table(
             for name, block in (("base", base), ("adapted", adapted)):
                 row[f"{name}_ci95_low"] = block.number(cat, "ci95_low")
                 row[f"{name}_ci95_high"] = block.number(cat, "ci95_high")
+            for prefix, metric in (("delta", "strict"), ("delta_averaged", "averaged")):
+                row[f"{prefix}_ci95_low"], row[f"{prefix}_ci95_high"] = deltas.get((cat, metric), (None, None))
             rows.append(row)
     return pd.DataFrame(rows, columns=list(TABLE_COLUMNS))
 
 
 def to_markdown(table: pd.DataFrame) -> str:
+    """The transfer table: each difference with its paired 95% interval (adapted - base, points)."""
+    from probmed.core.markdown import difference_cell
+
     cols = ["source", "image_type", "comparison", "category", "n_images",
             "base_accuracy_adv_pairs", "adapted_accuracy_adv_pairs", "delta_accuracy_adv_pairs",
-            "base_averaged_accuracy", "adapted_averaged_accuracy"]
+            "base_averaged_accuracy", "adapted_averaged_accuracy", "delta_averaged_accuracy"]
     head = ["source", "image type", "comparison", "category", "images", "base strict %", "adapted strict %",
-            "Δ strict", "base avg %", "adapted avg %"]
-    def cell(v: Any, signed: bool = False) -> str:
+            "Δ strict [95% CI]", "base avg %", "adapted avg %", "Δ avg [95% CI]"]
+
+    def cell(v: Any) -> str:
         if v is None or (isinstance(v, float) and math.isnan(v)):
             return "—"
-        return (f"{v:+.2f}" if signed else f"{v:.2f}") if isinstance(v, float) else str(v)
+        return f"{v:.2f}" if isinstance(v, float) else str(v)
 
     shown = table[cols].astype(object)
-    shown["delta_accuracy_adv_pairs"] = [cell(v, signed=True) for v in shown["delta_accuracy_adv_pairs"]]
+    shown["n_images"] = [str(int(v)) for v in table["n_images"]]
+    for col, prefix in (("delta_accuracy_adv_pairs", "delta"), ("delta_averaged_accuracy", "delta_averaged")):
+        shown[col] = [difference_cell(v, lo, hi) for v, lo, hi in
+                      zip(table[col], table[f"{prefix}_ci95_low"], table[f"{prefix}_ci95_high"])]
     return markdown_table(shown, headers=head, cell=cell)
 
 
-def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title: str) -> Path:
-    """Figure 5 style: per category, accuracy with adversarial pairs per group, base vs adapted."""
+def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title: str,
+                  palette: Mapping[str, str] | None = None) -> Path:
+    """Figure 5 style: per category, accuracy with adversarial pairs per group, base vs adapted, with each
+    model's bootstrap interval, the images behind each bar and the paired difference above the pair."""
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     import numpy as np
 
+    from probmed.core.markdown import difference_cell
+    from probmed.reporting.style import bars, colour
+
     cats = [c for c in categories if c in set(table["category"])]
     if not cats:
         raise ConfigError(f"finetune.transfer.plot_categories {categories}: none present in the transfer table")
-    fig, axes = plt.subplots(1, len(cats), figsize=(3.2 * len(cats) + 1, 4.2), squeeze=False, sharey=True)
+    palette = dict(palette or {})
+    fig, axes = plt.subplots(1, len(cats), figsize=(3.4 * len(cats) + 1, 4.6), squeeze=False, sharey=True)
     for ax, cat in zip(axes[0], cats):
         part = table[table["category"] == cat]
-        labels = [f"{r.source}\n{r.image_type}" for r in part.itertuples()]
         x = np.arange(len(part))
-        base = part["base_accuracy_adv_pairs"].astype(float).to_numpy()
-        adapted = part["adapted_accuracy_adv_pairs"].astype(float).to_numpy()
-        ax.bar(x - 0.2, np.nan_to_num(base), 0.4, label="base", color="#9aa5b1")
-        ax.bar(x + 0.2, np.nan_to_num(adapted), 0.4, label="adapted", color="#1f6feb")
+        n = [int(v) for v in part["n_images"]]
+        for offset, model, prefix in ((-0.2, MODELS[0], "base"), (0.2, MODELS[1], "adapted")):
+            bars(ax, x + offset, part[f"{prefix}_accuracy_adv_pairs"].astype(float).to_numpy(),
+                 part[f"{prefix}_ci95_low"].to_numpy(), part[f"{prefix}_ci95_high"].to_numpy(), n,
+                 colour(palette, model), 0.4, label=f"{prefix} ({model})")
         for xi, r in zip(x, part.itertuples()):
-            if r.comparison.startswith("in-domain"):
-                ax.annotate("domain", (xi, 2), ha="center", fontsize=7, color="white")
+            ax.annotate(difference_cell(r.delta_accuracy_adv_pairs, r.delta_ci95_low, r.delta_ci95_high, 0),
+                        (xi, 104), ha="center", fontsize=5.5, rotation=90, annotation_clip=False)
+        labels = [f"{r.source}\n{r.image_type}{' (domain)' if r.comparison.startswith('in-domain') else ''}"
+                  for r in part.itertuples()]
         ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
         ax.set_ylim(0, 100)
-        ax.set_title(cat)
+        ax.set_title(cat, pad=38)
     axes[0][0].set_ylabel("accuracy with adversarial pairs (%)\n(abnormality: single questions)")
-    axes[0][-1].legend(fontsize=8)
-    fig.suptitle(title, fontsize=10)
+    axes[0][-1].legend(fontsize=7, loc="upper right")
+    fig.suptitle(title + "\nbars: 95% bootstrap interval, n = images; above: adapted - base [paired 95% interval]",
+                 fontsize=9)
     fig.tight_layout()
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp.png")
@@ -216,7 +249,9 @@ def run_transfer(
     """Probe base and adapted model on every held-out group; write table, plot, scores and MLflow runs."""
     from probmed.inference.models.hf import HFBackend
     from probmed.inference.predict import run_predictions
+    from probmed.reporting.style import palette_from_params
     from probmed.scoring.metrics import score
+    from probmed.scoring.run import PER_IMAGE_FILE, per_image
 
     fcfg = finetune_params(cfg)
     finetune_dir, out_dir = Path(finetune_dir), Path(out_dir)
@@ -250,6 +285,8 @@ def run_transfer(
         seconds[name] = round(result.elapsed_s, 2)
         write_parquet(result.predictions, out_dir / "predictions" / f"{name}.parquet")
         full_scores[name] = score(questions[list(QUESTION_COLUMNS)], result.predictions, resamples=resamples, seed=seed)
+        write_parquet(per_image(questions[list(QUESTION_COLUMNS)], result.predictions),
+                      _scores_path(out_dir, name).with_name(PER_IMAGE_FILE))  # what the report's paired comparisons read
         write_json_atomic(full_scores[name], _scores_path(out_dir, name))
 
     table = group_table(questions, predictions, domain, resamples, seed)
@@ -271,7 +308,8 @@ def run_transfer(
     title = f"Transfer after LoRA on {domain.get('source')} {image_type(domain.get('modality') or '', domain.get('organ') or '')}"
     if meta["scale"] == "smoke":
         title += " (smoke scale: tiny model)"
-    plot_transfer(table, out_dir / "transfer.png", list(fcfg.transfer.get("plot_categories", CATEGORIES)), title)
+    plot_transfer(table, out_dir / "transfer.png", list(fcfg.transfer.get("plot_categories", CATEGORIES)), title,
+                  palette_from_params(to_plain(cfg)))
     run_ids = log_transfer_runs(fcfg, out_dir, table, {n: ScoreReport.from_dict(s) for n, s in full_scores.items()}, meta)
     write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
     return TransferResult(table, run_ids, out_dir, seconds)

@@ -119,3 +119,72 @@ def compare_runs(runs: Sequence[Run], boot: Bootstrap, model_pairs: Iterable[Seq
     frame = pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))
     drops = pd.concat(reliance, ignore_index=True)[list(RELIANCE_COLUMNS)] if reliance else Comparisons().reliance
     return Comparisons(frame, drops, flags, identical_settings(runs))
+
+
+# --- tables -------------------------------------------------------------------------
+
+
+def _cell(frame: pd.DataFrame) -> str:
+    """One difference row as "+4.2 [-1.0, +9.5]" (an em dash when the frame is empty)."""
+    from probmed.core.markdown import difference_cell
+
+    if frame.empty:
+        return "—"
+    r = frame.iloc[0]
+    return difference_cell(r["diff"] if "diff" in r else r["drop"], r["ci_low"], r["ci_high"])
+
+
+def reliance_table(comp: Comparisons) -> pd.DataFrame:
+    """Visual reliance, one row per (question set, model, category): accuracy with the real image and its
+    drop with each control, strict and averaged, with paired 95% intervals, and the flag."""
+    rows = []
+    keys = comp.reliance[["question_set", "model", "category"]].drop_duplicates()
+    for qset, model, cat in keys.itertuples(index=False):
+        part = comp.reliance[(comp.reliance["question_set"] == qset) & (comp.reliance["model"] == model)
+                             & (comp.reliance["category"] == cat)]
+        strict = part[part["metric"] == "strict"]
+        row: dict = {"question set": qset, "model": model, "category": cat,
+                     "images": int(strict["n_images"].max()) if len(strict) else 0}
+        for metric, short in (("strict", "strict"), ("averaged", "avg")):
+            m = part[part["metric"] == metric]
+            row[f"{short} real %"] = round(float(m["real"].iat[0]), 2) if len(m) else float("nan")
+            for control in IMAGE_CONTROLS:
+                row[f"Δ{short} {control}"] = _cell(m[m["control"] == control])
+        flag = comp.without_looking.get((qset, model, cat))
+        row["answers without looking"] = "—" if flag is None else ("yes" if flag else "no")
+        rows.append(row)
+    return pd.DataFrame(rows)
+
+
+def differences_table(comp: Comparisons) -> pd.DataFrame:
+    """Every setting and model difference, one row per (question set, comparison, category): strict and
+    averaged difference with its paired 95% interval, and the images behind it."""
+    rows = []
+    frame = comp.differences
+    keys = frame[["question_set", "kind", "model", "a", "b", "category"]].drop_duplicates()
+    for qset, kind, model, a, b, cat in keys.itertuples(index=False):
+        part = frame[(frame["question_set"] == qset) & (frame["model"] == model) & (frame["a"] == a)
+                     & (frame["b"] == b) & (frame["category"] == cat)]
+        strict, avg = part[part["metric"] == "strict"], part[part["metric"] == "averaged"]
+        rows.append({
+            "question set": qset,
+            "comparison": f"{model}: {a} - {b}" if kind == "setting" else model,
+            "category": cat,
+            "images": int(part["n_images"].max()),
+            "Δ strict [95% CI]": _cell(strict),
+            "Δ averaged [95% CI]": _cell(avg),
+        })
+    return pd.DataFrame(rows)
+
+
+def warnings(comp: Comparisons) -> list[str]:
+    """What a reader must know before reading a difference: identical settings, models that do not look."""
+    out = [f"{qset}: {model} ({setting}) gave the same answer as {model} ({same}) to every question; every "
+           f"difference between them is 0 by construction, not a finding." for qset, model, setting, same in comp.identical]
+    blind: dict[tuple[str, str], list[str]] = {}
+    for (qset, model, cat), flag in comp.without_looking.items():
+        if flag:
+            blind.setdefault((qset, model), []).append(cat)
+    out += [f"{qset}: {model} answers without looking in {', '.join(cats)} (the drop with a blank or shuffled "
+            f"image is indistinguishable from 0)." for (qset, model), cats in blind.items()]
+    return out

@@ -117,8 +117,7 @@ def _aligned(a: pd.DataFrame, b: pd.DataFrame, image_type: str | None) -> tuple[
 def _sums(table: pd.DataFrame, images: pd.Index, cats: tuple[str, ...], metric: str) -> tuple[np.ndarray, np.ndarray]:
     """Per-image (right, units) of the given categories, in `images` order."""
     rows = table[table["category"].isin(cats)]
-    right, units = (f"{metric}_right", f"{metric}_units") if metric == "strict" else (
-        "averaged_right", "averaged_questions")
+    right, units = ("strict_right", "strict_units") if metric == "strict" else ("averaged_right", "averaged_questions")
     where = images.get_indexer(rows["image_id"])
     num = np.bincount(where, weights=rows[right].to_numpy(float), minlength=len(images))
     den = np.bincount(where, weights=rows[units].to_numpy(float), minlength=len(images))
@@ -128,6 +127,33 @@ def _sums(table: pd.DataFrame, images: pd.Index, cats: tuple[str, ...], metric: 
 def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
     with np.errstate(invalid="ignore", divide="ignore"):
         return np.where(den > 0, 100.0 * num / np.where(den > 0, den, 1), np.nan)
+
+
+def _groups(table: pd.DataFrame) -> list[tuple[str, tuple[str, ...]]]:
+    """(name, categories) pooled for each reported row: every category present, then ``overall``."""
+    return [(c, (c,)) for c in CATEGORIES if (table["category"] == c).any()] + [(OVERALL, PAIRED_CATEGORIES)]
+
+
+ACCURACY_COLUMNS: tuple[str, ...] = ("category", "metric", "accuracy", "ci_low", "ci_high", "n_images", "n")
+
+
+def accuracies(table: pd.DataFrame, boot: Bootstrap = Bootstrap(), image_type: str | None = None) -> pd.DataFrame:
+    """One run's strict and averaged accuracy per category (and ``overall``) with a bootstrap interval over
+    images, from its per-image sums; the same resampling as the scorer's own interval."""
+    if image_type is not None:
+        table = table[table["image_type"] == image_type]
+    images = pd.Index(sorted(set(table["image_id"])))
+    weights = resample_weights(len(images), boot.resamples, boot.seed).astype(np.float64)
+    rows = []
+    for name, cats in _groups(table):
+        for metric in METRICS:
+            num, den = _sums(table, images, cats, metric)
+            if den.sum() == 0:
+                continue
+            lo, hi = interval(_ratio(weights @ num, weights @ den), boot.level) if len(weights) else (None, None)
+            rows.append({"category": name, "metric": metric, "accuracy": float(_ratio(num.sum(), den.sum())),
+                         "ci_low": lo, "ci_high": hi, "n_images": int((den > 0).sum()), "n": int(den.sum())})
+    return pd.DataFrame(rows, columns=list(ACCURACY_COLUMNS))
 
 
 def paired_differences(
@@ -146,9 +172,8 @@ def paired_differences(
     images = pd.Index(sorted(set(a["image_id"])))
     w_a = resample_weights(len(images), boot.resamples, boot.seed).astype(np.float64)
     w_b = w_a if paired else resample_weights(len(images), boot.resamples, boot.seed + 1).astype(np.float64)
-    groups = [(c, (c,)) for c in CATEGORIES if (a["category"] == c).any()] + [(OVERALL, PAIRED_CATEGORIES)]
     rows = []
-    for name, cats in groups:
+    for name, cats in _groups(a):
         for metric in METRICS:
             num_a, den = _sums(a, images, cats, metric)
             num_b, _ = _sums(b, images, cats, metric)

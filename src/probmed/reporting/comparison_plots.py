@@ -1,0 +1,93 @@
+"""Figures of differences: visual reliance and setting / model differences, each bar with its paired interval.
+
+Builders return a matplotlib Figure (tests count its bars) or None when the
+runs have nothing to compare; probmed.reporting.plots saves them. Bars keep the
+model's colour (probmed.reporting.style); the second setting or control of a
+model is hatched. Every bar carries the paired 95% bootstrap interval and the
+number of images behind it.
+"""
+
+from __future__ import annotations
+
+from typing import Mapping
+
+import matplotlib
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+import numpy as np  # noqa: E402
+import pandas as pd  # noqa: E402
+
+from probmed.core.settings import IMAGE_CONTROLS, PROMPT_ABLATIONS  # noqa: E402
+from probmed.reporting.comparisons import Comparisons  # noqa: E402
+from probmed.reporting.style import bars, colour  # noqa: E402
+from probmed.scoring.compare import OVERALL  # noqa: E402
+
+HATCHES = (None, "///", "...", "xx")
+
+
+def _categories(frame: pd.DataFrame) -> list[str]:
+    present = list(dict.fromkeys(frame["category"]))
+    return [c for c in present if c != OVERALL] + ([OVERALL] if OVERALL in present else [])
+
+
+def reliance_figure(comp: Comparisons, question_set: str, palette: Mapping[str, str]) -> plt.Figure | None:
+    """Per model (one panel each): accuracy with the real image minus with each control, per category."""
+    strict = comp.reliance[comp.reliance["metric"] == "strict"]
+    models = list(dict.fromkeys(strict["model"]))
+    if not models:
+        return None
+    fig, axes = plt.subplots(1, len(models), figsize=(1.5 + 2.2 * len(_categories(strict)) * len(models) / 2, 4.4),
+                             squeeze=False, sharey=True)
+    for ax, model in zip(axes[0], models):
+        part = strict[strict["model"] == model]
+        cats = _categories(part)
+        x = np.arange(len(cats))
+        controls = [c for c in IMAGE_CONTROLS if (part["control"] == c).any()]
+        width = 0.8 / len(controls)
+        for k, control in enumerate(controls):
+            rows = part[part["control"] == control].set_index("category").reindex(cats)
+            bars(ax, x - 0.4 + width * (k + 0.5), rows["drop"].to_numpy(float), rows["ci_low"].to_numpy(),
+                 rows["ci_high"].to_numpy(), [None if pd.isna(n) else int(n) for n in rows["n_images"]],
+                 colour(palette, model), width, label=f"real - {control}", hatch=HATCHES[k % len(HATCHES)],
+                 alpha=0.9)
+        ax.axhline(0, color="black", linewidth=0.8)
+        labels = [f"{c}\n(without looking)" if comp.without_looking.get((question_set, model, c)) else c for c in cats]
+        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
+        ax.set_title(model, fontsize=9)
+        ax.legend(fontsize=7)
+    axes[0][0].set_ylabel("drop in accuracy with adversarial pairs\n(points; 95% paired interval, n = images)")
+    fig.suptitle(f"{question_set}: visual reliance (accuracy with the real image minus with a control)", y=1.02)
+    fig.tight_layout()
+    return fig
+
+
+def differences_figure(comp: Comparisons, question_set: str, palette: Mapping[str, str]) -> plt.Figure | None:
+    """Setting differences (cot / described - vanilla) and model differences, per category, paired intervals."""
+    frame = comp.differences[comp.differences["metric"] == "strict"]
+    frame = frame[(frame["kind"] == "model") | frame["a"].isin(PROMPT_ABLATIONS)]
+    if frame.empty:
+        return None
+    series = list(dict.fromkeys(zip(frame["kind"], frame["model"], frame["a"], frame["b"])))
+    cats = _categories(frame)
+    x = np.arange(len(cats))
+    width = 0.8 / len(series)
+    fig, ax = plt.subplots(figsize=(2 + 1.3 * len(cats) * max(1, len(series) / 2), 4.4))
+    hatch_of: dict[str, int] = {}
+    for k, (kind, model, a, b) in enumerate(series):
+        rows = frame[(frame["model"] == model) & (frame["a"] == a) & (frame["b"] == b)].set_index("category")
+        rows = rows.reindex(cats)
+        who = model if kind == "setting" else a  # a model difference takes the colour of its first model
+        hatch = HATCHES[hatch_of.setdefault(who, 0) % len(HATCHES)]
+        hatch_of[who] += 1
+        label = f"{model}: {a} - {b}" if kind == "setting" else model
+        bars(ax, x - 0.4 + width * (k + 0.5), rows["diff"].to_numpy(float), rows["ci_low"].to_numpy(),
+             rows["ci_high"].to_numpy(), [None if pd.isna(n) else int(n) for n in rows["n_images"]],
+             colour(palette, who), width, label=label, hatch=hatch, alpha=0.9)
+    ax.axhline(0, color="black", linewidth=0.8)
+    ax.set_xticks(x, cats, rotation=30, ha="right")
+    ax.set_ylabel("Δ accuracy with adversarial pairs\n(points; 95% paired interval, n = images)")
+    ax.legend(fontsize=7)
+    ax.set_title(f"{question_set}: differences between settings and models")
+    fig.tight_layout()
+    return fig

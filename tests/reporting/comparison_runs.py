@@ -1,0 +1,53 @@
+"""Scored runs for the comparison tests: real `probmed score` outputs over a synthetic question set.
+
+One question set, two models. "looker" answers from an image-dependent
+difficulty; with a blank or shuffled image it answers at chance, so its visual
+reliance is large; its `described` run repeats its vanilla answers exactly.
+"blind" gives the same answers whatever the image (blank and shuffled equal vanilla).
+(A unique module name, unlike conftest.)
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from probmed.scoring.run import ScoreSettings, evaluate, per_image, write_run
+from probmed.scoring.synthetic import synthetic_questions
+
+QUESTION_SET = "probmed"
+
+
+def _labels(questions: pd.DataFrame, p_right: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+    right = rng.random(len(questions)) < p_right
+    truth = questions["answer"].to_numpy()
+    return np.where(right, truth, np.where(truth == "yes", "no", "yes"))
+
+
+def runs(questions: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
+    rng = np.random.default_rng(0)
+    ease = dict(zip(questions["image_id"].unique(), rng.uniform(0.5, 0.99, questions["image_id"].nunique())))
+    vanilla = _labels(questions, questions["image_id"].map(ease).to_numpy(), rng)
+    cot = vanilla.copy()
+    flip = rng.random(len(cot)) < 0.05
+    cot[flip] = np.where(cot[flip] == "yes", "no", "yes")
+    blind = _labels(questions, np.full(len(questions), 0.5), np.random.default_rng(1))
+    return {
+        ("looker", "vanilla"): vanilla, ("looker", "cot"): cot, ("looker", "described"): vanilla.copy(),
+        ("looker", "blank"): _labels(questions, np.full(len(questions), 0.5), rng),
+        ("looker", "shuffled"): _labels(questions, np.full(len(questions), 0.5), rng),
+        ("blind", "vanilla"): blind, ("blind", "blank"): blind.copy(), ("blind", "shuffled"): blind.copy(),
+    }
+
+
+def write_scores(root: Path, n_images: int = 80, resamples: int = 200) -> pd.DataFrame:
+    """Score every run into ``root/<set>/<model>/<setting>/`` (metrics.json, per_image.parquet); the questions."""
+    questions = synthetic_questions(n_images=n_images, n_questions=9 * n_images, seed=2)
+    for (model, setting), labels in runs(questions).items():
+        preds = pd.DataFrame({"qid": questions["qid"].to_numpy(), "model": model, "setting": setting, "label": labels})
+        metrics = evaluate(questions, preds, ScoreSettings(bootstrap_resamples=resamples, subset_fractions=(1.0,)),
+                           name=f"{model} ({setting})")
+        write_run(metrics, root / QUESTION_SET / model / setting, per_image_sums=per_image(questions, preds))
+    return questions

@@ -1,0 +1,90 @@
+"""The report's paired differences, visual reliance, warnings and their figures, from real score outputs."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+from comparison_runs import QUESTION_SET, write_scores
+
+from probmed.reporting import comparison_plots
+from probmed.reporting.comparisons import compare_runs, differences_table, reliance_table, warnings
+from probmed.reporting.report import discover_runs
+from probmed.reporting.style import model_colours
+from probmed.scoring.compare import Bootstrap
+
+
+@pytest.fixture(scope="module")
+def scored(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scores")
+    write_scores(root)
+    runs = discover_runs(root)
+    return runs, compare_runs(runs, Bootstrap(300, 0), model_pairs=[("looker", "blind"), ("nobody", "blind")])
+
+
+def test_every_ablation_is_compared_with_vanilla_and_named_models_with_each_other(scored):
+    _, comp = scored
+    setting = comp.differences[comp.differences["kind"] == "setting"]
+    pairs = set(zip(setting["model"], setting["a"], setting["b"]))
+    assert pairs == {("looker", s, "vanilla") for s in ("cot", "described", "blank", "shuffled")} | {
+        ("blind", s, "vanilla") for s in ("blank", "shuffled")}
+    models = comp.differences[comp.differences["kind"] == "model"]
+    assert set(zip(models["a"], models["b"])) == {("looker", "blind")}  # a pair without runs is skipped
+    assert comp.differences[["ci_low", "ci_high"]].notna().all().all()
+    same = comp.differences[(comp.differences["a"] == "described")]
+    assert (same["diff"] == 0).all() and (same["ci_low"] == 0).all() and (same["ci_high"] == 0).all()
+
+
+def test_reliance_flags_the_model_that_does_not_look(scored):
+    _, comp = scored
+    looker = {cat: flag for (_, model, cat), flag in comp.without_looking.items() if model == "looker"}
+    blind = {cat: flag for (_, model, cat), flag in comp.without_looking.items() if model == "blind"}
+    assert looker["overall"] is False and looker["modality"] is False
+    assert blind and all(blind.values())
+    drops = comp.reliance[comp.reliance["model"] == "blind"]
+    assert (drops["drop"] == 0).all() and (drops["ci_low"] == 0).all() and (drops["ci_high"] == 0).all()
+    table = reliance_table(comp)
+    assert len(table) == 2 * 6  # two models, five categories and overall
+    row = table[(table["model"] == "looker") & (table["category"] == "overall")].iloc[0]
+    assert row["answers without looking"] == "no" and row["Δstrict blank"].startswith("+")
+    assert "[" in row["Δstrict shuffled"] and table["images"].dtype.kind == "i"
+
+
+def test_warnings_name_identical_settings_and_models_that_do_not_look(scored):
+    _, comp = scored
+    text = "\n".join(warnings(comp))
+    assert "looker (described) gave the same answer as looker (vanilla)" in text
+    assert "blind (blank) gave the same answer as blind (vanilla)" in text
+    assert "blind answers without looking in" in text and "looker answers without looking" not in text
+
+
+def test_differences_table_has_an_interval_in_every_difference_cell(scored):
+    _, comp = scored
+    table = differences_table(comp)
+    assert len(table) == (6 + 1) * 6  # six setting comparisons and one model pair, six rows each
+    assert table["Δ strict [95% CI]"].str.match(r"^[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\]$").all()
+    assert "looker - blind" in set(table["comparison"]) and "looker: cot - vanilla" in set(table["comparison"])
+
+
+def count_bars(fig) -> int:
+    return sum(len(ax.patches) for ax in fig.axes)
+
+
+def test_reliance_figure_has_a_bar_per_model_category_and_control(scored, tmp_path):
+    runs, comp = scored
+    palette = model_colours(["looker", "blind"])
+    fig = comparison_plots.reliance_figure(comp.for_set(QUESTION_SET), QUESTION_SET, palette)
+    assert len(fig.axes) == 2 and count_bars(fig) == 2 * 6 * 2
+    colours = {tuple(np.round(p.get_facecolor()[:3], 3)) for p in fig.axes[0].patches}
+    assert len(colours) == 1  # one colour per model, controls told apart by hatching
+    path = tmp_path / "reliance.png"
+    fig.savefig(path)
+    assert path.stat().st_size > 10_000
+    assert comparison_plots.reliance_figure(comp.for_set("other"), "other", palette) is None
+
+
+def test_differences_figure_has_a_bar_per_comparison_and_category(scored):
+    _, comp = scored
+    fig = comparison_plots.differences_figure(comp.for_set(QUESTION_SET), QUESTION_SET, model_colours(["looker"]))
+    # cot and described minus vanilla, and looker - blind: three series over six categories
+    assert count_bars(fig) == 3 * 6
+    assert len(fig.axes[0].get_legend().get_texts()) == 3
