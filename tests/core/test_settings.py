@@ -14,7 +14,7 @@ from probmed.core.settings import (
     SETTINGS,
     get_setting,
 )
-from probmed.reporting import plots, report, tracking
+from probmed.reporting import report, tracking
 
 
 def test_the_table_in_order():
@@ -32,4 +32,4 @@ def test_an_unknown_setting_names_the_key():
 
 def test_the_report_and_tracking_read_the_table():
     assert list(report.SETTING_ORDER) == list(SETTING_NAMES)
-    assert plots.ABLATIONS is ABLATIONS and tracking.ABLATIONS is ABLATIONS
+    assert tracking.ABLATIONS is ABLATIONS

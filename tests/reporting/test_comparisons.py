@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import numpy as np
+import pandas as pd
 import pytest
 from comparison_runs import QUESTION_SET, write_scores
 
@@ -88,3 +89,62 @@ def test_differences_figure_has_a_bar_per_comparison_and_category(scored):
     # cot and described minus vanilla, and looker - blind: three series over six categories
     assert count_bars(fig) == 3 * 6
     assert len(fig.axes[0].get_legend().get_texts()) == 3
+
+
+# --- in the report ---------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    from probmed.reporting.report import ReportOptions, build_report
+
+    tmp = tmp_path_factory.mktemp("report")
+    write_scores(tmp / "scores")
+    options = ReportOptions(Bootstrap(300, 0), [("looker", "blind")], model_colours(["looker", "blind"]), 5)
+    manifest = build_report(tmp / "scores", tmp / "out", options=options, transfer_models=["blind", "looker"])
+    return tmp / "out", manifest
+
+
+def html_tables(page: str) -> list[list[list[str]]]:
+    import re
+
+    tables = []
+    for body in re.findall(r"<table.*?</table>", page, flags=re.S):
+        rows = re.findall(r"<tr.*?</tr>", body, flags=re.S)
+        tables.append([[re.sub(r"<[^>]+>", "", c).strip() for c in re.findall(r"<t[hd].*?</t[hd]>", r, re.S)]
+                       for r in rows])
+    return tables
+
+
+def test_report_shows_reliance_differences_and_warnings(report):
+    out, manifest = report
+    page = (out / "index.html").read_text()
+    assert "Warnings" in page and "looker (described) gave the same answer as looker (vanilla)" in page
+    assert "Visual reliance" in page and "Paired differences" in page
+    reliance = (out / "tables" / "visual_reliance.md").read_text()
+    assert "| probmed | looker | overall |" in reliance and "answers without looking" in reliance
+    names = {p.split("/")[-1] for p in manifest["files"]["plots"]}
+    assert {"visual_reliance_probmed.png", "differences_probmed.png", "transfer_probmed.png"} <= names
+    for name in ("visual_reliance.csv", "paired_differences.csv"):
+        assert len(pd.read_csv(out / name)) > 0
+
+
+def test_every_table_fits_a_1400_px_page_and_counts_are_integers(report):
+    """Estimated at 7 px per character of the widest cell plus 12 px of padding per column (85% font)."""
+    out, _ = report
+    page = (out / "index.html").read_text()
+    for table in html_tables(page):
+        widths = [max(len(row[j]) for row in table if j < len(row)) for j in range(len(table[0]))]
+        assert sum(7 * w + 12 for w in widths) < 1400, table[0]
+    for stage in ("abnormality", "condition", "position"):
+        assert pd.read_csv(out / "tables" / f"table4_procedural_{stage}.csv")["n_images"].dtype.kind == "i"
+        rows = (out / "tables" / f"table4_procedural_{stage}.md").read_text().splitlines()[2:]
+        assert all(row.split("|")[4].strip().isdigit() for row in rows)  # n_images as integers, never "5.00"
+
+
+def test_report_figures_are_nontrivial(report):
+    from test_report import assert_nontrivial_png
+
+    out, manifest = report
+    for path in manifest["files"]["plots"]:
+        assert_nontrivial_png(out / path)

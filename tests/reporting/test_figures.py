@@ -29,8 +29,8 @@ def extra_figure(data: FigureInput, path: Path) -> Path | None:
 
 
 def test_every_entry_loads_to_a_figure_function() -> None:
-    assert FIGURES.kinds == ("fig1_strict_vs_averaged", "per_image_type", "response_distribution", "ablation_deltas",
-                             "transfer")
+    assert FIGURES.kinds == ("fig1_strict_vs_averaged", "per_image_type", "response_distribution", "visual_reliance",
+                             "differences", "transfer")
     for name in FIGURES.kinds:
         assert callable(FIGURES.load(name))
 
@@ -39,9 +39,9 @@ def test_draws_per_question_set_in_table_order_and_skips_what_has_no_input(tmp_p
     written = draw_all(_runs(), {}, tmp_path)
     assert [p.name for p in written] == [
         "fig1_strict_vs_averaged_probmed.png", "per_image_type_probmed.png", "response_distribution_probmed.png",
-        "ablation_deltas_probmed.png",  # no transfer models named: no transfer figure
+        # no per-image sums (no comparisons): no reliance or difference figure; no transfer models: no transfer
         "fig1_strict_vs_averaged_vqarad_adv.png", "per_image_type_vqarad_adv.png",
-        "response_distribution_vqarad_adv.png",  # no cot run on this set: no ablation figure
+        "response_distribution_vqarad_adv.png",
     ]
     assert all(p.is_file() and p.stat().st_size > 5_000 for p in written)
 

@@ -185,6 +185,25 @@ def cmd_track(args: argparse.Namespace) -> int:
     return 0
 
 
+def report_options(cfg: dict[str, Any]):
+    """The report's options from params: the scorer's bootstrap (``score``) for every paired difference,
+    ``report.model_comparisons``, one colour per model (``models`` order) and ``report.min_images_per_cell``."""
+    from probmed.reporting.report import ReportOptions
+    from probmed.reporting.style import palette_from_params
+    from probmed.scoring.compare import Bootstrap
+
+    score = cfg.get("score") or {}
+    rcfg = cfg.get("report") or {}
+    pairs = rcfg.get("model_comparisons") or []
+    for i, pair in enumerate(pairs):
+        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
+            raise ConfigError(f"params: report.model_comparisons[{i}] = {pair!r}, expected a pair [model_a, model_b]")
+    boot = Bootstrap(int(score.get("bootstrap_resamples", 1000)), int(score.get("seed", 0)),
+                     float(score.get("ci_level", 0.95)))
+    return ReportOptions(boot, [tuple(map(str, p)) for p in pairs], palette_from_params(cfg),
+                         int(rcfg.get("min_images_per_cell", 5)))
+
+
 def cmd_report(args: argparse.Namespace) -> int:
     from probmed.reporting.report import build_report
 
@@ -210,6 +229,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         transfer_category=rcfg.get("transfer_category", "condition"),
         title=rcfg.get("title", "ProbMed probing evaluation"),
         audits=audits,
+        options=report_options(cfg),
     )
     logged = 0
     if (cfg.get("tracking") or {}).get("enabled", True) and rcfg.get("log_to_mlflow", True):

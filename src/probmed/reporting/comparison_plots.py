@@ -64,7 +64,7 @@ def reliance_figure(comp: Comparisons, question_set: str, palette: Mapping[str, 
 
 def differences_figure(comp: Comparisons, question_set: str, palette: Mapping[str, str]) -> plt.Figure | None:
     """Setting differences (cot / described - vanilla) and model differences, per category, paired intervals."""
-    frame = comp.differences[comp.differences["metric"] == "strict"]
+    frame = comp.differences[(comp.differences["metric"] == "strict") & (comp.differences["image_type"] == "all")]
     frame = frame[(frame["kind"] == "model") | frame["a"].isin(PROMPT_ABLATIONS)]
     if frame.empty:
         return None

@@ -25,11 +25,16 @@ import pandas as pd
 
 from probmed.core.settings import ABLATIONS, BASE_SETTING, IMAGE_CONTROLS
 from probmed.reporting.runs import Run
-from probmed.scoring.compare import Bootstrap, paired_differences, visual_reliance
+from probmed.scoring.compare import Bootstrap, accuracies, paired_differences, visual_reliance
 
 PER_IMAGE_FILE = "per_image.parquet"  # written by probmed.scoring.run.write_run
+ALL = "all"  # the image-type label of whole-set rows
 DIFFERENCE_COLUMNS: tuple[str, ...] = (
-    "question_set", "kind", "model", "a", "b", "category", "metric", "acc_a", "acc_b", "diff", "ci_low", "ci_high",
+    "question_set", "kind", "model", "a", "b", "image_type", "category", "metric", "acc_a", "acc_b", "diff", "ci_low",
+    "ci_high", "n_images", "n",
+)
+INTERVAL_COLUMNS: tuple[str, ...] = (
+    "question_set", "model", "setting", "image_type", "category", "metric", "accuracy", "ci_low", "ci_high",
     "n_images", "n",
 )
 RELIANCE_COLUMNS: tuple[str, ...] = (
@@ -48,12 +53,14 @@ def per_image(run: Run) -> pd.DataFrame | None:
 
 @dataclass
 class Comparisons:
-    """All paired differences of one report, long tables (one row per category and metric)."""
+    """All paired differences of one report, and every run's accuracies with their intervals (long tables,
+    one row per category and metric; ``image_type`` is ``all`` for the whole set)."""
 
     differences: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(DIFFERENCE_COLUMNS)))
     reliance: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(RELIANCE_COLUMNS)))
     without_looking: dict[tuple[str, str, str], bool | None] = field(default_factory=dict)  # (set, model, cat)
     identical: list[tuple[str, str, str, str]] = field(default_factory=list)  # (set, model, setting, same as)
+    intervals: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=list(INTERVAL_COLUMNS)))
 
     def for_set(self, question_set: str) -> "Comparisons":
         return Comparisons(
@@ -61,17 +68,48 @@ class Comparisons:
             self.reliance[self.reliance["question_set"] == question_set],
             {k: v for k, v in self.without_looking.items() if k[0] == question_set},
             [w for w in self.identical if w[0] == question_set],
+            self.intervals[self.intervals["question_set"] == question_set],
         )
 
+    def interval(self, run: Run, category: str, metric: str, image_type: str = ALL) -> tuple[float, float, float | None]:
+        """(low, high, n_images) of a run's accuracy; NaN / None where there is none."""
+        f = self.intervals
+        hit = f[(f["question_set"] == run.question_set) & (f["model"] == run.model) & (f["setting"] == run.setting)
+                & (f["image_type"] == image_type) & (f["category"] == category) & (f["metric"] == metric)]
+        if hit.empty:
+            return float("nan"), float("nan"), None
+        r = hit.iloc[0]
+        return _float(r["ci_low"]), _float(r["ci_high"]), int(r["n_images"])
 
-def _rows(question_set: str, kind: str, model: str, a: str, b: str, diff: pd.DataFrame) -> list[dict]:
-    return [{"question_set": question_set, "kind": kind, "model": model, "a": a, "b": b, "category": r.category,
-             "metric": r.metric, "acc_a": r.a, "acc_b": r.b, "diff": r.diff, "ci_low": r.ci_low,
-             "ci_high": r.ci_high, "n_images": r.n_images, "n": r.n} for r in diff.itertuples(index=False)]
+
+def _float(value) -> float:
+    return float("nan") if value is None or pd.isna(value) else float(value)
+
+
+def _rows(question_set: str, kind: str, model: str, a: str, b: str, diff: pd.DataFrame, image_type: str = ALL
+          ) -> list[dict]:
+    return [{"question_set": question_set, "kind": kind, "model": model, "a": a, "b": b, "image_type": image_type,
+             "category": r.category, "metric": r.metric, "acc_a": r.a, "acc_b": r.b, "diff": r.diff,
+             "ci_low": r.ci_low, "ci_high": r.ci_high, "n_images": r.n_images, "n": r.n}
+            for r in diff.itertuples(index=False)]
+
+
+def run_intervals(tables: dict[tuple[str, str, str], pd.DataFrame | None], boot: Bootstrap) -> pd.DataFrame:
+    """Every run's accuracies with bootstrap intervals, whole set and per image type (what figures draw)."""
+    parts = []
+    for (qset, model, setting), table in tables.items():
+        if table is None:
+            continue
+        for image_type in [None, *sorted(set(table["image_type"]))]:
+            acc = accuracies(table, boot, image_type)
+            parts.append(acc.assign(question_set=qset, model=model, setting=setting, image_type=image_type or ALL))
+    if not parts:
+        return Comparisons().intervals
+    return pd.concat(parts, ignore_index=True)[list(INTERVAL_COLUMNS)]
 
 
 def _digest(run: Run) -> str | None:
-    return (run.metrics.get("meta") or {}).get("answers_sha256")
+    return run.scores.meta.get("answers_sha256")
 
 
 def identical_settings(runs: Sequence[Run]) -> list[tuple[str, str, str, str]]:
@@ -111,14 +149,24 @@ def compare_runs(runs: Sequence[Run], boot: Bootstrap, model_pairs: Iterable[Seq
         reliance.append(drops.assign(question_set=qset, model=model))
         flags.update({(qset, model, cat): flag for cat, flag in without.items()})
     for pair in model_pairs:
-        a, b = str(pair[0]), str(pair[1])
-        for qset in sorted({q for q, _, _ in tables}):
-            ta, tb = tables.get((qset, a, BASE_SETTING)), tables.get((qset, b, BASE_SETTING))
-            if ta is not None and tb is not None:
-                rows += _rows(qset, "model", f"{a} - {b}", a, b, paired_differences(ta, tb, boot))
+        rows += _model_rows(tables, str(pair[0]), str(pair[1]), boot)
     frame = pd.DataFrame(rows, columns=list(DIFFERENCE_COLUMNS))
     drops = pd.concat(reliance, ignore_index=True)[list(RELIANCE_COLUMNS)] if reliance else Comparisons().reliance
-    return Comparisons(frame, drops, flags, identical_settings(runs))
+    return Comparisons(frame, drops, flags, identical_settings(runs), run_intervals(tables, boot))
+
+
+def _model_rows(tables: dict[tuple[str, str, str], pd.DataFrame | None], a: str, b: str, boot: Bootstrap) -> list[dict]:
+    """a - b in vanilla on every question set both have, whole set and per image type (Figure 5 reads these)."""
+    rows: list[dict] = []
+    for qset in sorted({q for q, _, _ in tables}):
+        ta, tb = tables.get((qset, a, BASE_SETTING)), tables.get((qset, b, BASE_SETTING))
+        if ta is None or tb is None:
+            continue
+        rows += _rows(qset, "model", f"{a} - {b}", a, b, paired_differences(ta, tb, boot))
+        for image_type in sorted(set(ta["image_type"])):
+            diff = paired_differences(ta, tb, boot, image_type=image_type)
+            rows += _rows(qset, "model", f"{a} - {b}", a, b, diff, image_type)
+    return rows
 
 
 # --- tables -------------------------------------------------------------------------
@@ -160,7 +208,7 @@ def differences_table(comp: Comparisons) -> pd.DataFrame:
     """Every setting and model difference, one row per (question set, comparison, category): strict and
     averaged difference with its paired 95% interval, and the images behind it."""
     rows = []
-    frame = comp.differences
+    frame = comp.differences[comp.differences["image_type"] == ALL]
     keys = frame[["question_set", "kind", "model", "a", "b", "category"]].drop_duplicates()
     for qset, kind, model, a, b, cat in keys.itertuples(index=False):
         part = frame[(frame["question_set"] == qset) & (frame["model"] == model) & (frame["a"] == a)

@@ -12,18 +12,22 @@ line in ``FIGURES``.
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Mapping, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 import pandas as pd
 
 from probmed.core.registry import Registry
 from probmed.reporting.runs import FigureInput, Run
 
+if TYPE_CHECKING:
+    from probmed.reporting.comparisons import Comparisons
+
 FIGURES = Registry("report figure", {
     "fig1_strict_vs_averaged": "probmed.reporting.plots:figure_strict_vs_averaged",  # Figure 1
     "per_image_type": "probmed.reporting.plots:figure_per_image_type",  # Appendix A heatmaps
     "response_distribution": "probmed.reporting.plots:figure_response_distribution",  # Appendix F
-    "ablation_deltas": "probmed.reporting.plots:figure_ablation_deltas",  # Figure 4 / Appendix D
+    "visual_reliance": "probmed.reporting.plots:figure_visual_reliance",  # real image minus blank / shuffled
+    "differences": "probmed.reporting.plots:figure_differences",  # Figure 4 / Appendix D, model A - B
     "transfer": "probmed.reporting.plots:figure_transfer",  # Figure 5
 })
 
@@ -39,14 +43,22 @@ def draw_all(
     out_dir: Path,
     transfer_models: Sequence[str] = (),
     transfer_category: str = "condition",
+    comparisons: Comparisons | None = None,
+    palette: Mapping[str, str] | None = None,
+    min_images: int = 5,
 ) -> list[Path]:
-    """Every figure the runs support, per question set; returns the files written (the HTML links exactly these)."""
+    """Every figure the runs support, per question set; returns the files written (the HTML links exactly these).
+
+    ``comparisons``: the report's paired differences and intervals (probmed.reporting.comparisons);
+    ``palette``: model -> colour; ``min_images``: heatmap cells with fewer images are greyed out."""
     by_set: dict[str, list[Run]] = {}
     for run in runs:
         by_set.setdefault(run.question_set, []).append(run)
     written: list[Path] = []
     for question_set, group in by_set.items():
-        data = FigureInput(question_set, group, questions.get(question_set), tuple(transfer_models), transfer_category)
+        comp = comparisons.for_set(question_set) if comparisons is not None else None
+        data = FigureInput(question_set, group, questions.get(question_set), tuple(transfer_models), transfer_category,
+                           comp, dict(palette or {}), min_images)
         for name in FIGURES.kinds:
             path = FIGURES.load(name)(data, out_dir / f"{name}_{file_stem(question_set)}.png")
             if path is not None:

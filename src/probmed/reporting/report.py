@@ -30,8 +30,9 @@ import html
 import json
 import math
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
@@ -40,13 +41,33 @@ from probmed.core.markdown import markdown_table
 from probmed.core.records import remove_stale_temps, write_json_atomic, write_text_atomic
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
 from probmed.core.settings import SETTING_NAMES
+from probmed.reporting.comparisons import (
+    Comparisons,
+    compare_runs,
+    differences_table,
+    reliance_table,
+    warnings,
+)
 from probmed.reporting.figures import draw_all
 from probmed.reporting.runs import Run
+from probmed.scoring.compare import Bootstrap
 from probmed.scoring.score_report import ScoreReport, number
+
+
+@dataclass
+class ReportOptions:
+    """What the report adds to the scores: the bootstrap of every paired difference (params ``score``),
+    the model pairs to compare (``report.model_comparisons``), one colour per model and the heatmap's
+    threshold (``report.min_images_per_cell``)."""
+
+    bootstrap: Bootstrap = field(default_factory=Bootstrap)
+    model_comparisons: Sequence[Sequence[str]] = ()
+    palette: Mapping[str, str] = field(default_factory=dict)
+    min_images: int = 5
+
 
 RUN_COLUMNS = ["question_set", "model", "setting"]
 SETTING_ORDER = {name: i for i, name in enumerate(SETTING_NAMES)}
-
 
 
 # --- inputs ---------------------------------------------------------------------
@@ -159,13 +180,25 @@ def table_adversarial_drop(runs: Iterable[Run]) -> pd.DataFrame:
     return pd.DataFrame(list(rows.values()))
 
 
+OVERALL_KEY = "accuracy_adv_pairs_original_weighting"  # the paper's Overall column
+# Table 3's overall columns, short enough that the table fits a 1400 px page.
+OVERALL_COLUMNS: dict[str, str] = {
+    "accuracy_adv_pairs_original_weighting": "overall (orig. weighting)",
+    "accuracy_adv_pairs_question_weighting": "overall (question weighting)",
+    "accuracy_adv_pairs": "overall pairs pooled",
+    "averaged_accuracy": "overall averaged",
+    "gt_only_accuracy": "overall gt-only",
+    "single_accuracy": "overall single",
+}
+
+
 def _category_row(head: dict[str, Any], scores: ScoreReport) -> dict[str, Any]:
     row = dict(head)
     for category in CATEGORIES:
         row[category] = scores.value(category, "accuracy_adv_pairs")
-    for key, value in scores.leaves("overall").items():
-        if key.startswith("accuracy") or key.endswith("_accuracy"):
-            row[f"overall {key}"] = _nan(value)
+    for key, name in OVERALL_COLUMNS.items():
+        if key in scores.overall:
+            row[name] = scores.overall_value(key)
     return row
 
 
@@ -211,6 +244,31 @@ def table_procedural(runs: Iterable[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def procedural_by_stage(table4: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """Table 4 split by diagnosis stage (stage -> run columns + that stage's measures), so each fits a page."""
+    head = ["question_set", "model", "setting"]
+    out = {}
+    for stage in dict.fromkeys(c.split(".", 1)[0] for c in table4.columns if "." in c):
+        cols = [c for c in table4.columns if c.startswith(f"{stage}.")]
+        out[stage] = table4[head + cols].rename(columns={c: c.split(".", 1)[1] for c in cols})
+    return out
+
+
+_COUNT = re.compile(r"(^|[ ._])(n|n_\w+|num|images|questions|units|missing)$")
+
+
+def counts_as_integers(frame: pd.DataFrame) -> pd.DataFrame:
+    """Count columns (n_*, images, questions, num, missing) as integers (missing stays missing), never "3.00"."""
+    out = frame.copy()
+    for col in out.columns:
+        values = pd.to_numeric(out[col], errors="coerce") if out[col].dtype == object else out[col]
+        if _COUNT.search(str(col)) and values.dtype.kind in "fi" and values.notna().any():
+            finite = values.dropna()
+            if (finite == finite.round()).all():
+                out[col] = values.round().astype("Int64")
+    return out
+
+
 def tables_by_image_type(runs: Iterable[Run]) -> dict[str, pd.DataFrame]:
     """Appendix A: for each image type, strict accuracy per category, one row per run."""
     out: dict[str, list[dict[str, Any]]] = {}
@@ -227,6 +285,8 @@ def to_markdown(frame: pd.DataFrame, digits: int = 2) -> str:
     """A GitHub Markdown table; NaN shows as an em dash so missing never reads as 0."""
 
     def cell(value: Any) -> str:
+        if value is None or value is pd.NA:
+            return "—"
         if isinstance(value, float):
             return "—" if math.isnan(value) else f"{value:.{digits}f}"
         return str(value).replace("|", "\\|")
@@ -257,27 +317,9 @@ def audit_table(name: str, directory: Path) -> tuple[str, pd.DataFrame, str]:
     return caption, pd.DataFrame(baseline_rows(audit)), (directory / "audit.md").read_text(encoding="utf-8")
 
 
-def build_report(
-    scores_root: str | Path | Iterable[str | Path],
-    out_dir: str | Path,
-    questions: Mapping[str, str | Path] | None = None,
-    full_questions: Mapping[str, str | Path] | None = None,
-    transfer_models: Iterable[str] = (),
-    transfer_category: str = "condition",
-    title: str = "ProbMed probing evaluation",
-    audits: Mapping[str, str | Path] | None = None,
-) -> dict[str, Any]:
-    """Write every table, plot and index.html into ``out_dir``; returns the manifest written too.
-
-    ``audits``: question-set name -> ``probmed audit`` directory (audit.json, audit.md): a
-    benchmark-validity table per set, and the full audit linked."""
-    runs = discover_runs(scores_root)
-    out = Path(out_dir)
-    remove_stale_temps(out)  # what a killed report left behind (hidden .tmp files) never stays in its outputs
-    (out / "tables").mkdir(parents=True, exist_ok=True)
-    (out / "plots").mkdir(parents=True, exist_ok=True)
-    question_frames = {name: pd.read_parquet(path) for name, path in (questions or {}).items()}
-
+def paper_tables(runs: list[Run], question_frames: Mapping[str, pd.DataFrame],
+                 full_questions: Mapping[str, str | Path] | None) -> dict[str, tuple[str, pd.DataFrame]]:
+    """The paper's tables 1-4 and Appendix A: name -> (caption, frame)."""
     tables: dict[str, tuple[str, pd.DataFrame]] = {}
     if question_frames:
         tables["table1_dataset"] = ("Table 1: question-set statistics", table_dataset(question_frames))
@@ -293,40 +335,84 @@ def build_report(
         "Table 2: averaged accuracy vs accuracy with adversarial pairs (question-weighted, paired categories)",
         table_adversarial_drop(runs),
     )
-    tables["table3_categories"] = ("Table 3: accuracy with adversarial pairs per category", table_categories(runs))
-    tables["table4_procedural"] = ("Table 4: procedural diagnosis and error analysis", table_procedural(runs))
+    table3 = table_categories(runs)
+    head = ["question_set", "model", "setting"]
+    by_category = [c for c in table3.columns if c in CATEGORIES or c == OVERALL_COLUMNS[OVERALL_KEY]]
+    tables["table3_categories"] = ("Table 3: accuracy with adversarial pairs per category",
+                                   table3[head + by_category])
+    tables["table3_overall"] = ("Table 3 (continued): overall accuracies, each way of pooling",
+                                table3[head + [c for c in table3.columns if c not in head + by_category]])
+    for stage, frame in procedural_by_stage(table_procedural(runs)).items():
+        tables[f"table4_procedural_{slug(stage)}"] = (
+            f"Table 4: procedural diagnosis and error analysis, {stage} (error shares in % of the stage's errors)",
+            frame)
     tables["responses"] = ("Responses: refusals and unparsed answers (%), failed after retries and missing (counts)",
                            table_responses(runs))
     for image_type, frame in tables_by_image_type(runs).items():
         tables[f"appendix_{slug(image_type)}"] = (f"Appendix A: {image_type}", frame)
+    return tables
+
+
+def comparison_tables(comp: Comparisons) -> dict[str, tuple[str, pd.DataFrame]]:
+    """Visual reliance and every paired difference, each difference with its paired 95% interval."""
+    tables: dict[str, tuple[str, pd.DataFrame]] = {}
+    if not comp.reliance.empty:
+        tables["visual_reliance"] = (
+            "Visual reliance: accuracy with the real image minus with a blank / shuffled image (points, paired "
+            "bootstrap 95% interval over images); 'answers without looking': every control's interval includes 0",
+            reliance_table(comp))
+    if not comp.differences.empty:
+        tables["paired_differences"] = (
+            "Paired differences: each ablation minus vanilla and each model pair of report.model_comparisons "
+            "(points, paired bootstrap 95% interval over the same images)", differences_table(comp))
+    return tables
+
+
+def build_report(
+    scores_root: str | Path | Iterable[str | Path],
+    out_dir: str | Path,
+    questions: Mapping[str, str | Path] | None = None,
+    full_questions: Mapping[str, str | Path] | None = None,
+    transfer_models: Iterable[str] = (),
+    transfer_category: str = "condition",
+    title: str = "ProbMed probing evaluation",
+    audits: Mapping[str, str | Path] | None = None,
+    options: ReportOptions | None = None,
+) -> dict[str, Any]:
+    """Write every table, plot and index.html into ``out_dir``; returns the manifest written too.
+
+    ``audits``: question-set name -> ``probmed audit`` directory (audit.json, audit.md): a
+    benchmark-validity table per set, and the full audit linked. ``options``: the bootstrap of
+    every paired difference, the model pairs to compare, the palette and the heatmap threshold."""
+    options = options or ReportOptions()
+    runs = discover_runs(scores_root)
+    out = Path(out_dir)
+    remove_stale_temps(out)  # what a killed report left behind (hidden .tmp files) never stays in its outputs
+    (out / "tables").mkdir(parents=True, exist_ok=True)
+    (out / "plots").mkdir(parents=True, exist_ok=True)
+    question_frames = {name: pd.read_parquet(path) for name, path in (questions or {}).items()}
+    comp = compare_runs(runs, options.bootstrap, options.model_comparisons)
+
+    tables = paper_tables(runs, question_frames, full_questions)
+    tables.update(comparison_tables(comp))
     files: dict[str, list[str]] = {"tables": [], "plots": [], "data": []}
     for name, directory in (audits or {}).items():
         caption, frame, md = audit_table(name, Path(directory))
         tables[f"audit_{slug(name)}"] = (caption, frame)
         write_text_atomic(md, out / "audit" / f"{slug(name)}.md")
         files["data"].append(f"audit/{slug(name)}.md")
-
+    tables = {name: (caption, counts_as_integers(frame)) for name, (caption, frame) in tables.items()}
     for name, (_, frame) in tables.items():
         write_text_atomic(frame.to_csv(index=False), out / "tables" / f"{name}.csv")
         write_text_atomic(to_markdown(frame), out / "tables" / f"{name}.md")
         files["tables"] += [f"tables/{name}.csv", f"tables/{name}.md"]
+    files["data"] += write_data(runs, comp, out)
 
-    long = long_table(runs)
-    write_text_atomic(long.to_csv(index=False), out / "all_metrics.csv")
-    per_category = long[long["image_type"] == "all"].copy()
-    per_category["run"] = per_category["question_set"] + "-" + per_category["model"] + "-" + per_category["setting"]
-    per_category["label"] = per_category["run"] + ": " + per_category["category"]
-    keep = ["label", "run", "category", "accuracy_adv_pairs", "averaged_accuracy"]
-    write_text_atomic(per_category.reindex(columns=keep).to_csv(index=False), out / "per_category.csv")
-    files["data"] += ["all_metrics.csv", "per_category.csv"]
-
-    write_json_atomic(summary_metrics(runs), out / "metrics.json")
-    files["data"].append("metrics.json")
-
-    figures = draw_all(runs, question_frames, out / "plots", transfer_models, transfer_category)
+    figures = draw_all(runs, question_frames, out / "plots", transfer_models, transfer_category,
+                       comparisons=comp, palette=options.palette, min_images=options.min_images)
     files["plots"] = [f"plots/{p.name}" for p in figures]
 
-    page = render_html(title, runs, tables, files)
+    page = render_html(title, runs, tables, files, warnings(comp))
     write_text_atomic(page, out / "index.html")
     manifest = {"runs": [f"{r.question_set}/{r.model}/{r.setting}" for r in runs], "files": files}
     missing = [f for group in files.values() for f in group if not (out / f).is_file()]
@@ -336,8 +422,27 @@ def build_report(
     return manifest
 
 
-def summary_metrics(runs: Iterable[Run]) -> dict[str, Any]:
-    """The compact metrics `dvc metrics show` lists: per run, overall and per-category headline numbers."""
+def write_data(runs: list[Run], comp: Comparisons, out: Path) -> list[str]:
+    """The machine-readable files beside the tables: every metric, the per-category CSV `dvc plots` reads,
+    the full Table 4, the comparisons as long tables, and the compact metrics.json."""
+    long = long_table(runs)
+    write_text_atomic(long.to_csv(index=False), out / "all_metrics.csv")
+    per_category = long[long["image_type"] == "all"].copy()
+    per_category["run"] = per_category["question_set"] + "-" + per_category["model"] + "-" + per_category["setting"]
+    per_category["label"] = per_category["run"] + ": " + per_category["category"]
+    keep = ["label", "run", "category", "accuracy_adv_pairs", "averaged_accuracy"]
+    write_text_atomic(per_category.reindex(columns=keep).to_csv(index=False), out / "per_category.csv")
+    write_text_atomic(counts_as_integers(table_procedural(runs)).to_csv(index=False), out / "table4_procedural.csv")
+    write_text_atomic(comp.differences.to_csv(index=False), out / "paired_differences.csv")
+    write_text_atomic(comp.reliance.to_csv(index=False), out / "visual_reliance.csv")
+    write_json_atomic(summary_metrics(runs, comp), out / "metrics.json")
+    return ["all_metrics.csv", "per_category.csv", "table4_procedural.csv", "paired_differences.csv",
+            "visual_reliance.csv", "metrics.json"]
+
+
+def summary_metrics(runs: Iterable[Run], comp: Comparisons | None = None) -> dict[str, Any]:
+    """The compact metrics `dvc metrics show` lists: per run, overall and per-category headline numbers,
+    and per model with image controls its visual reliance (strict drop per control and category)."""
 
     def clean(value: float) -> float | None:
         return None if math.isnan(value) else round(value, 4)
@@ -352,24 +457,34 @@ def summary_metrics(runs: Iterable[Run]) -> dict[str, Any]:
         for category in scores.categories:
             entry[category] = {k: clean(scores.value(category, k)) for k in ("accuracy_adv_pairs", "averaged_accuracy")}
         out[f"{run.question_set}-{run.model}-{run.setting}"] = entry
+    if comp is not None:
+        strict = comp.reliance[comp.reliance["metric"] == "strict"]
+        for r in strict.itertuples(index=False):
+            key = f"{r.question_set}-{r.model}-reliance"
+            out.setdefault(key, {}).setdefault(r.control, {})[r.category] = clean(r.drop)
     return out
 
 
 def render_html(
-    title: str, runs: list[Run], tables: Mapping[str, tuple[str, pd.DataFrame]], files: Mapping[str, list[str]]
+    title: str, runs: list[Run], tables: Mapping[str, tuple[str, pd.DataFrame]], files: Mapping[str, list[str]],
+    notes: Sequence[str] = (),
 ) -> str:
-    """One static page: run list, every table, every figure, links to CSV/Markdown."""
+    """One static page: warnings, run list, every table, every figure, links to CSV/Markdown."""
     esc = html.escape
     parts = [
         "<!doctype html>",
         f"<html><head><meta charset='utf-8'><title>{esc(title)}</title>",
-        "<style>body{font-family:sans-serif;margin:2em;max-width:1200px}"
-        "table{border-collapse:collapse;margin:1em 0;font-size:90%}td,th{border:1px solid #ccc;padding:3px 6px}"
+        "<style>body{font-family:sans-serif;margin:2em;max-width:1400px}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:85%}td,th{border:1px solid #ccc;padding:3px 5px}"
+        ".warn{background:#fff4e5;border:1px solid #f0b35a;padding:.5em 1em}"
         "img{max-width:100%;border:1px solid #eee;margin:1em 0}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
         "<p>Accuracies in percent. <b>Accuracy with adversarial pairs</b>: a pair counts only when both"
         f" answers are right ({' and '.join(PER_IMAGE_CATEGORIES)} all-or-nothing per image). <b>Averaged accuracy</b>:"
-        " mean correctness over the questions of the pairs. A dash means not available, never zero.</p>",
+        " mean correctness over the questions of the pairs. A dash means not available, never zero. Every"
+        " difference carries a paired bootstrap 95% interval over the same images; n is the number of images.</p>",
+        *([f"<div class='warn'><h2>Warnings</h2><ul>{''.join(f'<li>{esc(n)}</li>' for n in notes)}</ul></div>"]
+          if notes else []),
         "<h2>Runs</h2><ul>",
         *[f"<li>{esc(r.question_set)} / {esc(r.model)} / {esc(r.setting)}</li>" for r in runs],
         "</ul><h2>Figures</h2>",
@@ -378,7 +493,7 @@ def render_html(
     ]
     for name, (caption, frame) in tables.items():
         parts.append(f"<h3>{esc(caption)}</h3>")
-        parts.append(frame.to_html(index=False, na_rep="—", float_format=lambda v: f"{v:.2f}", border=0))
+        parts.append(frame.to_html(index=False, na_rep="—", float_format=lambda v: f"{v:.2f}", border=0))  # Int64: ints
         parts.append(f"<p><a href='tables/{esc(name)}.csv'>CSV</a> · <a href='tables/{esc(name)}.md'>Markdown</a></p>")
     parts.append("<h2>Data</h2><ul>")
     parts += [f"<li><a href='{esc(p)}'>{esc(p)}</a></li>" for p in files["data"]]

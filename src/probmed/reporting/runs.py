@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING, Mapping, Sequence
 
 from probmed.scoring.score_report import ScoreReport
 
 if TYPE_CHECKING:
     import pandas as pd
+
+    from probmed.reporting.comparisons import Comparisons
 
 
 @dataclass
@@ -39,3 +41,6 @@ class FigureInput:
     questions: "pd.DataFrame | None" = None  # the set's question table, when the report was given it
     transfer_models: Sequence[str] = ()  # report.transfer_models (Figure 5)
     transfer_category: str = "condition"  # report.transfer_category
+    comparisons: "Comparisons | None" = None  # the set's paired differences and accuracy intervals
+    palette: Mapping[str, str] = field(default_factory=dict)  # model -> colour, the same in every figure
+    min_images: int = 5  # report.min_images_per_cell: heatmap cells with fewer images are greyed out
