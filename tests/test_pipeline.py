@@ -265,8 +265,8 @@ def test_repro_builds_report_and_mlflow_runs_and_noop_runs_nothing(pipeline_repo
     from reporting.png_checks import assert_nontrivial_png  # importable alone: test_report needs its folder on sys.path
 
     pngs = sorted((repo / "build/report/plots").glob("*.png"))
-    assert {p.name for p in pngs} >= {"fig1_strict_vs_averaged_probmed.png", "ablation_deltas_probmed.png",
-                                      "transfer_finetune-heldout.png"}
+    assert {p.name for p in pngs} >= {"fig1_strict_vs_averaged_probmed.png", "differences_probmed.png",
+                                      "visual_reliance_probmed.png", "transfer_finetune-heldout.png"}
     for png in pngs:
         assert_nontrivial_png(png)
     page = (repo / "build/report/index.html").read_text()
@@ -274,6 +274,13 @@ def test_repro_builds_report_and_mlflow_runs_and_noop_runs_nothing(pipeline_repo
         assert (repo / "build/report" / ref).is_file(), ref
     runs = json.loads((repo / "build/tracking/runs.json").read_text())
     assert set(runs) == set(TINY_RUNS) | set(TINY_DESCRIBED)
+    # vanilla, blank and shuffled of the default model: its visual reliance per category, each with an interval
+    reliance = pd.read_csv(repo / "build/report/tables/visual_reliance.csv")
+    tiny = reliance[(reliance["question set"] == "probmed") & (reliance["model"] == "tiny")]
+    assert len(tiny) >= 6 and tiny["answers without looking"].isin(["yes", "no"]).all()
+    for column in ("Δstrict blank", "Δstrict shuffled"):
+        assert tiny[column].str.match(r"^[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\]$").all(), tiny[column]
+    assert "Visual reliance" in page
     # the new sources are in: Table 1 of the full set beside the paper's shares, chest CT in the transfer study
     table1 = pd.read_csv(repo / "build/report/tables/table1_probmed_vs_paper.csv").set_index("image_type")
     big = table1.drop(index="Total")
@@ -354,8 +361,10 @@ def test_mlflow_server_serves_the_pipeline_runs(pipeline_repo, tmp_path):
         for category in ("modality", "organ", "condition"):
             assert metrics(vanilla)[f"by_category.{category}.averaged_accuracy"] == pytest.approx(
                 scores["by_category"][category]["averaged_accuracy"])
-        for ablation in ("probmed-tiny-cot", "probmed-tiny-described"):
+        for ablation in ("probmed-tiny-cot", "probmed-tiny-described", "probmed-tiny-blank", "probmed-tiny-shuffled"):
             assert tags(runs[ids[ablation]])["mlflow.parentRunId"] == ids["probmed-tiny-vanilla"]
+        assert {"visual_reliance.blank.strict.overall", "visual_reliance.shuffled.strict.overall.ci_low",
+                "answers_without_looking.overall"} <= set(metrics(vanilla))  # logged by the report stage
         listed = httpx.get(f"{base}/artifacts/list", params={"run_id": ids["probmed-tiny-vanilla"]}).json()
         assert {f["path"] for f in listed["files"]} >= {"scores", "predictions", "report"}
         preds = httpx.get(f"{base}/artifacts/list",

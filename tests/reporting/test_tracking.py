@@ -239,3 +239,24 @@ def test_concurrent_track_calls_serialise(tmp_path):
     with Tracker(f"sqlite:///{db}", "probmed-test", tmp_path / "mlruns") as tracker:
         runs = tracker.client.search_runs([tracker.experiment_id])
         assert len(runs) == 1 and runs[0].info.status == "FINISHED"
+
+
+def test_visual_reliance_is_logged_on_the_models_vanilla_run(logged):
+    from probmed.reporting.comparisons import reliance_metrics
+
+    tracker, ids, _, _ = logged
+    rows = [("blank", "overall", 12.0, 4.0, 20.0), ("shuffled", "overall", 3.0, -2.0, 8.0),
+            ("blank", "organ", 1.0, -3.0, 5.0), ("shuffled", "organ", 0.5, -1.0, 2.0)]
+    frame = pd.DataFrame([{"question_set": "probmed", "model": "tiny", "category": cat, "control": control,
+                           "metric": "strict", "drop": drop, "ci_low": low, "ci_high": high}
+                          for control, cat, drop, low, high in rows]
+                         + [{"question_set": "probmed", "model": "nowhere", "category": "overall", "control": "blank",
+                             "metric": "strict", "drop": 1.0, "ci_low": float("nan"), "ci_high": float("nan")}])
+    written = tracker.log_reliance(reliance_metrics(frame), {f"probmed-tiny-{s}": i for s, i in ids.items()})
+    assert written == {"probmed-tiny": ids["vanilla"]}  # a model without a logged vanilla run is skipped
+    metrics = tracker.client.get_run(ids["vanilla"]).data.metrics
+    assert metrics["visual_reliance.blank.strict.overall"] == 12.0
+    assert metrics["visual_reliance.shuffled.strict.overall.ci_low"] == -2.0
+    # overall: the blank drop's interval excludes 0, so the model looks; organ: both include 0
+    assert metrics["answers_without_looking.overall"] == 0.0 and metrics["answers_without_looking.organ"] == 1.0
+    assert not any(k.startswith("visual_reliance") for k in tracker.client.get_run(ids["cot"]).data.metrics)

@@ -233,12 +233,19 @@ def cmd_report(args: argparse.Namespace) -> int:
     )
     logged = 0
     if (cfg.get("tracking") or {}).get("enabled", True) and rcfg.get("log_to_mlflow", True):
+        tracked = json.loads(Path(args.runs).read_text()) if args.runs and Path(args.runs).is_file() else {}
+        reliance = Path(args.out_dir) / "visual_reliance.csv"  # on each model's vanilla run, parent of its controls
         with _tracker(cfg) as tracker:
             tracker.log_report(args.out_dir)
-            if args.runs and Path(args.runs).is_file():
-                run_ids = list(json.loads(Path(args.runs).read_text()).values())
-                tracker.attach(run_ids, args.out_dir, "report")
-                logged = len(run_ids)
+            if reliance.is_file():
+                import pandas as pd
+
+                from probmed.reporting.comparisons import reliance_metrics
+
+                tracker.log_reliance(reliance_metrics(pd.read_csv(reliance)), tracked)
+            if tracked:
+                tracker.attach(list(tracked.values()), args.out_dir, "report")
+                logged = len(tracked)
     print(json.dumps({"runs": len(manifest["runs"]), "plots": len(manifest["files"]["plots"]),
                       "out": args.out_dir, "logged_to_runs": logged}))
     return 0

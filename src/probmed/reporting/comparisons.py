@@ -25,7 +25,7 @@ import pandas as pd
 
 from probmed.core.settings import ABLATIONS, BASE_SETTING, IMAGE_CONTROLS
 from probmed.reporting.runs import Run
-from probmed.scoring.compare import Bootstrap, accuracies, paired_differences, visual_reliance
+from probmed.scoring.compare import Bootstrap, accuracies, paired_differences, visual_reliance, without_looking
 
 PER_IMAGE_FILE = "per_image.parquet"  # written by probmed.scoring.run.write_run
 ALL = "all"  # the image-type label of whole-set rows
@@ -235,4 +235,23 @@ def warnings(comp: Comparisons) -> list[str]:
             blind.setdefault((qset, model), []).append(cat)
     out += [f"{qset}: {model} answers without looking in {', '.join(cats)} (the drop with a blank or shuffled "
             f"image is indistinguishable from 0)." for (qset, model), cats in blind.items()]
+    return out
+
+
+def reliance_metrics(reliance: pd.DataFrame) -> dict[tuple[str, str], dict[str, float]]:
+    """(question set, model) -> the MLflow metrics of its visual reliance: per control, metric and category
+    the drop and its interval (``visual_reliance.<control>.<metric>.<category>[.ci_low|.ci_high]``), and
+    ``answers_without_looking.<category>`` as 1 / 0 where the flag is known. NaNs are left out."""
+    out: dict[tuple[str, str], dict[str, float]] = {}
+    for (qset, model), part in reliance.groupby(["question_set", "model"], sort=False):
+        metrics: dict[str, float] = {}
+        for r in part.itertuples(index=False):
+            base = f"visual_reliance.{r.control}.{r.metric}.{r.category}"
+            for suffix, value in (("", r.drop), (".ci_low", r.ci_low), (".ci_high", r.ci_high)):
+                if value is not None and not pd.isna(value):
+                    metrics[base + suffix] = float(value)
+        for category, flag in without_looking(part).items():
+            if flag is not None:
+                metrics[f"answers_without_looking.{category}"] = float(flag)
+        out[(str(qset), str(model))] = metrics
     return out

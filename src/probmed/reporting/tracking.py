@@ -341,6 +341,26 @@ class Tracker:
         self.client.set_terminated(run_id, "FINISHED")
         return run_id
 
+    def log_reliance(self, metrics: Mapping[tuple[str, str], Mapping[str, float]],
+                     run_ids: Mapping[str, str] | None = None) -> dict[str, str]:
+        """Each model's visual reliance (probmed.reporting.comparisons.reliance_metrics) on its ``vanilla`` run,
+        the parent of its image-control runs: the one `probmed track` wrote (``run_ids``, its runs.json), else
+        the newest; returns ``{"<set>-<model>": run_id}`` of the runs written to."""
+        logged: dict[str, str] = {}
+        now = int(time.time() * 1000)
+        for (question_set, model), values in metrics.items():
+            run_id = (run_ids or {}).get(f"{question_set}-{model}-{BASE_SETTING}")
+            if run_id is None:
+                run = self.find_run(model=model, setting=BASE_SETTING, question_set=question_set)
+                run_id = run.info.run_id if run is not None else None
+            if run_id is None or not values:
+                continue
+            batch = [Metric(metric_name(k), float(v), now, 0) for k, v in sorted(values.items())]
+            for start in range(0, len(batch), _MAX_BATCH):
+                self.client.log_batch(run_id, metrics=batch[start:start + _MAX_BATCH])
+            logged[f"{question_set}-{model}"] = run_id
+        return logged
+
     def attach(self, run_ids: Iterable[str], path: str | Path, artifact_dir: str) -> None:
         """Log one file or directory into several runs (the shared report into every evaluation run)."""
         path = Path(path)

@@ -223,9 +223,15 @@ def visual_reliance(real: pd.DataFrame, controls: Mapping[str, pd.DataFrame], bo
                          "with_control": r.b, "drop": r.diff, "ci_low": r.ci_low, "ci_high": r.ci_high,
                          "n_images": r.n_images, "n": r.n})
     drops = pd.DataFrame(rows, columns=list(RELIANCE_COLUMNS))
+    return drops, without_looking(drops)
+
+
+def without_looking(drops: pd.DataFrame) -> dict[str, bool | None]:
+    """category -> True when every control's strict drop has an interval that includes 0, False when one
+    is distinguishable from 0, None without an interval (one model's rows of :func:`visual_reliance`)."""
     flags: dict[str, bool | None] = {}
     strict = drops[drops["metric"] == "strict"]
     for name, part in strict.groupby("category", sort=False):
         zero = [includes_zero(lo, hi) for lo, hi in zip(part["ci_low"], part["ci_high"])]
         flags[str(name)] = None if any(z is None for z in zero) else all(zero)
-    return drops, flags
+    return flags

@@ -1,0 +1,100 @@
+"""The report's accuracy figures from real score outputs: bars with intervals and n, one colour per model,
+heatmaps with a colour bar, n per cell and greyed-out sparse cells, and the transfer figure's paired differences."""
+
+from __future__ import annotations
+
+import math
+
+import matplotlib.pyplot as plt
+import numpy as np
+import pytest
+from comparison_runs import QUESTION_SET, write_scores
+
+from probmed.core.categories import PAIRED_CATEGORIES
+from probmed.reporting import plots
+from probmed.reporting.comparisons import compare_runs
+from probmed.reporting.report import discover_runs
+from probmed.reporting.runs import FigureInput
+from probmed.reporting.style import MISSING_COLOUR, bars, model_colours
+from probmed.scoring.compare import Bootstrap
+
+MODELS = ["looker", "blind"]
+
+
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    root = tmp_path_factory.mktemp("scores")
+    write_scores(root)
+    runs = discover_runs(root)
+    comp = compare_runs(runs, Bootstrap(200, 0), model_pairs=[("looker", "blind")]).for_set(QUESTION_SET)
+    vanilla = [r for r in runs if r.setting == "vanilla"]
+    return FigureInput(QUESTION_SET, vanilla, None, ("blind", "looker"), "condition", comp, model_colours(MODELS), 5)
+
+
+def _texts(fig, start: str) -> list[str]:
+    return [t.get_text() for ax in fig.axes for t in ax.texts if t.get_text().startswith(start)]
+
+
+def _error_bars(ax) -> int:
+    return sum(len(c.get_segments()) for c in ax.collections)
+
+
+def _colour(patch) -> tuple[float, ...]:
+    return tuple(np.round(patch.get_facecolor()[:3], 3))
+
+
+def test_strict_vs_averaged_has_two_bars_per_run_with_interval_and_n(data):
+    fig = plots.build_strict_vs_averaged(data)
+    categories = [c for c in PAIRED_CATEGORIES if c in data.runs[0].scores.categories]
+    assert len(fig.axes) == len(categories)
+    for ax in fig.axes:
+        assert len(ax.patches) == 2 * len(data.runs)  # averaged and strict per run
+        assert _error_bars(ax) == 2 * len(data.runs)  # an error bar on every bar
+    assert len(_texts(fig, "n=")) == 2 * len(data.runs) * len(categories)
+    palette = {colour: None for colour in model_colours(MODELS).values()}
+    seen = {_colour(p) for ax in fig.axes for p in ax.patches}
+    assert seen == {tuple(np.round(plt.matplotlib.colors.to_rgb(c), 3)) for c in palette}  # one colour per model
+    plt.close(fig)
+
+
+def test_a_zero_bar_and_a_missing_value_look_different():
+    fig, ax = plt.subplots()
+    bars(ax, [0, 1], [0.0, math.nan], [0.0, None], [4.0, None], [12, None], "#1f77b4", 0.8)
+    assert len(ax.patches) == 1 and ax.patches[0].get_height() == 0.0  # the zero is a bar with its interval
+    assert _error_bars(ax) == 1
+    marks = [t for t in ax.texts if t.get_text() == "n/a"]
+    assert len(marks) == 1 and marks[0].get_position()[0] == 1 and marks[0].get_color() == MISSING_COLOUR
+    assert [t.get_text() for t in ax.texts if t.get_text().startswith("n=")] == ["n=12"]
+    plt.close(fig)
+
+
+def test_heatmap_has_a_colour_bar_n_per_cell_and_greys_sparse_cells(data):
+    fig = plots.build_per_image_type(data)
+    image_types = sorted({it for r in data.runs for it in r.scores.image_types})
+    panels = [ax for ax in fig.axes if ax.images]
+    assert len(panels) == len(data.runs[0].scores.categories)
+    colourbars = [ax for ax in fig.axes if ax.get_ylabel().startswith("accuracy with adversarial pairs")]
+    assert len(colourbars) == 1
+    for ax in panels:
+        assert ax.images[0].get_array().shape == (len(data.runs), len(image_types))
+        assert len(ax.texts) == len(data.runs) * len(image_types)  # every cell says its n (or "—")
+    counts = np.array([[data.runs[0].scores.value("modality", "n_images", it)] for it in image_types])
+    assert (counts > 0).all()
+    plt.close(fig)
+    sparse = FigureInput(**{**data.__dict__, "min_images": int(counts.max()) + 1})
+    fig = plots.build_per_image_type(sparse)
+    masks = [np.ma.getmaskarray(ax.images[0].get_array()) for ax in fig.axes if ax.images]
+    assert all(mask.all() for mask in masks)  # every cell has fewer images than the threshold: all grey
+    assert all(not t.get_text()[:1].isdigit() for ax in fig.axes for t in ax.texts)  # n only, no accuracy
+    plt.close(fig)
+
+
+def test_transfer_figure_has_a_bar_per_model_and_image_type_and_the_paired_difference(data):
+    fig = plots.build_transfer(data)
+    image_types = sorted({it for r in data.runs for it in r.scores.image_types})
+    ax = fig.axes[0]
+    assert len(ax.patches) == 2 * len(image_types) and _error_bars(ax) == 2 * len(image_types)
+    diffs = [t.get_text() for t in ax.texts if "[" in t.get_text()]
+    assert len(diffs) == len(image_types)  # looker - blind with its paired interval above each image type
+    assert "looker - blind" in ax.get_title()
+    plt.close(fig)
