@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from probmed.scoring.score_report import ScoreReport
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from probmed.reporting.comparisons import Comparisons
 
 
 @dataclass
@@ -41,6 +39,8 @@ class FigureInput:
     questions: "pd.DataFrame | None" = None  # the set's question table, when the report was given it
     transfer_models: Sequence[str] = ()  # report.transfer_models (Figure 5)
     transfer_category: str = "condition"  # report.transfer_category
-    comparisons: "Comparisons | None" = None  # the set's paired differences and accuracy intervals
+    # the set's paired differences and accuracy intervals: a probmed.reporting.comparisons.Comparisons
+    # (not imported here: that module reads Runs)
+    comparisons: Any = None
     palette: Mapping[str, str] = field(default_factory=dict)  # model -> colour, the same in every figure
     min_images: int = 5  # report.min_images_per_cell: heatmap cells with fewer images are greyed out
