@@ -143,7 +143,7 @@ def test_every_table_fits_a_1400_px_page_and_counts_are_integers(report):
 
 
 def test_report_figures_are_nontrivial(report):
-    from test_report import assert_nontrivial_png
+    from png_checks import assert_nontrivial_png
 
     out, manifest = report
     for path in manifest["files"]["plots"]:

@@ -112,7 +112,9 @@ def evaluate(
         "n_questions": int(len(questions)),
         "n_predictions": prepared.n_predictions,
         "extra_predictions": prepared.extra_predictions,
-from probmed.core.records import remove_stale_temps, write_json_atomic, write_parquet, write_text_atomic
+        "n_failed": int((prepared.label == "failed").sum()),
+        "n_missing": int((prepared.label == "missing").sum()),
+        "answers_sha256": answers_digest(prepared),
         "bootstrap_resamples": settings.bootstrap_resamples,
         "ci_level": settings.ci_level,
         "seed": settings.seed,
