@@ -254,11 +254,11 @@ def procedural_by_stage(table4: pd.DataFrame) -> dict[str, pd.DataFrame]:
     return out
 
 
-_COUNT = re.compile(r"(^|[ ._])(n|n_\w+|num|images|questions|units|missing)$")
+_COUNT = re.compile(r"(^|[ ._])(n|n_\w+|num|images|questions|units|missing|failed)$")
 
 
 def counts_as_integers(frame: pd.DataFrame) -> pd.DataFrame:
-    """Count columns (n_*, images, questions, num, missing) as integers (missing stays missing), never "3.00"."""
+    """Count columns (n_*, images, questions, num, missing, failed) as integers (missing stays missing), never "3.00"."""
     out = frame.copy()
     for col in out.columns:
         values = pd.to_numeric(out[col], errors="coerce") if out[col].dtype == object else out[col]
