@@ -23,10 +23,7 @@ import pandas as pd
 import pytest
 import yaml
 
-from probmed.cli import main
 from probmed.core.config import load_params, to_plain
-from probmed.core.errors import ConfigError
-from probmed.pipeline import evaluations, pinned, subset_questions, write_plan
 
 BIN = str(Path(sys.executable).parent)
 
@@ -105,111 +102,7 @@ def dvc_status(repo: Path) -> dict:
     return json.loads(sh(f"{BIN}/dvc", "status", "--json", cwd=repo).stdout or "{}")
 
 
-# --- fast: plan checks, subsets, Dockerfile ------------------------------------------------
-
-
-@pytest.fixture()
-def cfg(repo_root, tmp_path):
-    params = to_plain(load_params(repo_root / "params.yaml"))
-    (tmp_path / "data").mkdir()
-    for source in params["datasets"]["sources"].values():  # every raw source folder the plan checks
-        (tmp_path / "data" / source["dir"]).mkdir()
-    return params, tmp_path
-
-
-@pytest.mark.parametrize(
-    ("override", "message"),
-    [
-        ({"model": "no-such-model"}, r"pipeline\.runs\.probmed-tiny-vanilla\.model = 'no-such-model' is not a model"),
-        ({"model": "gpt-4o"}, r"pipeline\.runs\.probmed-tiny-vanilla\.model = 'gpt-4o' is disabled"),
-        ({"setting": "sideways"}, r"pipeline\.runs\.probmed-tiny-vanilla\.setting = 'sideways'"),
-        ({"question_set": "nope"}, r"pipeline\.runs\.probmed-tiny-vanilla\.question_set = 'nope' is not a dataset"),
-        ({"setting": "described"}, r"go under pipeline\.described_runs"),
-    ],
-)
-def test_bad_run_config_names_the_key(cfg, override, message):
-    params, root = cfg
-    params["pipeline"]["runs"]["probmed-tiny-vanilla"].update(override)
-    with pytest.raises(ConfigError, match=message):
-        write_plan(params, root / "plan", root)
-    assert not (root / "plan").exists()  # nothing written before the check passes
-
-
-def test_missing_dataset_names_the_key(cfg):
-    params, root = cfg
-    shutil.rmtree(root / "data" / "vqa-rad")
-    with pytest.raises(ConfigError, match=r"datasets\.sources\.vqarad: raw data .*vqa-rad not found"):
-        write_plan(params, root / "plan", root)
-    params["datasets"]["question_sets"]["probmed"]["sources"].append("roco")
-    with pytest.raises(ConfigError, match=r"datasets\.question_sets\.probmed\.sources lists 'roco'"):
-        write_plan(params, root / "plan", root)
-
-
-def test_plan_checks_every_registry_key(cfg):
-    """A model's backend (enabled or not), a data source and a run's setting must be registered."""
-    params, root = cfg
-    params["models"]["llava-med"]["backend"] = "hugging-face"
-    with pytest.raises(ConfigError, match=r"models\.llava-med\.backend = 'hugging-face' is not a known model backend"):
-        write_plan(params, root / "plan", root)
-    params["models"]["llava-med"]["backend"] = "hf"
-    params["datasets"]["sources"]["xrays"] = {"dir": "chestxray14"}
-    with pytest.raises(ConfigError, match=r"datasets\.sources\.xrays is not a known data source; .*'vqarad'"):
-        write_plan(params, root / "plan", root)
-    assert not (root / "plan").exists()
-
-
-def test_plan_lists_every_evaluation_and_writes_a_constant_gate(cfg):
-    params, root = cfg
-    plan = write_plan(params, root / "plan", root)
-    names = {e.name for e in evaluations(params)}
-    assert {e["name"] for e in plan["evaluations"]} == names
-    assert names == set(params["pipeline"]["runs"]) | set(params["pipeline"]["described_runs"])
-    gate = (root / "plan" / "gate").read_text()
-    params["models"]["tiny"]["max_new_tokens"] = 3
-    write_plan(params, root / "plan", root)
-    assert (root / "plan" / "gate").read_text() == gate  # model params never invalidate every stage
-
-
-def test_plan_cli_exits_2_with_the_key(repo_root, tmp_path, capsys):
-    rc = main(["plan", "--params", str(repo_root / "params.yaml"), "--out-dir", str(tmp_path / "p"),
-               "pipeline.runs.probmed-tiny-cot.model=gpt-4o"])
-    assert rc == 2
-    assert "pipeline.runs.probmed-tiny-cot.model = 'gpt-4o' is disabled" in capsys.readouterr().err
-    rc = main(["plan", "--params", str(repo_root / "params.yaml"), "--out-dir", str(tmp_path / "p"),
-               "pipeline.runs.probmed-tiny-cot.model=llava-med"])  # a hub model runs once pinned
-    assert rc == 2
-    err = capsys.readouterr().err
-    assert "pipeline.runs.probmed-tiny-cot.model = 'llava-med'" in err and "probmed pin llava-med" in err
-
-
-def _questions(n_images: int) -> pd.DataFrame:
-    rows = []
-    for i in range(n_images):
-        image_type = ("X-ray - Chest", "CT Scan - Brain", "MRI - Spine")[i % 3]
-        for polarity in ("gt", "adversarial"):
-            rows.append({"qid": f"q{i}{polarity}", "image_id": f"img{i:03d}", "image_type": image_type,
-                         "polarity": polarity})
-    return pd.DataFrame(rows)
-
-
-def test_subset_is_seeded_whole_images_and_spread_over_types():
-    frame = _questions(30)
-    a, b = subset_questions(frame, 6, seed=1), subset_questions(frame, 6, seed=1)
-    pd.testing.assert_frame_equal(a, b)
-    assert a["image_id"].nunique() == 6 and len(a) == 12
-    assert a.groupby("image_type")["image_id"].nunique().tolist() == [2, 2, 2]
-    assert list(a["qid"]) == [q for q in frame["qid"] if q in set(a["qid"])]  # original order kept
-    assert set(subset_questions(frame, 6, seed=2)["image_id"]) != set(a["image_id"])
-    assert len(subset_questions(frame, None, seed=0)) == len(frame)
-    assert len(subset_questions(frame, 1000, seed=0)) == len(frame)
-
-
-def test_data_dvc_pins_the_shared_data(repo_root, shared_data):
-    md5_dir, source, out = pinned(repo_root / "data.dvc")
-    assert md5_dir.endswith(".dir") and out == "data"
-    assert (repo_root / source).resolve() == shared_data.resolve()
-    assert "data" not in subprocess.run(["git", "ls-files", "data"], cwd=repo_root, capture_output=True,
-                                        text=True).stdout  # never data in git
+# --- fast: fetch errors, Dockerfile ------------------------------------------------
 
 
 def test_fetch_without_a_source_or_remote_is_a_clear_error(tmp_path, repo_root):

@@ -1,7 +1,8 @@
-"""`probmed fetch-data`, `plan`, `track`, `report`: the pipeline's own stages.
+"""`probmed fetch-data`, `plan`, `subset`, `track`, `report`: the pipeline's own stages.
 
-Thin: read params.yaml (+ dotted overrides), call probmed.pipeline,
-probmed.reporting.tracking or probmed.reporting.report, print a one-line JSON summary.
+Thin: read params.yaml (+ dotted overrides), call the library (pipeline.plan,
+core.pinned_data, benchmark.subsets, reporting.tracking, reporting.report),
+print a one-line JSON summary.
 File layout the DVC stages share (dvc.yaml writes it, these commands read it):
 
     build/questions/<question_set>.parquet
@@ -72,7 +73,7 @@ def _cfg(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
-    from probmed.pipeline import fetch_data
+    from probmed.core.pinned_data import fetch_data
 
     result = fetch_data(".", args.dvc_file, source=args.source, remote=args.remote)
     print(json.dumps(result))
@@ -80,7 +81,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
-    from probmed.pipeline import write_plan
+    from probmed.pipeline.plan import write_plan
 
     plan = write_plan(_cfg(args), args.out_dir)
     print(json.dumps({"evaluations": len(plan["evaluations"]), "out": args.out_dir}))
@@ -88,7 +89,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_subset(args: argparse.Namespace) -> int:
-    from probmed.pipeline import drop_training_images, subset_questions
+    from probmed.benchmark.subsets import drop_training_images, subset_questions
     from probmed.core.records import read_questions, write_questions
 
     cfg = _cfg(args)
@@ -150,7 +151,7 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, 
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from probmed.pipeline import evaluations
+    from probmed.pipeline.plan import evaluations
     from probmed.core.records import write_json_atomic
     from probmed.reporting.tracking import RunSpec, log_model_runs
 
