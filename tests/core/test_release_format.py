@@ -23,7 +23,7 @@ from probmed.core.release_format import (
     write_question_file,
     write_response_file,
 )
-from probmed.core.records import write_parquet
+from probmed.core.io import write_parquet
 from probmed.core.errors import RecordError
 
 

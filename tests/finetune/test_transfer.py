@@ -10,7 +10,7 @@ import pytest
 
 from probmed.finetune import data
 from probmed.finetune.transfer import comparison, compact_metrics, group_table, held_out_questions, to_markdown
-from probmed.core.records import write_parquet
+from probmed.core.io import write_parquet
 
 DOMAIN = {"source": "ChestX-ray14", "modality": "x-ray", "organ": "chest"}
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pandas as pd
 
-from probmed.core.records import write_text_atomic
+from probmed.core.io import write_text_atomic
 from probmed.core.errors import RecordError
 from probmed.core.io import require_file
 

@@ -152,7 +152,7 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, 
 
 def cmd_track(args: argparse.Namespace) -> int:
     from probmed.pipeline.plan import evaluations
-    from probmed.core.records import write_json_atomic
+    from probmed.core.io import write_json_atomic
     from probmed.reporting.tracking import RunSpec, log_model_runs
 
     cfg = _cfg(args)

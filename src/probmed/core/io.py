@@ -1,4 +1,11 @@
-"""File helpers every stage shares: required inputs that say what is missing, atomic text and JSON writes.
+"""File helpers every stage shares: atomic writes, and required inputs that say what is missing.
+
+Every output is written to a hidden temporary file beside its destination
+(``.<name>.<random>.tmp``) and renamed over it only when complete, so a crash or
+a full disk never leaves half a table or a truncated PNG under the real name.
+A failed write removes its temporary file; one a killed process left behind is
+removed by the next run of its stage (:func:`remove_stale_temps`), and git and
+DVC ignore the pattern (.gitignore, .dvcignore).
 
 Standard library only: commands that write JSON (score-official) stay free of pandas.
 """
@@ -7,21 +14,33 @@ from __future__ import annotations
 
 import json
 import os
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from probmed.core.errors import MissingFileError
 
-
-def require_file(path: str | Path, what: str = "input file") -> Path:
-    """`path` as a Path if it is a file; otherwise a MissingFileError naming it."""
-    path = Path(path)
-    if not path.is_file():
-        raise MissingFileError(f"{what} {path} not found")
-    return path
-
+if TYPE_CHECKING:
+    import pandas as pd
 
 TEMP_SUFFIX = ".tmp"  # every atomic writer writes ".<name>.<random>.tmp" beside its target, then renames
+
+
+@contextmanager
+def atomic_path(path: str | Path) -> Iterator[Path]:
+    """A fresh hidden temporary path beside `path`, renamed over `path` when the block ends, removed if it fails.
+
+    The temporary name ends in ``.tmp``, not the destination's suffix: writers that
+    infer a format from the name (matplotlib, PIL) are given it explicitly.
+    """
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.urandom(4).hex()}{TEMP_SUFFIX}")
+    try:
+        yield tmp
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
 
 
 def remove_stale_temps(directory: str | Path) -> list[Path]:
@@ -37,20 +56,24 @@ def remove_stale_temps(directory: str | Path) -> list[Path]:
 
 
 def write_text_atomic(text: str, path: str | Path) -> None:
-    """Write via a temporary file and rename, so a crash never leaves half a file (JSON, CSV, Markdown)."""
-    import tempfile  # here, not at the top: it pulls in random and shutil, which `probmed --help` never needs
-
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
+    """JSON, CSV, Markdown and HTML outputs."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text, encoding="utf-8")
 
 
 def write_json_atomic(obj: Any, path: str | Path) -> None:
     write_text_atomic(json.dumps(obj, indent=2, sort_keys=False) + "\n", path)
+
+
+def write_parquet(frame: "pd.DataFrame", path: str | Path) -> None:
+    """A table written whole or not at all: a crash never leaves half a table."""
+    with atomic_path(path) as tmp:
+        frame.to_parquet(tmp, index=False)
+
+
+def require_file(path: str | Path, what: str = "input file") -> Path:
+    """`path` as a Path if it is a file; otherwise a MissingFileError naming it."""
+    path = Path(path)
+    if not path.is_file():
+        raise MissingFileError(f"{what} {path} not found")
+    return path

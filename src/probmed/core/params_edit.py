@@ -9,14 +9,13 @@ that key changed before replacing the file atomically.
 
 from __future__ import annotations
 
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any, Sequence
 
 from probmed.core.config import read_yaml_12
 from probmed.core.errors import ConfigError
+from probmed.core.io import atomic_path
 
 
 def _indent(line: str) -> int:
@@ -107,14 +106,8 @@ def set_param(path: str | Path, keys: Sequence[str], value: Any) -> bool:
     new_text = set_value_in_text(text, keys, value)
     if new_text == text:
         return False
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(new_text)
+    with atomic_path(path) as tmp:  # checked before it replaces the file
+        tmp.write_text(new_text, encoding="utf-8")
         if read_yaml_12(tmp) != _with(before, list(keys), value):
             raise ConfigError(f"params: setting {'.'.join(keys)} would change other keys of {path}; edit it by hand")
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return True

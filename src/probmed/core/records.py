@@ -9,8 +9,6 @@ stored as JSON strings so any Parquet reader sees plain columns.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
@@ -19,13 +17,7 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES
 from probmed.core.errors import RecordError
-from probmed.core.io import (  # noqa: F401 (re-exported: the atomic writers live with the standard-library helpers)
-    TEMP_SUFFIX,
-    remove_stale_temps,
-    require_file,
-    write_json_atomic,
-    write_text_atomic,
-)
+from probmed.core.io import require_file, write_parquet
 from probmed.core.vocab import LABELS, MODALITIES, ORGANS, POLARITIES
 
 
@@ -277,20 +269,3 @@ def read_predictions(path: str | Path) -> pd.DataFrame:
         i = int(bad.to_numpy().nonzero()[0][0])
         raise RecordError(f"{path}: record {i} (qid {frame['qid'].iat[i]}): field 'label' = {frame['label'].iat[i]!r}")
     return frame
-
-
-# --- Atomic writes -------------------------------------------------------------
-
-
-def write_parquet(frame: pd.DataFrame, path: str | Path) -> None:
-    """Write via a temporary file and rename, so a crash never leaves half a table."""
-    path = Path(path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
-    os.close(fd)
-    try:
-        frame.to_parquet(tmp, index=False)
-        os.replace(tmp, path)
-    finally:
-        if os.path.exists(tmp):
-            os.unlink(tmp)

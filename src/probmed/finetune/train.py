@@ -31,7 +31,8 @@ from omegaconf import DictConfig, OmegaConf
 from probmed.core.config import flatten, to_plain
 from probmed.core.errors import ConfigError, MissingFileError
 from probmed.finetune import data
-from probmed.core.records import image_records_to_frame, read_image_records, read_questions, write_json_atomic, write_parquet
+from probmed.core.records import image_records_to_frame, read_image_records, read_questions
+from probmed.core.io import write_json_atomic, write_parquet
 
 STAGES: tuple[str, ...] = ("pretrain", "adapt")
 PARENT_TAG = "probmed.parent_training_run"

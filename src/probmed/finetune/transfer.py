@@ -33,7 +33,8 @@ from probmed.core.errors import ConfigError, MissingFileError
 from probmed.finetune import data
 from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
 from probmed.core.markdown import markdown_table
-from probmed.core.records import QUESTION_COLUMNS, read_questions, write_json_atomic, write_parquet, write_text_atomic
+from probmed.core.records import QUESTION_COLUMNS, read_questions
+from probmed.core.io import atomic_path, write_json_atomic, write_parquet, write_text_atomic
 from probmed.core.categories import CATEGORIES
 from probmed.core.vocab import image_type
 from probmed.scoring.score_report import ScoreReport
@@ -222,11 +223,11 @@ def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title:
     fig.suptitle(title + "\nbars: 95% bootstrap interval, n = images; above: adapted - base [paired 95% interval]",
                  fontsize=9)
     fig.tight_layout()
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(f".{path.name}.tmp.png")
-    fig.savefig(tmp, dpi=120)
-    plt.close(fig)
-    tmp.replace(path)
+    try:
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=120)
+    finally:
+        plt.close(fig)
     return path
 
 

@@ -33,6 +33,7 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from probmed.core.errors import ConfigError
+from probmed.core.io import atomic_path
 from probmed.core.settings import Setting
 
 CONTROL_DIR = "control-images"
@@ -88,10 +89,8 @@ def blank_image(path: Path, out_dir: Path, image_hash: str) -> Path:
         size, mode = im.size, ("L" if im.mode in ("1", "L", "LA", "I", "I;16", "F") else "RGB")
     value = mean_grey(path)
     blank = Image.new(mode, size, value if mode == "L" else (value, value, value))
-    out_dir.mkdir(parents=True, exist_ok=True)
-    tmp = out.with_name(f".{out.name}.tmp")
-    blank.save(tmp, format="PNG")
-    tmp.replace(out)
+    with atomic_path(out) as tmp:  # parallel shards may write the same blank: each renames a whole file
+        blank.save(tmp, format="PNG")
     return out
 
 

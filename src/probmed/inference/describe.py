@@ -19,7 +19,7 @@ from probmed.core.errors import DiskFullError
 from probmed.inference.images import DecodedImages
 from probmed.inference.models.base import NOT_ASKED, Answer, Backend, Item
 from probmed.inference.prompting import PromptSet
-from probmed.core.records import write_parquet
+from probmed.core.io import write_parquet
 from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
 
 

@@ -33,7 +33,8 @@ from probmed.inference.images import DecodedImages, resolve_image
 from probmed.inference.models.base import NOT_ASKED, Answer, Backend, Item
 from probmed.core.settings import BASE_SETTING, get_setting
 from probmed.inference.prompting import PromptSet
-from probmed.core.records import PREDICTION_COLUMNS, write_parquet
+from probmed.core.records import PREDICTION_COLUMNS
+from probmed.core.io import write_parquet
 from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
 
 

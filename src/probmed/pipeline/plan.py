@@ -17,7 +17,7 @@ from typing import Any, Mapping
 
 from probmed.benchmark.sources.registry import SOURCES
 from probmed.core.errors import ConfigError
-from probmed.core.records import write_json_atomic, write_text_atomic
+from probmed.core.io import write_json_atomic, write_text_atomic
 from probmed.core.settings import SETTINGS, get_setting
 from probmed.inference.models.hub import pin_problem
 from probmed.inference.models.registry import check_model_entries

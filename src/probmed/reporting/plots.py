@@ -22,8 +22,6 @@ out. Each ``build_*`` returns the Figure (tests count its bars and cells); each
 from __future__ import annotations
 
 import math
-import os
-import tempfile
 from pathlib import Path
 from typing import Sequence
 
@@ -34,7 +32,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
-from probmed.core.records import TEMP_SUFFIX  # noqa: E402
+from probmed.core.io import atomic_path  # noqa: E402
 from probmed.core.settings import BASE_SETTING  # noqa: E402
 from probmed.reporting import comparison_plots  # noqa: E402
 from probmed.reporting.comparisons import ALL, Comparisons  # noqa: E402
@@ -44,16 +42,11 @@ from probmed.reporting.style import bars, colour  # noqa: E402
 
 def _save(fig: plt.Figure, path: Path) -> Path:
     """Save atomically: a crash never leaves a truncated PNG the HTML links to."""
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=TEMP_SUFFIX)  # a kill's leftover:
-    os.close(fd)  # removed by the next report (records.remove_stale_temps), ignored by git and DVC
-    try:
-        fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
-        os.replace(tmp, path)
+    try:  # a kill's leftover .tmp is removed by the next report (io.remove_stale_temps), ignored by git and DVC
+        with atomic_path(path) as tmp:
+            fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
     finally:
         plt.close(fig)
-        if os.path.exists(tmp):
-            os.unlink(tmp)
     return path
 
 

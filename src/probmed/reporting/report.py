@@ -38,7 +38,7 @@ import pandas as pd
 
 from probmed.core.errors import ReportError
 from probmed.core.markdown import markdown_table
-from probmed.core.records import remove_stale_temps, write_json_atomic, write_text_atomic
+from probmed.core.io import remove_stale_temps, write_json_atomic, write_text_atomic
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
 from probmed.core.settings import SETTING_NAMES
 from probmed.reporting.comparisons import (

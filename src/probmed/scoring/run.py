@@ -15,7 +15,7 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from probmed.core.records import remove_stale_temps, write_json_atomic, write_parquet, write_text_atomic
+from probmed.core.io import remove_stale_temps, write_json_atomic, write_parquet, write_text_atomic
 from probmed.scoring.evidence import known_absent_scores
 from probmed.scoring.compare import per_image_table
 from probmed.scoring.metrics import Prepared, prepare, score_prepared

@@ -12,13 +12,14 @@ side exactly ``size``: figures and slices of other shapes, never distorted).
 from __future__ import annotations
 
 import json
-import os
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import Iterable
 
 from PIL import Image
 from tqdm import tqdm
+
+from probmed.core.io import atomic_path
 
 FILTERS = {
     "lanczos": Image.Resampling.LANCZOS,
@@ -50,10 +51,8 @@ def normalise_image(src: Path, dst: Path, size: int = 256, resample: str = "lanc
     target = fitted_size(gray.width, gray.height, size, fit)
     if gray.size != target:
         gray = gray.resize(target, FILTERS[resample])
-    dst.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dst.with_name(f".{dst.name}.tmp")
-    gray.save(tmp, format="PNG")
-    os.replace(tmp, dst)
+    with atomic_path(dst) as tmp:
+        gray.save(tmp, format="PNG")
 
 
 def _job(args: tuple[str, str, int, str, str]) -> str | None:
