@@ -127,7 +127,8 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from probmed.inference.predict import parse_shard, run_predictions, write_predictions_table
+    from probmed.core.records import write_predictions
+    from probmed.inference.predict import parse_shard, run_predictions
 
     cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
     options = store_options(pc, args)
@@ -160,7 +161,7 @@ def _predict(args: argparse.Namespace) -> int:
     if not out:
         suffix = "" if shard[1] == 1 else f".shard-{shard[0]:03d}-of-{shard[1]:03d}"
         out = str(Path(pc.get("out_dir", "build/predictions")) / f"{name}-{setting}{suffix}.parquet")
-    write_predictions_table(result.predictions, out)
+    write_predictions(result.predictions, out)
     print(json.dumps({"model": name, "setting": setting, "out": out, **result.summary()}, default=str))
     return 1 if result.n_failed else 0
 
@@ -204,12 +205,12 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from probmed.inference.predict import merge_shards, write_predictions_table
-    from probmed.core.records import read_predictions
+    from probmed.core.records import read_predictions, write_predictions
+    from probmed.inference.predict import merge_shards
 
     questions = _read_questions(args.questions)
     frame = merge_shards(questions, [read_predictions(p) for p in args.shards])
-    write_predictions_table(frame, args.out)
+    write_predictions(frame, args.out)
     print(json.dumps({"questions": len(questions), "predictions": len(frame), "out": args.out}))
     return 0
 

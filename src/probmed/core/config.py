@@ -71,16 +71,6 @@ def read_yaml_12(path: str | Path) -> Any:
         return yaml.load(fh, Loader=Yaml12Loader) or {}
 
 
-def require(cfg: DictConfig, key: str) -> Any:
-    """The value at a dotted key, or a ConfigError naming it."""
-    from omegaconf import OmegaConf
-
-    value = OmegaConf.select(cfg, key, default=None)
-    if value is None:
-        raise ConfigError(f"params: required key {key!r} is missing")
-    return value
-
-
 def to_plain(cfg: Any) -> Any:
     """Resolved plain Python containers (for MLflow params, JSON, hashing)."""
     from omegaconf import OmegaConf

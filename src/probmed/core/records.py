@@ -1,9 +1,11 @@
 """The three records that flow through the pipeline, and their Parquet IO.
 
-ImageRecord (one per image: the paper's D_i) -> Question (closed yes/no, paired
-with an adversarial twin) -> Prediction (one model answer). Tables are Parquet;
-nested fields of ImageRecord (findings, known-absent conditions, provenance) are
-stored as JSON strings so any Parquet reader sees plain columns.
+ImageRecord (one per image: the paper's D_i) -> question (closed yes/no, paired
+with an adversarial twin) -> prediction (one model answer). Questions and
+predictions live as tables (QUESTION_COLUMNS, PREDICTION_COLUMNS), checked on
+read and write; image records as dataclasses. Tables are Parquet; nested fields
+of ImageRecord (findings, known-absent conditions, provenance) are stored as
+JSON strings so any Parquet reader sees plain columns.
 """
 
 from __future__ import annotations
@@ -110,29 +112,6 @@ QUESTION_COLUMNS: tuple[str, ...] = (
 OPTIONAL_QUESTION_COLUMNS: tuple[str, ...] = ("licence",)
 
 
-@dataclass
-class Question:
-    qid: str
-    image_id: str
-    category: str
-    polarity: str
-    pair_id: str
-    question: str
-    answer: str
-    entity: str
-    image_type: str
-    qa_type: str
-    image_path: str | None = None
-    source: str = ""
-    strategy: str = "gt"
-    evidence: str = ""
-    licence: str = ""
-
-
-def questions_to_frame(questions: Iterable[Question]) -> pd.DataFrame:
-    return pd.DataFrame([asdict(q) for q in questions], columns=list(QUESTION_COLUMNS))
-
-
 def image_path_problem(path: Any) -> str | None:
     """Why an ``image_path`` cannot be a path inside the image root, or None (absent is allowed here).
 
@@ -200,8 +179,7 @@ def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd
     return frame
 
 
-def write_questions(questions: pd.DataFrame | Iterable[Question], path: str | Path) -> None:
-    frame = questions if isinstance(questions, pd.DataFrame) else questions_to_frame(questions)
+def write_questions(frame: pd.DataFrame, path: str | Path) -> None:
     frame = validate_question_frame(frame, str(path))
     write_parquet(frame[list(QUESTION_COLUMNS)], path)
 
@@ -228,34 +206,7 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
 )
 
 
-@dataclass
-class Prediction:
-    qid: str
-    model: str
-    setting: str
-    response: str
-    label: str
-    p_yes: float | None = None
-    latency_s: float = 0.0
-    prompt_tokens: int = 0
-    completion_tokens: int = 0
-    cost_usd: float = 0.0
-    cache_key: str = ""
-    error: str = ""
-
-    def __post_init__(self) -> None:
-        if self.label not in LABELS:
-            raise RecordError(f"prediction {self.qid}: label {self.label!r} not in {LABELS}")
-
-
-def predictions_to_frame(predictions: Iterable[Prediction]) -> pd.DataFrame:
-    frame = pd.DataFrame([asdict(p) for p in predictions], columns=list(PREDICTION_COLUMNS))
-    frame["p_yes"] = frame["p_yes"].astype("float64")
-    return frame
-
-
-def write_predictions(predictions: pd.DataFrame | Iterable[Prediction], path: str | Path) -> None:
-    frame = predictions if isinstance(predictions, pd.DataFrame) else predictions_to_frame(predictions)
+def write_predictions(frame: pd.DataFrame, path: str | Path) -> None:
     write_parquet(frame[list(PREDICTION_COLUMNS)], path)
 
 

@@ -15,7 +15,6 @@ ASKABLE_ORGANS: tuple[str, ...] = ("abdomen", "brain", "chest", "spine")
 
 POLARITIES: tuple[str, ...] = ("gt", "adversarial", "single")
 LABELS: tuple[str, ...] = ("yes", "no", "refusal", "unparsed")
-SPLITS: tuple[str, ...] = ("train", "val", "test")
 
 # The original release's image_type strings: "X-ray - Chest", "CT Scan - Brain", "MRI - Spine".
 MODALITY_TYPE_NAMES: dict[str, str] = {"x-ray": "X-ray", "ct": "CT Scan", "mri": "MRI"}
@@ -44,11 +43,3 @@ def image_type(modality: str, organ: str) -> str:
     mod = MODALITY_TYPE_NAMES.get(modality, modality.capitalize() if modality else "Unknown")
     org = ORGAN_TYPE_NAMES.get(organ, organ.capitalize() if organ else "Unknown")
     return f"{mod} - {org}"
-
-
-def parse_image_type(name: str) -> tuple[str, str]:
-    """Inverse of :func:`image_type` for the askable values; unknown parts map to ``"other"``."""
-    mod_name, _, org_name = name.partition(" - ")
-    mod = {v.lower(): k for k, v in MODALITY_TYPE_NAMES.items()}.get(mod_name.strip().lower(), "other")
-    org = {v.lower(): k for k, v in ORGAN_TYPE_NAMES.items()}.get(org_name.strip().lower(), "other")
-    return mod, org

@@ -101,8 +101,3 @@ def parse_answer(text: str | None) -> str:
     if has_no and not has_yes:
         return NO
     return UNPARSED
-
-
-def parse_answers(texts: "list[str | None]") -> list[str]:
-    """:func:`parse_answer` over a sequence (convenience for columns)."""
-    return [parse_answer(t) for t in texts]

@@ -31,6 +31,7 @@ disk fills, it leaves room for the answers still in flight.
 from __future__ import annotations
 
 import errno
+import functools
 import hashlib
 import json
 import logging
@@ -81,17 +82,19 @@ def stable_hash(obj: Any) -> str:
     return hashlib.sha256(blob.encode("utf-8")).hexdigest()
 
 
-def file_hash(path: str | Path, _cache: dict[tuple[str, int, int], str] = {}) -> str:  # noqa: B006
-    """sha256 of a file's bytes, memoised by (path, size, mtime) for the life of the process."""
+def file_hash(path: str | Path) -> str:
+    """sha256 of a file's bytes, memoised by (path, size, mtime): a changed file is hashed again."""
     st = os.stat(path)
-    key = (str(path), st.st_size, st.st_mtime_ns)
-    if key not in _cache:
-        h = hashlib.sha256()
-        with open(path, "rb") as fh:
-            for chunk in iter(lambda: fh.read(1 << 20), b""):
-                h.update(chunk)
-        _cache[key] = h.hexdigest()
-    return _cache[key]
+    return _file_hash(str(path), st.st_size, st.st_mtime_ns)
+
+
+@functools.lru_cache(maxsize=1 << 16)
+def _file_hash(path: str, size: int, mtime_ns: int) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as fh:
+        for chunk in iter(lambda: fh.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
 
 
 def cache_key(

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable
 
+import numpy as np
 import pandas as pd
 from tqdm import tqdm
 
@@ -34,7 +35,6 @@ from probmed.inference.models.base import NOT_ASKED, Answer, Backend, Item
 from probmed.core.settings import BASE_SETTING, get_setting
 from probmed.inference.prompting import PromptSet
 from probmed.core.records import PREDICTION_COLUMNS
-from probmed.core.io import write_parquet
 from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
 
 
@@ -407,25 +407,27 @@ def _predictions(part: pd.DataFrame, keys: list[str], store: AnswerStore, model:
     return records_to_predictions(records)
 
 
-def merge_shards(questions: pd.DataFrame, shard_tables: list[pd.DataFrame], where: list[str] | None = None) -> pd.DataFrame:
-    """Concatenate shard prediction tables into question order; every qid exactly once."""
+def merge_shards(questions: pd.DataFrame, shard_tables: list[pd.DataFrame]) -> pd.DataFrame:
+    """Concatenate shard prediction tables into question order; every qid exactly once.
+
+    Linear in the number of questions: one index of the question order, one set of
+    the predicted qids, one gather.
+    """
     if not shard_tables:
         raise RecordError("merge: no shard tables given")
     frame = pd.concat(shard_tables, ignore_index=True)
+    got = frame["qid"].tolist()
     dup = frame["qid"].duplicated()
     if dup.any():
         raise RecordError(f"merge: qid {frame['qid'][dup].iat[0]!r} appears in more than one shard")
-    known = set(questions["qid"])
-    extra = [q for q in frame["qid"] if q not in known]
-    if extra:
-        raise RecordError(f"merge: qid {extra[0]!r} is not in the question table")
-    missing = [q for q in questions["qid"] if q not in set(frame["qid"])]
-    if missing:
+    position = {qid: i for i, qid in enumerate(questions["qid"].tolist())}
+    extra = next((qid for qid in got if qid not in position), None)
+    if extra is not None:
+        raise RecordError(f"merge: qid {extra!r} is not in the question table")
+    if len(got) < len(position):
+        have = set(got)
+        missing = [qid for qid in position if qid not in have]
         raise RecordError(f"merge: {len(missing)} question(s) have no prediction, e.g. qid {missing[0]!r}")
-    order = {q: i for i, q in enumerate(questions["qid"])}
-    frame = frame.assign(_o=frame["qid"].map(order)).sort_values("_o").drop(columns="_o")
-    return frame.reset_index(drop=True)[list(PREDICTION_COLUMNS)]
-
-
-def write_predictions_table(frame: pd.DataFrame, path: str | Path) -> None:
-    write_parquet(frame[list(PREDICTION_COLUMNS)], path)
+    rows = np.empty(len(got), dtype=np.int64)
+    rows[[position[qid] for qid in got]] = np.arange(len(got))  # rows[k]: the row answering question k
+    return frame.iloc[rows].reset_index(drop=True)[list(PREDICTION_COLUMNS)]

@@ -66,7 +66,6 @@ class ReportOptions:
     min_images: int = 5
 
 
-RUN_COLUMNS = ["question_set", "model", "setting"]
 SETTING_ORDER = {name: i for i, name in enumerate(SETTING_NAMES)}
 
 

@@ -95,7 +95,6 @@ METRIC_KEYS: tuple[str, ...] = (
     "ci95_low",
     "ci95_high",
 )
-RANDOM_KEYS: tuple[str, ...] = ("accuracy_adv_pairs", "averaged_accuracy", "gt_only_accuracy", "single_accuracy")
 
 
 @dataclass
