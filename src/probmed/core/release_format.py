@@ -36,8 +36,9 @@ import hashlib
 import json
 import logging
 import re
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import pandas as pd
 
@@ -106,79 +107,18 @@ def _is_scalar_id(value: Any) -> bool:
 
 def questions_from_official(records: list[dict[str, Any]], where: str = "questions") -> pd.DataFrame:
     """Validate original-format question records strictly and convert them to a question table."""
+    order = _RecordOrder()
     rows: list[dict[str, Any]] = []
-    seen_keys: dict[tuple[str, str], int] = {}
-    seen_i: dict[int, int] = {}
-    finished_images: set[str] = set()
-    current: str | None = None
-    current_type: str | None = None
-    open_gt: set[str] = set()  # pair keys of the current image with a gt record
-    closed: set[str] = set()
     for idx, rec in enumerate(records):
         if not isinstance(rec, dict):
             raise RecordError(f"{where}: record {idx}: expected an object, got {type(rec).__name__}")
-        raw_id = rec.get("id")
-        image = str(raw_id) if raw_id is not None else "?"
+        image = str(rec["id"]) if rec.get("id") is not None else "?"
 
-        def fail(field: str, msg: str) -> RecordError:
-            return RecordError(f"{where}: record {idx} (image {image}): field {field!r}: {msg}")
+        def fail(name: str, msg: str, idx: int = idx, image: str = image) -> RecordError:
+            return RecordError(f"{where}: record {idx} (image {image}): field {name!r}: {msg}")
 
-        for name in QUESTION_FILE_FIELDS:
-            if name not in rec:
-                raise fail(name, "missing")
-        if not _is_scalar_id(raw_id) or str(raw_id) == "":
-            raise fail("id", f"expected a non-empty string or integer, got {raw_id!r}")
-        if not isinstance(rec["i"], int) or isinstance(rec["i"], bool):
-            raise fail("i", f"expected an integer, got {rec['i']!r}")
-        for name in ("image", "image_type", "qa_type", "question", "src_dataset"):
-            if not isinstance(rec[name], str) or (name != "image" and not rec[name].strip()):
-                raise fail(name, f"expected a non-empty string, got {rec[name]!r}")
-        why = image_path_problem(rec["image"])
-        if why:
-            raise fail("image", f"{rec['image']!r} {why}")
-        parsed = parse_qa_type(rec["qa_type"])
-        if parsed is None:
-            raise fail("qa_type", f"unknown qa_type {rec['qa_type']!r}")
-        category, polarity, pair_key = parsed
-        if "category" in rec:
-            if rec["category"] not in CATEGORIES:
-                raise fail("category", f"{rec['category']!r} not in {list(CATEGORIES)}")
-            category = rec["category"]
-        if category is None:
-            category = "condition"
-        answer = rec["answer"]
-        if answer not in ("yes", "no"):
-            raise fail("answer", f"{answer!r} is not 'yes' or 'no'")
-        if polarity == "gt" and answer != "yes":
-            raise fail("answer", f"ground-truth record ({rec['qa_type']}) must be answered 'yes', got {answer!r}")
-        if polarity == "adversarial" and answer != "no":
-            raise fail("answer", f"adversarial record ({rec['qa_type']}) must be answered 'no', got {answer!r}")
-        if rec["i"] in seen_i:
-            raise fail("i", f"duplicate record: i={rec['i']} already used by record {seen_i[rec['i']]}")
-        seen_i[rec["i"]] = idx
-
-        if image != current:
-            if image in finished_images:
-                raise fail("id", "records of this image are not contiguous (the image appeared earlier)")
-            if current is not None:
-                finished_images.add(current)
-            current, current_type = image, rec["image_type"]
-            open_gt, closed = set(), set()
-        elif rec["image_type"] != current_type:
-            raise fail("image_type", f"{rec['image_type']!r} differs from the image's earlier {current_type!r}")
-        key = (image, rec["qa_type"])
-        if key in seen_keys:
-            raise fail("qa_type", f"duplicate record: {rec['qa_type']} already given by record {seen_keys[key]}")
-        seen_keys[key] = idx
-        if polarity == "gt":
-            open_gt.add(pair_key)
-        elif polarity == "adversarial":
-            if pair_key not in open_gt:
-                raise fail("qa_type", f"adversarial record {rec['qa_type']} has no ground-truth twin before it")
-            if pair_key in closed:
-                raise fail("qa_type", f"pair {pair_key} already has an adversarial record")
-            closed.add(pair_key)
-
+        category, polarity, pair_key = _checked_fields(rec, fail)
+        order.check(rec, idx, image, polarity, pair_key, fail)
         rows.append(
             {
                 "qid": question_id(image, rec["qa_type"], rec["question"]),
@@ -189,7 +129,7 @@ def questions_from_official(records: list[dict[str, Any]], where: str = "questio
                 "polarity": polarity,
                 "pair_id": f"{image}:{pair_key}",
                 "question": rec["question"],
-                "answer": answer,
+                "answer": rec["answer"],
                 "entity": "",
                 "image_type": rec["image_type"],
                 "qa_type": rec["qa_type"],
@@ -200,6 +140,82 @@ def questions_from_official(records: list[dict[str, Any]], where: str = "questio
         )
     frame = pd.DataFrame(rows, columns=list(QUESTION_COLUMNS))
     return validate_question_frame(frame, where)
+
+
+Fail = Callable[[str, str], RecordError]
+
+
+def _checked_fields(rec: dict[str, Any], fail: Fail) -> tuple[str, str, str]:
+    """(category, polarity, pair key) of one record whose fields are all present and well-typed."""
+    for name in QUESTION_FILE_FIELDS:
+        if name not in rec:
+            raise fail(name, "missing")
+    if not _is_scalar_id(rec["id"]) or str(rec["id"]) == "":
+        raise fail("id", f"expected a non-empty string or integer, got {rec['id']!r}")
+    if not isinstance(rec["i"], int) or isinstance(rec["i"], bool):
+        raise fail("i", f"expected an integer, got {rec['i']!r}")
+    for name in ("image", "image_type", "qa_type", "question", "src_dataset"):
+        if not isinstance(rec[name], str) or (name != "image" and not rec[name].strip()):
+            raise fail(name, f"expected a non-empty string, got {rec[name]!r}")
+    why = image_path_problem(rec["image"])
+    if why:
+        raise fail("image", f"{rec['image']!r} {why}")
+    parsed = parse_qa_type(rec["qa_type"])
+    if parsed is None:
+        raise fail("qa_type", f"unknown qa_type {rec['qa_type']!r}")
+    category, polarity, pair_key = parsed
+    if "category" in rec:
+        if rec["category"] not in CATEGORIES:
+            raise fail("category", f"{rec['category']!r} not in {list(CATEGORIES)}")
+        category = rec["category"]
+    answer = rec["answer"]
+    if answer not in ("yes", "no"):
+        raise fail("answer", f"{answer!r} is not 'yes' or 'no'")
+    if polarity == "gt" and answer != "yes":
+        raise fail("answer", f"ground-truth record ({rec['qa_type']}) must be answered 'yes', got {answer!r}")
+    if polarity == "adversarial" and answer != "no":
+        raise fail("answer", f"adversarial record ({rec['qa_type']}) must be answered 'no', got {answer!r}")
+    return category or "condition", polarity, pair_key
+
+
+@dataclass
+class _RecordOrder:
+    """What the records seen so far allow next: unique i and (image, qa_type), contiguous images,
+    one image type per image, every adversarial record after its ground-truth twin, once."""
+
+    seen_keys: dict[tuple[str, str], int] = field(default_factory=dict)
+    seen_i: dict[int, int] = field(default_factory=dict)
+    finished_images: set[str] = field(default_factory=set)
+    current: str | None = None
+    current_type: str | None = None
+    open_gt: set[str] = field(default_factory=set)  # pair keys of the current image with a gt record
+    closed: set[str] = field(default_factory=set)
+
+    def check(self, rec: dict[str, Any], idx: int, image: str, polarity: str, pair_key: str, fail: Fail) -> None:
+        if rec["i"] in self.seen_i:
+            raise fail("i", f"duplicate record: i={rec['i']} already used by record {self.seen_i[rec['i']]}")
+        self.seen_i[rec["i"]] = idx
+        if image != self.current:
+            if image in self.finished_images:
+                raise fail("id", "records of this image are not contiguous (the image appeared earlier)")
+            if self.current is not None:
+                self.finished_images.add(self.current)
+            self.current, self.current_type = image, rec["image_type"]
+            self.open_gt, self.closed = set(), set()
+        elif rec["image_type"] != self.current_type:
+            raise fail("image_type", f"{rec['image_type']!r} differs from the image's earlier {self.current_type!r}")
+        key = (image, rec["qa_type"])
+        if key in self.seen_keys:
+            raise fail("qa_type", f"duplicate record: {rec['qa_type']} already given by record {self.seen_keys[key]}")
+        self.seen_keys[key] = idx
+        if polarity == "gt":
+            self.open_gt.add(pair_key)
+        elif polarity == "adversarial":
+            if pair_key not in self.open_gt:
+                raise fail("qa_type", f"adversarial record {rec['qa_type']} has no ground-truth twin before it")
+            if pair_key in self.closed:
+                raise fail("qa_type", f"pair {pair_key} already has an adversarial record")
+            self.closed.add(pair_key)
 
 
 def questions_to_official(frame: pd.DataFrame, with_category: bool = False) -> list[dict[str, Any]]:

@@ -122,21 +122,35 @@ def build_tiny_llava(
     `corpus` adds words (e.g. the question texts) to the tokenizer vocabulary.
     """
     import torch
-    from transformers import (
-        CLIPImageProcessorPil,
-        CLIPVisionConfig,
-        GenerationConfig,
-        LlamaConfig,
-        LlavaConfig,
-        LlavaForConditionalGeneration,
-        LlavaProcessor,
-    )
+    from transformers import GenerationConfig, LlavaForConditionalGeneration
 
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     tokenizer = build_tokenizer(corpus)
-    image_token_id = tokenizer.convert_tokens_to_ids("<image>")
-    g = geometry
+    config = tiny_llava_config(tokenizer, geometry)
+    state = torch.random.get_rng_state()
+    try:
+        torch.manual_seed(seed)
+        model = LlavaForConditionalGeneration(config)
+    finally:
+        torch.random.set_rng_state(state)
+    model.eval()
+    model.generation_config = GenerationConfig(
+        do_sample=False,
+        max_new_tokens=16,
+        pad_token_id=tokenizer.pad_token_id,
+        bos_token_id=tokenizer.bos_token_id,
+        eos_token_id=tokenizer.eos_token_id,
+    )
+    model.save_pretrained(out)
+    tiny_processor(tokenizer, geometry).save_pretrained(out)
+    return out
+
+
+def tiny_llava_config(tokenizer, g: LlavaGeometry = TINY):
+    """A LlavaConfig over a tiny CLIP vision tower and a tiny Llama, sized to the tokenizer and the geometry."""
+    from transformers import CLIPVisionConfig, LlamaConfig, LlavaConfig
+
     vision = CLIPVisionConfig(
         hidden_size=g.vision_hidden,
         intermediate_size=2 * g.vision_hidden,
@@ -160,35 +174,27 @@ def build_tiny_llava(
         eos_token_id=tokenizer.eos_token_id,
         tie_word_embeddings=False,
     )
-    config = LlavaConfig(
+    return LlavaConfig(
         vision_config=vision,
         text_config=text,
-        image_token_index=image_token_id,
+        image_token_index=tokenizer.convert_tokens_to_ids("<image>"),
         image_seq_length=g.image_tokens,
         vision_feature_select_strategy="default",
         vision_feature_layer=-1,
     )
-    state = torch.random.get_rng_state()
-    try:
-        torch.manual_seed(seed)
-        model = LlavaForConditionalGeneration(config)
-    finally:
-        torch.random.set_rng_state(state)
-    model.eval()
-    model.generation_config = GenerationConfig(
-        do_sample=False,
-        max_new_tokens=16,
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-    )
+
+
+def tiny_processor(tokenizer, g: LlavaGeometry = TINY):
+    """The LlavaProcessor of the tiny model: CLIP preprocessing at the geometry's image size and a small chat template."""
+    from transformers import CLIPImageProcessorPil, LlavaProcessor
+
     image_processor = CLIPImageProcessorPil(
         size={"shortest_edge": g.image_size},
         crop_size={"height": g.image_size, "width": g.image_size},
         do_center_crop=True,
         do_convert_rgb=True,
     )
-    processor = LlavaProcessor(
+    return LlavaProcessor(
         image_processor=image_processor,
         tokenizer=tokenizer,
         patch_size=g.patch_size,
@@ -197,9 +203,6 @@ def build_tiny_llava(
         image_token="<image>",
         num_additional_image_tokens=1,
     )
-    model.save_pretrained(out)
-    processor.save_pretrained(out)
-    return out
 
 
 def count_parameters(model) -> int:
