@@ -158,8 +158,8 @@ def _small_overrides(tmp: Path, **extra: str) -> list[str]:
         "finetune.adapt.lr": "0.01",
         "finetune.transfer.bootstrap_resamples": "20",
         "finetune.trainer.log_every_n_steps": "1",
-        "finetune.mlflow.tracking_uri": f"sqlite:///{tmp / 'mlflow.db'}",
-        "finetune.mlflow.artifact_root": str(tmp / "mlruns"),
+        "tracking.uri": f"sqlite:///{tmp / 'mlflow.db'}",
+        "tracking.artifact_root": str(tmp / "mlruns"),
     }
     base.update(extra)
     return [f"{k}={v}" for k, v in base.items()]

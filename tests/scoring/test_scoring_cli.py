@@ -40,7 +40,7 @@ def test_score_writes_metrics_and_tables(files, tmp_path: Path, capsys) -> None:
     qfile, pfile = files
     out = tmp_path / "scores"
     assert main(["score", str(qfile), str(pfile), "--out-dir", str(out), "--params",
-                 str(Path(__file__).resolve().parents[2] / "params.yaml"), "-S", "score.bootstrap_resamples=50"]) == 0
+                 str(Path(__file__).resolve().parents[2] / "params.yaml"), "score.bootstrap_resamples=50"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["meta"]["bootstrap_resamples"] == 50
     assert metrics["by_category"]["organ"]["accuracy_adv_pairs"] == 50.0
@@ -67,7 +67,7 @@ def test_score_refuses_bad_override(files, tmp_path: Path, capsys) -> None:
     params = Path(__file__).resolve().parents[2] / "params.yaml"
     out = tmp_path / "scores"
     assert main(["score", str(qfile), str(pfile), "--out-dir", str(out), "--params", str(params),
-                 "-S", "score.no_such_key=1"]) == 2
+                 "score.no_such_key=1"]) == 2
     assert "no_such_key" in capsys.readouterr().err
     assert not out.exists()
 
@@ -156,7 +156,7 @@ def test_real_vqarad_set_scores_always_yes_at_zero(shared_data: Path, tmp_path: 
     assert main(["baseline", "always-yes", str(qfile), "--out", str(pfile)]) == 0
     out = tmp_path / "scores"
     assert main(["score", str(qfile), str(pfile), "--out-dir", str(out), "--params",
-                 str(Path(__file__).resolve().parents[2] / "params.yaml"), "-S", "score.bootstrap_resamples=20"]) == 0
+                 str(Path(__file__).resolve().parents[2] / "params.yaml"), "score.bootstrap_resamples=20"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["meta"]["question_set"] == "vqarad"
     assert metrics["overall"]["accuracy_adv_pairs"] == 0.0
@@ -185,7 +185,7 @@ def test_score_responses_uses_robust_parsing(files, tmp_path: Path) -> None:
     rfile.write_text(json.dumps(recs))
     out = tmp_path / "scores"
     assert main(["score-responses", str(rfile), "--out-dir", str(out), "--params",
-                 str(Path(__file__).resolve().parents[2] / "params.yaml"), "-S", "score.bootstrap_resamples=10"]) == 0
+                 str(Path(__file__).resolve().parents[2] / "params.yaml"), "score.bootstrap_resamples=10"]) == 0
     metrics = json.loads((out / "metrics.json").read_text())
     assert metrics["meta"]["model"] == "responses"
     assert metrics["by_category"]["modality"]["accuracy_adv_pairs"] == 100.0  # official rule: 0 for "The answer is yes."

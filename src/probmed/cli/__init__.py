@@ -1,13 +1,17 @@
 """The `probmed` command: one sub-command per pipeline stage, each thin.
 
 Every area registers its sub-commands in its own module under probmed.cli;
-handlers parse arguments, call the library and print. Every `ProbmedError`
-prints one clear line and exits with its code (2: bad input, bad config, an
-unusable endpoint; 3: the environment, e.g. a full disk or a corrupt database);
-an OS error that is the machine's (no space, read-only or failing disk) is an
-environment error too. Anything else is a bug: `run` (the console script)
-prints its traceback and exits 4, so exit 1 keeps its one meaning ("some
-questions failed after every retry"). The codes are listed in probmed.core.errors.
+handlers parse arguments, call the library and print. Every command takes
+`--params FILE` and dotted `key=value` overrides anywhere on its line
+(probmed.cli.options); the merged params are checked against the schema before
+the command runs, so a misspelt key or a wrong type stops it before any work.
+Every `ProbmedError` prints one clear line and exits with its code (2: bad
+input, bad config, an unusable endpoint; 3: the environment, e.g. a full disk
+or a corrupt database); an OS error that is the machine's (no space, read-only
+or failing disk) is an environment error too. Anything else is a bug: `run`
+(the console script) prints its traceback and exits 4, so exit 1 keeps its one
+meaning ("some questions failed after every retry"). The codes are listed in
+probmed.core.errors.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import sys
 import traceback
 from typing import Sequence
 
+from probmed.cli.options import add_params_arguments, load_checked_params, split_overrides
 from probmed.core.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USER_ERROR, ProbmedError
 from probmed.core.stopping import ParentExited
 
@@ -57,14 +62,28 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     for name in [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES:
         importlib.import_module(name).register(sub)
+    for command in _leaf_parsers(parser):
+        if "params" not in {a.dest for a in command._actions}:
+            add_params_arguments(command)
     return parser
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that run a command (`review export`, not `review`)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [parser]
+    return [leaf for sub in subs for child in dict.fromkeys(sub.choices.values()) for leaf in _leaf_parsers(child)]
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
-    args = parser.parse_args(argv)
+    rest, overrides = split_overrides(parser, argv)
+    args = parser.parse_args(rest)
+    args.overrides = [*args.overrides, *overrides]  # a stray non-override token lands here and is rejected
     try:
+        args.cfg = load_checked_params(args.params, args.overrides)
         result = args.func(args)
     except ProbmedError as exc:
         kind = "environment error" if exc.exit_code == EXIT_ENVIRONMENT else "error"

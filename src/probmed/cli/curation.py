@@ -10,14 +10,14 @@ from pathlib import Path
 from typing import Any
 
 from probmed.benchmark.sources.registry import SOURCES
-from probmed.cli.options import add_params_arguments
-from probmed.core.config import load_params, to_plain
+from probmed.cli.options import add_params_arguments, command_params
+from probmed.core.config import to_plain
 from probmed.core.errors import ConfigError, UserError
 from probmed.core.io import write_json_atomic, write_text_atomic
 
 
 def _params(args: argparse.Namespace) -> Any:
-    return load_params(args.params, args.overrides)
+    return command_params(args)
 
 
 def _common(p: argparse.ArgumentParser) -> None:

@@ -11,8 +11,7 @@ import argparse
 import json
 from pathlib import Path
 
-from probmed.cli.options import add_params_arguments
-from probmed.core.config import load_params
+from probmed.cli.options import add_params_arguments, command_params
 from probmed.core.errors import MissingFileError
 
 
@@ -54,7 +53,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
     from probmed.core.config import to_plain
     from probmed.finetune.train import finetune_params, run_stage
 
-    cfg = load_params(args.params, args.overrides)
+    cfg = command_params(args)
     questions, image_root, out_dir = _paths(args, cfg)
     records = args.records or to_plain(finetune_params(cfg).records)
     result = run_stage(cfg, args.stage, questions, records, image_root, out_dir)
@@ -65,7 +64,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 def cmd_transfer(args: argparse.Namespace) -> int:
     from probmed.finetune.transfer import run_transfer
 
-    cfg = load_params(args.params, args.overrides)
+    cfg = command_params(args)
     questions, image_root, out_dir = _paths(args, cfg)
     target = Path(args.transfer_dir) if args.transfer_dir else out_dir / "transfer"
     result = run_transfer(cfg, questions, image_root, out_dir, target, progress=not args.no_progress)

@@ -1,11 +1,109 @@
-"""Arguments every command shares."""
+"""The parameter grammar every command shares: `--params FILE` and dotted ``key=value`` overrides.
+
+Overrides may stand anywhere on the command line, before, between or after the
+options and positional arguments (``probmed score Q P --out-dir X
+score.bootstrap_resamples=200``): :func:`split_overrides` takes every token of
+the form ``key=value`` out of the argument list before argparse sees it,
+except the value of an option that takes one (``--out a=b.json`` stays a file
+name; ``./a=b`` is never an override). The CLI then loads params.yaml, merges
+the overrides and checks the result against the schema
+(probmed.core.params_schema and the backends' typed configs) once, before the
+command does any work.
+"""
 
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
+from typing import Any, Sequence
+
+from probmed.core.config import OVERRIDE_KEY, check_config, load_params, to_plain
+from probmed.core.errors import ConfigError
+
+DEFAULT_PARAMS = "params.yaml"
 
 
 def add_params_arguments(p: argparse.ArgumentParser, example: str = "seed=1") -> None:
-    """`--params FILE` and trailing dotted ``key=value`` overrides: the same on every command."""
-    p.add_argument("overrides", nargs="*", help=f"dotted params overrides, e.g. {example}")
-    p.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
+    """`--params FILE` and dotted ``key=value`` overrides: the same on every command."""
+    p.add_argument("overrides", nargs="*", metavar="KEY=VALUE",
+                   help=f"dotted params overrides, anywhere on the line, e.g. {example}")
+    p.add_argument("--params", default=None, help=f"parameter file (default {DEFAULT_PARAMS})")
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
+    return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
+
+
+def _values_taken(action: argparse.Action | None) -> int:
+    """How many following tokens an option consumes for sure (its value), 0 for flags and open-ended lists."""
+    if action is None:
+        return 0
+    if action.nargs is None:
+        return 1
+    return action.nargs if isinstance(action.nargs, int) else 0
+
+
+def is_override(token: str) -> bool:
+    """``key=value`` with a dotted key (``models.tiny.max_new_tokens=8``, ``score.subset_fractions[0]=0.5``)."""
+    key, sep, _ = token.partition("=")
+    return bool(sep) and OVERRIDE_KEY.match(key) is not None
+
+
+def split_overrides(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(arguments for argparse, the ``key=value`` overrides in their order)."""
+    rest: list[str] = []
+    overrides: list[str] = []
+    current = parser
+    pending = 0
+    for token in argv:
+        if pending:
+            rest.append(token)
+            pending -= 1
+        elif token == "--":
+            rest.append(token)
+        elif token.startswith("-") and len(token) > 1:
+            if "=" not in token:
+                pending = _values_taken(current._option_string_actions.get(token))
+            rest.append(token)
+        elif (sub := _subparsers(current)) is not None and token in sub.choices:
+            current = sub.choices[token]
+            rest.append(token)
+        elif is_override(token):
+            overrides.append(token)
+        else:
+            rest.append(token)
+    return rest, overrides
+
+
+def load_checked_params(path: str | None, overrides: Sequence[str]) -> Any:
+    """params.yaml (or `path`) with the overrides merged, checked against the whole schema; None when absent.
+
+    Without ``--params`` a missing params.yaml is fine for commands that read
+    no parameter (they get None); overrides without a file to apply them to
+    are an error.
+    """
+    file = Path(path or DEFAULT_PARAMS)
+    if path is None and not file.exists():
+        if overrides:
+            raise ConfigError(f"overrides {list(overrides)} given but there is no {file} to apply them to (use --params)")
+        return None
+    cfg = load_params(file, overrides)
+    check_config(cfg)
+    _check_models(to_plain(cfg.get("models")) or {})
+    return cfg
+
+
+def _check_models(models: dict[str, Any]) -> None:
+    """Every `models:` entry names a registered backend."""
+    from probmed.inference.models.registry import BACKENDS
+
+    for name, entry in models.items():
+        BACKENDS.check((entry or {}).get("backend"), f"models.{name}.backend")
+
+
+def command_params(args: argparse.Namespace) -> Any:
+    """The checked params of this command; a ConfigError when the command needs them and there are none."""
+    cfg = getattr(args, "cfg", None)
+    if cfg is None:
+        raise ConfigError(f"parameter file {args.params or DEFAULT_PARAMS} not found (run from the repository root or pass --params)")
+    return cfg

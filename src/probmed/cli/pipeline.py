@@ -17,8 +17,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probmed.cli.options import add_params_arguments
-from probmed.core.config import load_params, to_plain
+from probmed.cli.options import add_params_arguments, command_params
+from probmed.core.config import to_plain
 from probmed.core.errors import ConfigError, UserError
 
 
@@ -69,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _cfg(args: argparse.Namespace) -> dict[str, Any]:
-    return to_plain(load_params(args.params, args.overrides))
+    return to_plain(command_params(args))
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:

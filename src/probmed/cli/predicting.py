@@ -16,8 +16,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probmed.cli.options import add_params_arguments
-from probmed.core.config import load_params, to_plain
+from probmed.cli.options import add_params_arguments, command_params
+from probmed.core.config import to_plain
 from probmed.core.errors import ConfigError, UserError
 from probmed.core.settings import BASE_SETTING, get_setting
 
@@ -80,7 +80,7 @@ def _read_questions(path: str):
 def _setup(args: argparse.Namespace):
     from probmed.inference.prompting import PromptSet
 
-    cfg = load_params(args.params, args.overrides)
+    cfg = command_params(args)
     predict_cfg = to_plain(cfg.get("predict")) or {}
     models = to_plain(cfg.get("models")) or {}
     if not models:

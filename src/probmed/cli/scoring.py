@@ -6,23 +6,17 @@ import argparse
 import sys
 from pathlib import Path
 
-from probmed.core.errors import UserError
-from probmed.core.config import DEFAULT_PARAMS, load_params
+from probmed.cli.options import add_params_arguments
+from probmed.core.config import to_plain
 
 
-def _score_settings(params: str | None, overrides: list[str]):
-    from omegaconf import OmegaConf
-
+def _score_settings(args: argparse.Namespace):
+    """The `score:` section of the checked params; the scorer's defaults without a params.yaml."""
     from probmed.scoring.run import ScoreSettings
 
-    path = Path(params) if params else DEFAULT_PARAMS
-    if params is None and not path.exists():
-        if overrides:
-            raise UserError(f"overrides {overrides} given but no {path} to apply them to (use --params)")
+    if args.cfg is None:
         return ScoreSettings()
-    cfg = load_params(path, overrides)
-    section = OmegaConf.select(cfg, "score", default=None)
-    return ScoreSettings.from_mapping(OmegaConf.to_container(section, resolve=True) if section is not None else None)
+    return ScoreSettings.from_mapping(to_plain(args.cfg.get("score")))
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -30,7 +24,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from probmed.core.records import read_predictions
     from probmed.scoring.run import evaluate, per_image, write_run
 
-    settings = _score_settings(args.params, args.overrides + args.dotted)
+    settings = _score_settings(args)
     questions = read_questions_any(args.questions)
     predictions = read_predictions(args.predictions)
     metrics = evaluate(questions, predictions, settings, name=args.name)
@@ -57,7 +51,7 @@ def cmd_score_responses(args: argparse.Namespace) -> int:
     from probmed.core.release_format import read_response_file
     from probmed.scoring.run import evaluate, from_response_records, per_image, write_run
 
-    settings = _score_settings(args.params, args.overrides + args.dotted)
+    settings = _score_settings(args)
     questions, predictions = from_response_records(read_response_file(args.responses), str(args.responses))
     metrics = evaluate(questions, predictions, settings, name=args.name or Path(args.responses).stem)
     write_run(metrics, args.out_dir, label=args.name or Path(args.responses).stem,
@@ -125,20 +119,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("questions", help="question set: project Parquet table or original-format JSON question file")
     p.add_argument("predictions", help="prediction table (Parquet, records.PREDICTION_COLUMNS)")
-    p.add_argument("dotted", nargs="*", metavar="KEY=VALUE",
-                   help="dotted params overrides, as for every other command (score.bootstrap_resamples=200)")
     p.add_argument("--out-dir", required=True, help="directory for metrics.json and the tables")
     p.add_argument("--name", default=None, help="row label in the tables (default: the predictions' model)")
-    p.add_argument("--params", default=None, help="parameter file (default: params.yaml if present)")
-    p.add_argument(
-        "-S",
-        "--set",
-        dest="overrides",
-        action="append",
-        default=[],
-        metavar="KEY=VALUE",
-        help="dotted params override (repeatable), e.g. -S score.bootstrap_resamples=200",
-    )
+    add_params_arguments(p, "score.bootstrap_resamples=200")
     p.set_defaults(func=cmd_score)
 
     p = sub.add_parser(
@@ -148,12 +131,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         "(yes/no/refusal/unparsed) and write the same outputs as `probmed score`.",
     )
     p.add_argument("responses", help="response file in the original format (JSON list)")
-    p.add_argument("dotted", nargs="*", metavar="KEY=VALUE", help="dotted params overrides")
     p.add_argument("--out-dir", required=True, help="directory for metrics.json and the tables")
     p.add_argument("--name", default=None, help="row label in the tables (default: the file name)")
-    p.add_argument("--params", default=None, help="parameter file (default: params.yaml if present)")
-    p.add_argument("-S", "--set", dest="overrides", action="append", default=[], metavar="KEY=VALUE",
-                   help="dotted params override (repeatable)")
+    add_params_arguments(p, "score.bootstrap_resamples=200")
     p.set_defaults(func=cmd_score_responses)
 
     p = sub.add_parser(

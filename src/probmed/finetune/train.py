@@ -43,19 +43,29 @@ BASE_POINTER = "base.json"
 
 
 def finetune_params(cfg: DictConfig) -> DictConfig:
-    """The `finetune` section with its selected profile (`finetune.profile`) merged on top."""
+    """The `finetune` section with its selected profile (`finetune.profile`) merged on top.
+
+    A copy, completed from the top level: `seed` null means the top-level seed,
+    and `mlflow` gains `tracking_uri` / `artifact_root` from `tracking.uri` /
+    `tracking.artifact_root` (params.yaml holds each value once and no
+    interpolation, which `dvc exp run -S` would resolve for good).
+    """
     section = cfg.get("finetune")
     if section is None:
         raise ConfigError("params: section 'finetune' is missing")
     profile = str(section.get("profile", "cpu"))
     profiles = section.get("profiles") or {}
-    if profile != "cpu":
-        if profile not in profiles:
-            raise ConfigError(f"finetune.profile = {profile!r}: no finetune.profiles.{profile} (have: cpu, {', '.join(profiles)})")
-        section = OmegaConf.merge(section, profiles[profile])
+    if profile != "cpu" and profile not in profiles:
+        raise ConfigError(f"finetune.profile = {profile!r}: no finetune.profiles.{profile} (have: cpu, {', '.join(profiles)})")
+    section = OmegaConf.merge(section, profiles[profile] if profile != "cpu" else {})
     for key in ("domain", "split", "lora", "pretrain", "adapt", "trainer", "answer_texts", "mlflow"):
         if section.get(key) is None:
             raise ConfigError(f"params: required key 'finetune.{key}' is missing")
+    if section.get("seed") is None:
+        section.seed = int(cfg.get("seed") or 0)
+    tracking = cfg.get("tracking") or {}
+    section.mlflow.tracking_uri = str(tracking.get("uri") or "sqlite:///mlflow.db")
+    section.mlflow.artifact_root = str(tracking.get("artifact_root") or "mlruns")
     return section
 
 

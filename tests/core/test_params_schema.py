@@ -1,0 +1,89 @@
+"""params.yaml and its schema stay in sync; params.yaml is written the way `dvc exp run -S` writes it."""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from probmed.core.config import check_config, load_params, to_plain
+from probmed.core.errors import ConfigError
+from probmed.core.params_schema import Params, Section, check_params, describe, keys_of
+
+CANONICALIZE = ("python -c \"from dvc.utils.hydra import apply_overrides; "
+                "apply_overrides('params.yaml', ['seed=0'])\"  (then restore comments that moved)")
+
+
+def test_the_repository_params_load_through_the_schema(repo_root):
+    check_config(load_params(repo_root / "params.yaml"))
+
+
+def _leaf_keys(value, prefix=""):
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from _leaf_keys(item, f"{prefix}.{key}" if prefix else key)
+    else:
+        yield prefix
+
+
+def test_every_section_of_the_schema_is_typed_and_every_params_key_is_known(repo_root):
+    params = to_plain(load_params(repo_root / "params.yaml"))
+    assert set(params) == set(keys_of(Params))  # no section of the schema is missing from params.yaml
+    assert "models.tiny.max_new_tokens" in set(_leaf_keys(params))
+
+    def sections(cls):
+        yield cls
+        for hint in keys_of(cls).values():
+            if isinstance(hint, type) and issubclass(hint, Section):
+                yield from sections(hint)
+
+    for section in sections(Params):
+        for key, hint in keys_of(section).items():
+            assert describe(hint), f"{section.__name__}.{key}"
+
+
+def test_params_yaml_has_no_interpolation(repo_root):
+    """`dvc exp run -S` would resolve ${...} and write the value back for good."""
+    assert "${" not in (repo_root / "params.yaml").read_text()
+
+
+def test_dvc_exp_set_rewrites_exactly_the_value_it_sets(repo_root, tmp_path):
+    """params.yaml is a fixed point of DVC's writer: `-S key=value` changes one line, nothing else."""
+    from dvc.utils.hydra import apply_overrides
+
+    path = tmp_path / "params.yaml"
+    shutil.copy(repo_root / "params.yaml", path)
+    original = path.read_text()
+    apply_overrides(path, ["seed=0"])
+    assert path.read_text() == original, f"params.yaml is not in DVC's own layout; rewrite it with {CANONICALIZE}"
+    apply_overrides(path, ["datasets.question_sets.probmed.max_images=20"])
+    changed = [(a, b) for a, b in zip(original.splitlines(), path.read_text().splitlines()) if a != b]
+    assert len(original.splitlines()) == len(path.read_text().splitlines())
+    assert len(changed) == 1 and "max_images: 20" in changed[0][1], changed
+    assert to_plain(load_params(path))["datasets"]["question_sets"]["probmed"]["max_images"] == 20
+
+
+@pytest.mark.parametrize(
+    ("edit", "message"),
+    [
+        (lambda p: p["models"]["tiny"].update(max_new_tokens="many"), None),  # the backend config's business
+        (lambda p: p["tracking"].update(enabled="yes"), "params: tracking.enabled = 'yes', expected true or false"),
+        (lambda p: p.update(extra=1), "params: extra is not a parameter; params.yaml takes: paths, seed"),
+        (lambda p: p["finetune"]["trainer"].update(deterministic="sometimes"),
+         "finetune.trainer.deterministic = 'sometimes', expected true or false or 'warn'"),
+        (lambda p: p["finetune"]["lora"].update(target_modules=["q_proj", ["k"]]),
+         "finetune.lora.target_modules[1] = a list, expected a string"),
+        (lambda p: p["pricing"]["gpt-4o"].update(input_per_mtok=-1), "pricing.gpt-4o.input_per_mtok = -1"),
+        (lambda p: p["questions"].update(strategy="hard"), "questions.strategy = 'hard', expected one of 'random'"),
+        (lambda p: p["datasets"].update(question_sets=[]), "datasets.question_sets = a list, expected a mapping"),
+    ],
+)
+def test_check_names_the_key_and_the_expected_type(repo_root, edit, message):
+    params = to_plain(load_params(repo_root / "params.yaml"))
+    edit(params)
+    if message is None:
+        check_params(params)
+        return
+    with pytest.raises(ConfigError) as err:
+        check_params(params)
+    assert message in str(err.value)
