@@ -21,7 +21,6 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
-import yaml
 
 from probmed.core.config import load_params, to_plain
 
@@ -76,10 +75,11 @@ def copy_project(src: Path, dst: Path) -> None:
 
 
 def edit_params(path: Path, edit) -> None:
-    """Load, edit, write params.yaml with PyYAML (what DVC reads; it keeps "yes" keys quoted)."""
-    cfg = yaml.safe_load(path.read_text())
-    edit(cfg)
-    path.write_text(yaml.safe_dump(cfg, sort_keys=False))
+    """Edit params.yaml the way `dvc exp run -S` does (DVC's own YAML 1.2 round trip: layout and comments kept)."""
+    from dvc.utils.serialize import modify_yaml
+
+    with modify_yaml(path) as cfg:
+        edit(cfg)
 
 
 def tiny_params(path: Path) -> None:
