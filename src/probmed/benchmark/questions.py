@@ -27,7 +27,6 @@ from dataclasses import dataclass, field
 from typing import Callable, Sequence
 
 import pandas as pd
-from tqdm import tqdm
 
 from probmed.benchmark.balance import KNOWN_ABSENT, Choice
 from probmed.benchmark.curation.tables import condition_nouns
@@ -43,6 +42,7 @@ from probmed.benchmark.question_plan import (
 )
 from probmed.core.categories import CATEGORIES, CategorySpec, category
 from probmed.core.errors import RecordError
+from probmed.core.progress import progress as progress_bar
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.core.release_format import question_id
 from probmed.core.vocab import MODALITY_QUESTION_NAMES, ORGAN_QUESTION_NAMES, image_type
@@ -219,7 +219,7 @@ def generate_questions(
     recs = _with_images(records, report)
     ctx = GenerationContext(strategy, plan_questions(recs, seed, strategy, report, popularity), report)
     cols: dict[str, list] = {c: [] for c in QUESTION_COLUMNS}
-    for rec in tqdm(recs, desc="questions", disable=not progress, leave=False):
+    for rec in progress_bar(recs, desc="questions", unit="record", disable=not progress, leave=False):
         iid = rec.image_id
         drafts = image_questions(rec, random.Random(f"{seed}:{iid}"), ctx)
         if not drafts:

@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import errno
 import importlib
+import os
 import sys
 import traceback
 from typing import Sequence
@@ -76,7 +77,22 @@ def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentPars
     return [leaf for sub in subs for child in dict.fromkeys(sub.choices.values()) for leaf in _leaf_parsers(child)]
 
 
+def quiet_libraries() -> None:
+    """No third-party chatter in the logs: MLflow's INFO lines, and Hugging Face bars off a terminal.
+
+    Set before those libraries are imported (they read the environment then).
+    Warnings stay: they mean something is wrong. probmed's own progress is
+    probmed.core.progress (a bar on a terminal, periodic lines in a log).
+    """
+    from probmed.core.progress import interactive
+
+    os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
+    if not interactive():
+        os.environ.setdefault("HF_HUB_DISABLE_PROGRESS_BARS", "1")
+
+
 def main(argv: Sequence[str] | None = None) -> int:
+    quiet_libraries()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
     rest, overrides = split_overrides(parser, argv)

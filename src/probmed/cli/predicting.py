@@ -177,7 +177,7 @@ def _describe(args: argparse.Namespace) -> int:
     from probmed.core.process import ParentExited, stop_reason
     from probmed.inference.describe import describe_images, export_descriptions
     from probmed.inference.predict import parse_shard, resolve_images, shard_questions, store_file_name
-    from tqdm import tqdm
+    from probmed.core.progress import progress
 
     cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
     name = args.describer or prompts.describer
@@ -189,7 +189,7 @@ def _describe(args: argparse.Namespace) -> int:
     try:
         backend = _backend(models, name, context)
         try:
-            with tqdm(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
+            with progress(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
                 got = describe_images(backend, list(images.items()), prompts, store, on_progress=bar.update)
         finally:
             backend.close()

@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 import torch
 from torch.utils.data import DataLoader, Dataset
-from tqdm import tqdm
+from probmed.core.progress import progress
 
 from probmed.core.errors import ConfigError, RecordError
 
@@ -249,7 +249,7 @@ def encode_examples(
     for i, ex in enumerate(examples):
         by_image.setdefault(ex.image_path, []).append(i)
     encoded: list[Encoded | None] = [None] * len(examples)
-    for path, idx in tqdm(by_image.items(), desc=desc, unit="image", leave=False):
+    for path, idx in progress(by_image.items(), desc=desc, unit="image", leave=False):
         image = load_image(image_root, examples[idx[0]])
         texts = [chat_text(processor, examples[i].prompt) for i in idx]
         batch = processor(images=[image] * len(idx), text=texts, return_tensors="pt", padding=True)

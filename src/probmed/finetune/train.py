@@ -205,10 +205,29 @@ def make_logger(fcfg: DictConfig, run_name: str, tags: Mapping[str, str]):
     )
 
 
+def quiet_lightning() -> None:
+    """Lightning's INFO lines (GPU/TPU availability, tips, "Seed set to") off; its warnings stay.
+
+    Lightning sets its loggers to INFO when imported, so this runs after the import.
+    """
+    import logging
+
+    import lightning  # noqa: F401  (the import that sets the levels this overrides)
+
+    for name in ("lightning.pytorch", "lightning.fabric"):
+        logging.getLogger(name).setLevel(logging.WARNING)
+
+
 def make_trainer(fcfg: DictConfig, epochs: int, logger):
+    """A Lightning Trainer: a bar on a terminal, one line per epoch in a log (probmed.finetune.module.EpochLog)."""
     import lightning as L
 
+    from probmed.core.progress import interactive
+    from probmed.finetune.module import EpochLog
+
+    quiet_lightning()
     t = fcfg.trainer
+    bar = interactive()
     return L.Trainer(
         max_epochs=epochs,
         accelerator=str(t.accelerator),
@@ -223,6 +242,8 @@ def make_trainer(fcfg: DictConfig, epochs: int, logger):
         log_every_n_steps=int(t.get("log_every_n_steps", 10)),
         num_sanity_val_steps=0,
         enable_model_summary=False,
+        enable_progress_bar=bar,
+        callbacks=[EpochLog(log_lines=not bar)],
     )
 
 
@@ -327,7 +348,8 @@ def run_stage(
     train_rows, val_rows = select_training(frame, stage, fcfg)
     if stage == "adapt":
         check_same_split(frame, out_dir)
-    L.seed_everything(int(fcfg.seed), workers=True)
+    quiet_lightning()
+    L.seed_everything(int(fcfg.seed), workers=True, verbose=False)
     staging = _atomic_dir(out_dir / stage if stage == "pretrain" else out_dir / "adapter")
     try:
         return _train_stage(stage, fcfg, frame, prompts, train_rows, val_rows, image_root, out_dir, staging)

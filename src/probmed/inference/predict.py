@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
+from probmed.core.progress import progress as progress_bar
 
 from probmed.inference.ablation import control_images
 from probmed.inference.answer_parser import parse_answer
@@ -177,7 +177,7 @@ def _describe_for(setting: str, backend: Backend, describer: Backend | None, des
         raise ConfigError("descriptions need a cache directory (predict.describe_dir)")
     dstore = options.open(Path(describe_dir) / who.name, store_file_name(shard))
     try:
-        with tqdm(total=len(image_paths), desc=f"describe[{who.name}]", unit="img", disable=not progress) as bar:
+        with progress_bar(total=len(image_paths), desc=f"describe[{who.name}]", unit="img", disable=not progress) as bar:
             got = describe_images(who, list(image_paths.items()), prompts, dstore, on_progress=bar.update,
                                   decoded=decoded)
     finally:
@@ -370,7 +370,7 @@ def run_predictions(
                       for key, q in plan.no_description], sync=False)
         if plan.pending:  # baselines train or seed on the whole table (not the shard); skipped when all is cached
             backend.prepare(questions)
-        with tqdm(total=len(part), initial=plan.n_cached, desc=f"predict[{backend.name}/{setting}]", unit="q",
+        with progress_bar(total=len(part), initial=plan.n_cached, desc=f"predict[{backend.name}/{setting}]", unit="q",
                   disable=not progress) as bar:
             done = _ask(plan, backend, store, record, batch_size, bar, decoded)
         if done.disk_error:

@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Iterable
 
 from PIL import Image
-from tqdm import tqdm
+from probmed.core.progress import progress
 
 from probmed.core.io import atomic_path
 
@@ -95,9 +95,9 @@ def normalise_many(
         chunks = max(1, len(todo) // (workers * 8))
         if workers > 1 and len(todo) > 16:
             with ProcessPoolExecutor(workers) as pool:
-                results = list(tqdm(pool.map(_job, todo, chunksize=chunks), total=len(todo), desc="images", leave=False))
+                results = list(progress(pool.map(_job, todo, chunksize=chunks), total=len(todo), desc="images", unit="image", leave=False))
         else:
-            results = [_job(t) for t in tqdm(todo, desc="images", leave=False)]
+            results = [_job(t) for t in progress(todo, desc="images", unit="image", leave=False)]
         errors = {t[0]: r for t, r in zip(todo, results) if r is not None}
     manifest.write_text(json.dumps(settings))
     return errors

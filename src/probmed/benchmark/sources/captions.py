@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Callable, Iterable
 
-from tqdm import tqdm
+from probmed.core.progress import progress
 
 from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules, is_empty
 from probmed.core.errors import ConfigError, SourceError
@@ -54,7 +54,7 @@ def run_extractor(
     """Extract every caption; failures and empty extractions are excluded by id."""
     out = []
     items = list(items)
-    for cid, caption in tqdm(items, desc="extract", leave=False, disable=len(items) < 500):
+    for cid, caption in progress(items, desc="extract", unit="caption", leave=False, disable=len(items) < 500):
         try:
             ex = extractor(cid, caption)
         except ConfigError:

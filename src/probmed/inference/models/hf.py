@@ -31,11 +31,13 @@ for one question is `chat_prompt`, the processor inputs for a batch are
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import time
 from collections import Counter
+import warnings
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from probmed.core.errors import BackendError, ConfigError, MissingFileError
 from probmed.inference.models import shared_prefix
@@ -47,6 +49,19 @@ from probmed.inference.models.hub import pin_problem
 
 # auto: the shared-prefix path where the family is verified; on: the same, and an error where it cannot run
 PREFIX_CACHE_MODES = ("auto", "on", "off")
+
+
+@contextlib.contextmanager
+def peft_quietly() -> Iterator[None]:
+    """Wrap a model in peft without the FutureWarning peft's own code raises.
+
+    peft 0.21 reads transformers' deprecated ``is_gradient_checkpointing`` inside
+    ``PeftModel`` (transformers 5 warns); no argument of ours avoids it, so the
+    one message is silenced here and nothing else.
+    """
+    with warnings.catch_warnings():
+        warnings.filterwarnings("ignore", message="`is_gradient_checkpointing` is deprecated", category=FutureWarning)
+        yield
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
@@ -202,7 +217,8 @@ class HFBackend(Backend):
         if self.adapter:
             from peft import PeftModel
 
-            model = PeftModel.from_pretrained(model, self.adapter)
+            with peft_quietly():
+                model = PeftModel.from_pretrained(model, self.adapter)
         model.eval()
         self._model = model
         return model, processor
