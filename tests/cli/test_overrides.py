@@ -42,6 +42,9 @@ COMMANDS: dict[str, list[str]] = {
     "track": ["--out", "runs.json"],
     "report": ["--out-dir", "report"],
     "finetune": ["--stage", "adapt"],
+    "audit": ["q.parquet", "--no-pixels", "--records", "r1.parquet", "r2.parquet"],
+    "models": ["--profile", "paper"],
+    "pin": ["llava-1.5", "--revision", "main"],
     "transfer": ["--no-progress"],
 }
 

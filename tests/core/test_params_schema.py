@@ -74,7 +74,7 @@ def test_dvc_exp_set_rewrites_exactly_the_value_it_sets(repo_root, tmp_path):
         (lambda p: p["finetune"]["lora"].update(target_modules=["q_proj", ["k"]]),
          "finetune.lora.target_modules[1] = a list, expected a string"),
         (lambda p: p["pricing"]["gpt-4o"].update(input_per_mtok=-1), "pricing.gpt-4o.input_per_mtok = -1"),
-        (lambda p: p["questions"].update(strategy="hard"), "questions.strategy = 'hard', expected one of 'random'"),
+        (lambda p: p["questions"].update(strategy="hard"), "questions.strategy = 'hard', expected one of 'balanced', 'random'"),
         (lambda p: p["datasets"].update(question_sets=[]), "datasets.question_sets = a list, expected a mapping"),
     ],
 )

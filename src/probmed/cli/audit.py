@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from probmed.cli.options import add_params_arguments
+from probmed.cli.options import add_params_arguments, command_params
 from probmed.core.errors import UserError
 
 
@@ -73,10 +73,9 @@ def _track(cfg: Any, headline: dict[str, float], out_dir: Path, name: str) -> bo
 
 def cmd_audit(args: argparse.Namespace) -> int:
     from probmed.benchmark.audit import gate, run_audit
-    from probmed.core.config import load_params
     from probmed.core.records import read_image_records
 
-    cfg = load_params(args.params, args.overrides)
+    cfg = command_params(args)
     settings = audit_settings(cfg)
     questions = read_question_set(args.questions)
     records = []

@@ -7,12 +7,13 @@ import argparse
 import json
 from pathlib import Path
 
+from probmed.cli.options import command_params
+from probmed.core.config import to_plain
 from probmed.core.errors import MissingFileError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     m = sub.add_parser("models", help="list the model registry (or a profile such as the paper's Table 3)")
-    m.add_argument("--params", default="params.yaml", help="parameter file (default params.yaml)")
     m.add_argument("--profile", help="a name under model_profiles (e.g. paper)")
     m.add_argument("--json", action="store_true", help="JSON lines instead of a Markdown table")
     m.set_defaults(func=cmd_models)
@@ -20,7 +21,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pin", help="resolve a hub model's revision to a commit sha and write it into params.yaml")
     p.add_argument("model", help="a name under models: (a backend hf entry with a hub id)")
     p.add_argument("--revision", default="main", help="branch, tag or sha to resolve (default main)")
-    p.add_argument("--params", default="params.yaml", help="parameter file to update (default params.yaml)")
     p.set_defaults(func=cmd_pin)
 
 
@@ -38,7 +38,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     from probmed.core.markdown import markdown_table
     from probmed.inference.models.catalog import profile_rows, registry_rows
 
-    params = _read(args.params)
+    params = to_plain(command_params(args))
     models = params.get("models") or {}
     if args.profile:
         rows = profile_rows(models, params.get("model_profiles") or {}, args.profile)
@@ -55,10 +55,11 @@ def cmd_pin(args: argparse.Namespace) -> int:
     from probmed.core.params_edit import set_param
     from probmed.inference.models.hub import pinnable, resolve_revision
 
-    params = _read(args.params)
+    path = args.params or "params.yaml"  # the file to update (--params, as every command takes)
+    params = _read(path)
     model_id = pinnable(params.get("models") or {}, args.model)
     sha = resolve_revision(args.model, model_id, args.revision)
-    changed = set_param(args.params, ["models", args.model, "revision"], sha)
+    changed = set_param(path, ["models", args.model, "revision"], sha)
     print(json.dumps({"model": args.model, "model_id": model_id, "revision": args.revision, "sha": sha,
-                      "params": args.params, "changed": changed}))
+                      "params": path, "changed": changed}))
     return 0

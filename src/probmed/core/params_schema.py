@@ -94,7 +94,7 @@ class Review(Section):
 
 class Questions(Section):
     records: list[str]
-    strategy: Literal["random", "popular", "adversarial"]
+    strategy: Literal["balanced", "random", "popular", "adversarial"]
     seed: int | None
     out: str
     official: str | None
@@ -102,6 +102,16 @@ class Questions(Section):
     stats_dir: str
     vqarad_adversarial: VqaradAdversarial
     review: Review
+
+
+class Audit(Section):
+    max_oracle_margin: NonNegativeFloat
+    enforce: bool
+    folds: Annotated[int, Check(lambda v: v >= 2, "an integer >= 2")]
+    alpha: OpenUnit
+    seed: int
+    pixel_folds: Annotated[int, Check(lambda v: v >= 2, "an integer >= 2")]
+    log_to_mlflow: bool
 
 
 class ExtractLLM(Section):
@@ -140,6 +150,15 @@ class Settings(Section):
     with_description: str
     describe_max_new_tokens: PositiveInt
     describer: str
+
+
+class ProfileModel(Section):
+    """One model of a named list (``model_profiles.<profile>.<name>``): how it runs here, or why not."""
+
+    runs: Literal["hf", "api", "unsupported"]
+    model: str
+    serve: str
+    why: str
 
 
 class Pricing(Section):
@@ -295,12 +314,14 @@ class Params(Section):
     seed: int
     curate: Curate
     questions: Questions
+    audit: Audit
     extract: Extract
     model: str
     setting: str
     predict: Predict
     settings: Settings
     models: dict[str, dict[str, Any]]  # each entry: its backend's typed config (probmed.inference.models)
+    model_profiles: dict[str, dict[str, ProfileModel]]
     pricing: dict[str, Pricing]
     score: Score
     finetune: Finetune
