@@ -60,11 +60,25 @@ class CurateSource(Section):
     data: str
 
 
+Resample = Literal["lanczos", "bicubic", "bilinear", "nearest", "box", "hamming"]
+
+
 class CurateChestXray14(Section):
     data: str
     images_dir: str
     image_size: PositiveInt
-    resample: Literal["lanczos", "bicubic", "bilinear", "nearest", "box", "hamming"]
+    resample: Resample
+    workers: PositiveInt
+
+
+class CurateImages(Section):
+    """A source curated by one image policy (probmed.benchmark.sources.tabular.ImagePolicy)."""
+
+    data: str
+    images_dir: str
+    image_size: PositiveInt
+    fit: Literal["long_side", "square"]
+    resample: Resample
     workers: PositiveInt
 
 
@@ -77,6 +91,10 @@ class Curate(Section):
     medicat: CurateSource
     roco: CurateSource
     dicom: CurateSource
+    roco_images: CurateImages
+    covid_ct: CurateImages
+    figshare: CurateImages
+    brats: CurateImages
 
 
 class VqaradAdversarial(Section):
@@ -269,10 +287,19 @@ class DataSource(Section):
     dir: str
 
 
+class ImageTypeCaps(Section):
+    """How the full set's images spread over image types (probmed.benchmark.mix)."""
+
+    max_share: UnitInterval
+    max_images: PositiveInt | None
+
+
 class QuestionSet(Section):
     sources: list[str]
+    image_types: ImageTypeCaps
     max_images: PositiveInt | None
     exclude_training_images: bool
+    commercial_only: bool
     seed: int | None
 
 
