@@ -69,3 +69,19 @@ def test_group_table_scores_each_model_per_group(image_records, questions):
     metrics = compact_metrics(table.assign(base_accuracy_adv_pairs=float("nan")))
     text = json.dumps(metrics, allow_nan=False)  # strict JSON: NaN became null
     assert json.loads(text)["chestxray14 / X-ray - Chest"]["modality"]["base"] is None
+
+
+def test_transfer_headline_splits_in_domain_from_elsewhere(image_records, questions):
+    from probmed.finetune.transfer import transfer_headline
+    from probmed.scoring.baselines import always_yes
+
+    images = data.image_table(image_records)
+    frame = questions.merge(images[["image_id", "modality", "organ"]], on="image_id")
+    truth = frame.assign(label=frame["answer"])[["qid", "label"]]  # an oracle: every answer right
+    domain = {"source": "chestxray14", "modality": "x-ray", "organ": "chest"}
+    headline = transfer_headline(frame, {"finetune-base": always_yes(frame), "finetune-adapted": truth}, domain)
+    assert set(headline) == {"finetune-base", "finetune-adapted"}
+    assert headline["finetune-adapted"] == {"in_domain": 100.0, "other_domains": 100.0, "all": 100.0}
+    assert headline["finetune-base"]["in_domain"] == 0.0  # always-yes gets no pair right
+    only_domain = frame[frame["source"] == "chestxray14"]
+    assert transfer_headline(only_domain, {"finetune-base": truth}, domain)["finetune-base"]["other_domains"] is None

@@ -89,6 +89,10 @@ def cmd_audit(args: argparse.Namespace) -> int:
     out_dir = Path(args.out_dir or Path(args.questions).with_suffix("").as_posix() + ".audit")
     headline = write_audit(audit, result, out_dir)
     name = args.name or Path(args.questions).stem
+    if args.headline:  # dvc: metrics/audit.json, the headline `dvc metrics` and `dvc exp show` compare
+        from probmed.core.headline import write_headline
+
+        write_headline({name: headline}, args.headline)
     tracked = args.track and _track(cfg, headline, out_dir, name)
     print(json.dumps({"gate": "passed" if result["passed"] else "failed", "failures": result["failures"], **headline,
                       "out": str(out_dir), "mlflow": bool(tracked)}, indent=1))
@@ -108,5 +112,6 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--strict", action="store_true", help="exit 1 when the gate fails (audit.* params)")
     p.add_argument("--track", action="store_true", help="log the headline metrics and audit.md to MLflow (tracking.*)")
     p.add_argument("--name", help="question-set name in MLflow (default: the file's stem)")
+    p.add_argument("--headline", help="also write the headline numbers here, under the set's name (dvc: metrics/audit.json)")
     add_params_arguments(p, "audit.max_oracle_margin=3")
     p.set_defaults(func=cmd_audit)

@@ -34,6 +34,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(t)
     t.add_argument("--transfer-dir", help="output directory; default <out-dir>/transfer")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
+    t.add_argument("--headline", help="write the headline metrics here (dvc: metrics/transfer.json)")
     t.set_defaults(func=cmd_transfer)
 
 
@@ -68,6 +69,10 @@ def cmd_transfer(args: argparse.Namespace) -> int:
     questions, image_root, out_dir = _paths(args, cfg)
     target = Path(args.transfer_dir) if args.transfer_dir else out_dir / "transfer"
     result = run_transfer(cfg, questions, image_root, out_dir, target, progress=not args.no_progress)
+    if args.headline:
+        from probmed.core.headline import write_headline
+
+        write_headline(result.headline, args.headline)
     print(json.dumps({"out_dir": str(target), "rows": len(result.table), "mlflow_runs": result.run_ids,
                       "prediction_seconds": result.seconds}))
     return 0

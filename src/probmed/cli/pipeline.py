@@ -62,7 +62,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="<set>/<model>/<setting>/metrics.json root; repeat to join several (default build/scores)")
     r.add_argument("--questions-root", default="build/questions", help="question tables for Table 1")
     r.add_argument("--out-dir", default="build/report")
-    r.add_argument("--runs", help="run ids from `probmed track`: the report is logged into each of them")
+    r.add_argument("--runs", help="run ids by evaluation (`probmed track --out`): visual reliance goes onto these "
+                   "vanilla runs (default: the newest vanilla run of each model)")
+    r.add_argument("--headline", help="write the evaluation headline metrics here (dvc: metrics/evaluation.json)")
     r.add_argument("--audit", action="append", metavar="NAME=DIR",
                    help="a `probmed audit` directory shown as the set's benchmark-validity table; repeat for several")
     r.set_defaults(func=cmd_report)
@@ -221,8 +223,9 @@ def cmd_report(args: argparse.Namespace) -> int:
         audits[name] = Path(directory)
     full = {name: qroot / f"{name}-full.parquet" for name in question_sets
             if (question_sets[name] or {}).get("image_types") is not None and (qroot / f"{name}-full.parquet").is_file()}
+    roots = args.scores_root or ["build/scores"]
     manifest = build_report(
-        args.scores_root or ["build/scores"],
+        roots,
         args.out_dir,
         questions=questions,
         full_questions=full,
@@ -232,21 +235,32 @@ def cmd_report(args: argparse.Namespace) -> int:
         audits=audits,
         options=report_options(cfg),
     )
-    logged = 0
+    if args.headline:
+        _write_evaluation_headline(cfg, roots, args.headline)
+    report_run = None
     if (cfg.get("tracking") or {}).get("enabled", True) and rcfg.get("log_to_mlflow", True):
         tracked = json.loads(Path(args.runs).read_text()) if args.runs and Path(args.runs).is_file() else {}
         reliance = Path(args.out_dir) / "visual_reliance.csv"  # on each model's vanilla run, parent of its controls
         with _tracker(cfg) as tracker:
-            tracker.log_report(args.out_dir)
+            report_run = tracker.log_report(args.out_dir)  # once, in its own run
             if reliance.is_file():
                 import pandas as pd
 
                 from probmed.reporting.comparisons import reliance_metrics
 
                 tracker.log_reliance(reliance_metrics(pd.read_csv(reliance)), tracked)
-            if tracked:
-                tracker.attach(list(tracked.values()), args.out_dir, "report")
-                logged = len(tracked)
     print(json.dumps({"runs": len(manifest["runs"]), "plots": len(manifest["files"]["plots"]),
-                      "out": args.out_dir, "logged_to_runs": logged}))
+                      "out": args.out_dir, "headline": args.headline, "mlflow_run": report_run}))
     return 0
+
+
+def _write_evaluation_headline(cfg: dict[str, Any], roots: list[str], path: str) -> None:
+    """metrics/evaluation.json: the headline of the evaluations `pipeline.runs` plans (all runs without a plan)."""
+    from probmed.core.headline import write_headline
+    from probmed.pipeline import evaluations
+    from probmed.reporting.headline import evaluation_headline
+    from probmed.reporting.report import discover_runs
+
+    planned = (cfg.get("pipeline") or {}).get("runs")
+    evaluated = {(e.question_set, e.model, e.setting) for e in evaluations(cfg)} if planned else None
+    write_headline(evaluation_headline(discover_runs(roots), evaluated), path)

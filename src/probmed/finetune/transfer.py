@@ -237,6 +237,32 @@ class TransferResult:
     run_ids: dict[str, str]
     out_dir: Path
     seconds: dict[str, float]
+    headline: dict[str, dict[str, float | None]]
+
+
+def transfer_headline(
+    questions: pd.DataFrame, predictions: Mapping[str, pd.DataFrame], domain: Mapping[str, Any]
+) -> dict[str, dict[str, float | None]]:
+    """The study's headline (metrics/transfer.json): per model, strict accuracy in domain, elsewhere, overall.
+
+    In domain: the held-out patients of the adaptation domain; elsewhere: every
+    other group. Strict accuracy with the original weighting (the paper's Overall).
+    """
+    from probmed.scoring.metrics import score
+
+    in_domain = questions.apply(lambda row: comparison(row, domain).startswith("in-domain"), axis=1).astype(bool)
+    parts = {"in_domain": questions[in_domain], "other_domains": questions[~in_domain], "all": questions}
+    out: dict[str, dict[str, float | None]] = {}
+    for name, preds in predictions.items():
+        out[name] = {}
+        for part, frame in parts.items():
+            if frame.empty:
+                out[name][part] = None
+                continue
+            q = frame[list(QUESTION_COLUMNS)]
+            scores = score(q, preds[preds["qid"].isin(q["qid"])], resamples=0, by_image_type=False)
+            out[name][part] = scores["overall"].get("accuracy_adv_pairs_original_weighting")
+    return out
 
 
 def run_transfer(
@@ -313,7 +339,7 @@ def run_transfer(
                   palette_from_params(to_plain(cfg)))
     run_ids = log_transfer_runs(fcfg, out_dir, table, {n: ScoreReport.from_dict(s) for n, s in full_scores.items()}, meta)
     write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
-    return TransferResult(table, run_ids, out_dir, seconds)
+    return TransferResult(table, run_ids, out_dir, seconds, transfer_headline(questions, predictions, domain))
 
 
 def compact_metrics(table: pd.DataFrame) -> dict[str, Any]:

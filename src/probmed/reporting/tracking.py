@@ -361,16 +361,6 @@ class Tracker:
             logged[f"{question_set}-{model}"] = run_id
         return logged
 
-    def attach(self, run_ids: Iterable[str], path: str | Path, artifact_dir: str) -> None:
-        """Log one file or directory into several runs (the shared report into every evaluation run)."""
-        path = Path(path)
-        for run_id in run_ids:
-            if path.is_dir():
-                self.client.log_artifacts(run_id, str(path), artifact_dir)
-            else:
-                self.client.log_artifact(run_id, str(path), artifact_dir)
-
-
 def log_model_runs(tracker: Tracker, specs: Iterable[RunSpec], repo_dir: str | Path = ".") -> dict[str, str]:
     """Log a model's runs, vanilla first so ablations find their parent; returns {setting: run_id}."""
     ordered = sorted(specs, key=lambda s: (s.setting != BASE_SETTING, s.setting))

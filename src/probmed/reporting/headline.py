@@ -1,0 +1,42 @@
+"""The evaluation headline (metrics/evaluation.json): strict accuracy per category and overall.
+
+One group per question set, one entry per ``model/setting``, with the accuracy
+with adversarial pairs of each category the set has and ``overall`` (the
+original weighting, the paper's Overall column). A set with one category
+(the VQA-RAD adversarial set) has no separate overall: it would repeat the
+category. Everything else the scorer computes stays in the score artifacts
+and MLflow; see probmed.core.headline for why these files are small.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterable
+
+from probmed.reporting.runs import Run
+
+OVERALL_KEY = "accuracy_adv_pairs_original_weighting"
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return float(value)
+
+
+def run_headline(run: Run) -> dict[str, float | None]:
+    """{category: strict accuracy, ..., overall} of one run (None where undefined)."""
+    by_category = run.metrics.get("by_category") or {}
+    out = {name: _number((block or {}).get("accuracy_adv_pairs")) for name, block in by_category.items()}
+    if len(out) > 1:
+        out["overall"] = _number((run.metrics.get("overall") or {}).get(OVERALL_KEY))
+    return out
+
+
+def evaluation_headline(runs: Iterable[Run], evaluated: set[tuple[str, str, str]] | None = None) -> dict[str, Any]:
+    """{question set: {model/setting: run_headline}} for the runs in `evaluated` (all when None)."""
+    out: dict[str, dict[str, Any]] = {}
+    for run in runs:
+        if evaluated is not None and (run.question_set, run.model, run.setting) not in evaluated:
+            continue
+        out.setdefault(run.question_set, {})[f"{run.model}/{run.setting}"] = run_headline(run)
+    return out

@@ -1,0 +1,34 @@
+"""metrics/evaluation.json: strict accuracy per category and overall, per question set and model/setting."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from metrics_factory import make_metrics
+
+from probmed.core.categories import CATEGORIES
+from probmed.reporting.headline import evaluation_headline
+from probmed.reporting.runs import Run
+
+
+def _run(question_set: str, model: str, setting: str, metrics: dict) -> Run:
+    return Run(question_set, model, setting, metrics, Path(f"{question_set}/{model}/{setting}/metrics.json"))
+
+
+def test_headline_is_strict_accuracy_per_category_and_the_original_overall():
+    metrics = make_metrics(seed=1)
+    headline = evaluation_headline([_run("probmed", "tiny", "vanilla", metrics)])
+    entry = headline["probmed"]["tiny/vanilla"]
+    assert list(entry) == [*CATEGORIES, "overall"]
+    assert entry["condition"] == metrics["by_category"]["condition"]["accuracy_adv_pairs"]
+    assert entry["overall"] == metrics["overall"]["accuracy_adv_pairs_original_weighting"]
+
+
+def test_one_category_sets_have_no_repeated_overall_and_only_planned_runs_count():
+    single = make_metrics(seed=2)
+    single["by_category"] = {"condition": single["by_category"]["condition"]}
+    runs = [_run("vqarad-adv", "tiny", "vanilla", single), _run("finetune-heldout", "finetune-base", "vanilla",
+                                                                 make_metrics(seed=3))]
+    headline = evaluation_headline(runs, {("vqarad-adv", "tiny", "vanilla")})
+    assert headline == {"vqarad-adv": {"tiny/vanilla": {"condition": single["by_category"]["condition"][
+        "accuracy_adv_pairs"]}}}
