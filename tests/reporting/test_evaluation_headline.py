@@ -9,10 +9,12 @@ from metrics_factory import make_metrics
 from probmed.core.categories import CATEGORIES
 from probmed.reporting.headline import evaluation_headline
 from probmed.reporting.runs import Run
+from probmed.scoring.score_report import ScoreReport
 
 
 def _run(question_set: str, model: str, setting: str, metrics: dict) -> Run:
-    return Run(question_set, model, setting, metrics, Path(f"{question_set}/{model}/{setting}/metrics.json"))
+    path = Path(f"{question_set}/{model}/{setting}/metrics.json")
+    return Run(question_set, model, setting, ScoreReport.from_dict(metrics, path))
 
 
 def test_headline_is_strict_accuracy_per_category_and_the_original_overall():

@@ -94,11 +94,10 @@ def load_checked_params(path: str | None, overrides: Sequence[str]) -> Any:
 
 
 def _check_models(models: dict[str, Any]) -> None:
-    """Every `models:` entry names a registered backend."""
-    from probmed.inference.models.registry import BACKENDS
+    """Every `models:` entry: a registered backend, and only keys of the right type that its typed config takes."""
+    from probmed.inference.models.registry import check_model_entries
 
-    for name, entry in models.items():
-        BACKENDS.check((entry or {}).get("backend"), f"models.{name}.backend")
+    check_model_entries(models)
 
 
 def command_params(args: argparse.Namespace) -> Any:

@@ -13,22 +13,17 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from probmed.reporting.runs import Run
+from probmed.scoring.score_report import number
 
 OVERALL_KEY = "accuracy_adv_pairs_original_weighting"
 
 
-def _number(value: Any) -> float | None:
-    if isinstance(value, bool) or not isinstance(value, (int, float)):
-        return None
-    return float(value)
-
-
 def run_headline(run: Run) -> dict[str, float | None]:
     """{category: strict accuracy, ..., overall} of one run (None where undefined)."""
-    by_category = run.metrics.get("by_category") or {}
-    out = {name: _number((block or {}).get("accuracy_adv_pairs")) for name, block in by_category.items()}
+    scores = run.scores
+    out = {name: number(scores.category(name).get("accuracy_adv_pairs")) for name in scores.categories}
     if len(out) > 1:
-        out["overall"] = _number((run.metrics.get("overall") or {}).get(OVERALL_KEY))
+        out["overall"] = number(scores.overall.get(OVERALL_KEY))
     return out
 
 
