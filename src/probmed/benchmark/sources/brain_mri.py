@@ -16,7 +16,7 @@ from __future__ import annotations
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from tqdm import tqdm
+from probmed.core.progress import progress
 
 from probmed.benchmark.curation.brain_positions import BrainPosition, brain_box_position
 from probmed.benchmark.curation.positions import Box
@@ -43,9 +43,9 @@ def _position_job(args: tuple[str, tuple[float, float, float, float], str, str |
 def _positions(jobs: list[tuple], workers: int) -> list[BrainPosition | str]:
     if workers > 1 and len(jobs) > 16:
         with ProcessPoolExecutor(workers) as pool:
-            return list(tqdm(pool.map(_position_job, jobs, chunksize=max(1, len(jobs) // (workers * 8))),
+            return list(progress(pool.map(_position_job, jobs, chunksize=max(1, len(jobs) // (workers * 8))),
                              total=len(jobs), desc="brain positions", leave=False))
-    return [_position_job(j) for j in tqdm(jobs, desc="brain positions", leave=False)]
+    return [_position_job(j) for j in progress(jobs, desc="brain positions", unit="image", leave=False)]
 
 
 def _row_record(

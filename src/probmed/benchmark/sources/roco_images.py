@@ -16,7 +16,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from tqdm import tqdm
+from probmed.core.progress import progress
 
 from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules, normalise_finding
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
@@ -73,7 +73,7 @@ def load_roco_images(
     result = SourceResult(SOURCE)
     rows = read_metadata(data_dir, REQUIRED, "roco-images")
     pending = []
-    for row in tqdm(rows, desc="captions", leave=False, disable=len(rows) < 200):
+    for row in progress(rows, desc="captions", unit="caption", leave=False, disable=len(rows) < 200):
         image_id = f"roco-{row['roco_id']}"
         src = data_dir / row["file"]
         if not src.is_file():
