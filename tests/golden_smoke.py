@@ -186,7 +186,7 @@ def collect(work: Path) -> dict[str, str]:
     out: dict[str, str] = {}
     for pattern in KEPT:
         for path in sorted(work.glob(pattern)):
-            if path.is_file():
+            if path.is_file() and path.name != "work.json":  # when the work happened: timings, never golden
                 name = path.relative_to(work / "build").as_posix()
                 out[name + (".csv" if path.suffix == ".parquet" else "")] = _text(path)
     plots = sorted((work / "build" / "report" / "plots").glob("*.png"))

@@ -27,6 +27,9 @@ import pytest
 from probmed.core.config import load_params, to_plain
 
 BIN = str(Path(sys.executable).parent)
+# The module's pipeline fixture runs the whole main job (tiny config) once; on a loaded 2-core machine
+# that alone can take longer than the suite's 900 s per test, and it counts against its first user.
+pytestmark = pytest.mark.timeout(2400)
 
 TINY_RUNS = {
     "probmed-random-vanilla": {"question_set": "probmed", "model": "random", "setting": "vanilla"},

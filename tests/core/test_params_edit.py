@@ -33,9 +33,23 @@ def changed_lines(before: str, after: str) -> list[tuple[str, str]]:
 SHA = "0123456789abcdef0123456789abcdef01234567"
 
 
-def test_replaces_the_value_and_keeps_the_comment():
+def test_replaces_the_value_and_keeps_the_comment_where_dvc_would():
+    """The comment keeps its column, or follows the value by one space when it no longer fits (DVC's layout)."""
     out = set_value_in_text(TEXT, ["models", "a", "revision"], SHA)
-    assert changed_lines(TEXT, out) == [("    revision: null        # pin me", f"    revision: {SHA}        # pin me")]
+    assert changed_lines(TEXT, out) == [("    revision: null        # pin me", f"    revision: {SHA} # pin me")]
+    out = set_value_in_text(TEXT, ["models", "a", "revision"], "v1")
+    assert changed_lines(TEXT, out) == [("    revision: null        # pin me", "    revision: v1          # pin me")]
+
+
+def test_a_pin_in_the_repository_params_is_what_dvc_exp_run_writes(repo_root, tmp_path):
+    from dvc.utils.hydra import apply_overrides
+
+    pinned, by_dvc = tmp_path / "pinned.yaml", tmp_path / "dvc.yaml"
+    for path in (pinned, by_dvc):
+        path.write_text((repo_root / "params.yaml").read_text())
+    set_param(pinned, ["models", "lingshu-7b", "revision"], SHA)
+    apply_overrides(by_dvc, [f"models.lingshu-7b.revision={SHA}"])
+    assert pinned.read_text() == by_dvc.read_text()
 
 
 def test_inserts_a_missing_key_at_the_end_of_its_block_and_handles_dotted_names():

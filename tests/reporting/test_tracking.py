@@ -11,14 +11,21 @@ from metrics_factory import make_metrics
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from probmed.core.errors import ScoresError
+from probmed.core.clock import epoch_ms
+from probmed.reporting.run_metrics import MAX_METRICS
 from probmed.reporting.tracking import (
+    EXPERIMENT_KIND,
     RunSpec,
     Tracker,
     clean_params,
     file_md5,
     log_model_runs,
     metrics_from_scores,
+    unique_run_name,
 )
+
+WORK = {"answering": {"started_at": "2026-01-02T03:04:05.000Z", "finished_at": "2026-01-02T03:05:00.500Z"},
+        "scoring": {"started_at": "2026-01-02T03:06:00.000Z", "finished_at": "2026-01-02T03:06:01.250Z"}}
 
 
 def _write(tmp: Path, setting: str, seed: int) -> tuple[Path, Path]:
@@ -27,6 +34,8 @@ def _write(tmp: Path, setting: str, seed: int) -> tuple[Path, Path]:
     metrics = score_dir / "metrics.json"
     metrics.write_text(json.dumps(make_metrics(seed)))
     (score_dir / "by_category.csv").write_text("category,accuracy\nmodality,1\n")
+    if setting == "vanilla":  # the others were scored before score directories recorded their work
+        (score_dir / "work.json").write_text(json.dumps(WORK))
     preds = tmp / f"pred-{setting}.parquet"
     pd.DataFrame({"qid": ["a"], "label": ["yes"]}).to_parquet(preds)
     return metrics, preds
@@ -50,7 +59,7 @@ def logged(tmp_path_factory):
                 questions_path=questions,
                 predictions_path=preds,
                 params={"model": {"id": "build/models/tiny", "revision": "r1", "api_key": "sk-SECRET"}, "seed": 0},
-                artifact_paths=[metrics.parent / "by_category.csv"],
+                artifact_paths=sorted(p for p in metrics.parent.iterdir() if p.name != "metrics.json"),
             )
         )
     ids = log_model_runs(tracker, specs, repo_dir=tmp)
@@ -78,13 +87,21 @@ def test_params_metrics_artifacts_and_no_secret(logged):
     assert params["model.revision"] == "r1" and params["run.setting"] == "vanilla" and params["seed"] == "0"
     assert not any("sk-SECRET" in v for v in params.values()) and "model.api_key" not in params
     expected = make_metrics(1)["by_category"]["condition"]["accuracy_adv_pairs"]
-    assert run.data.metrics["by_category.condition.accuracy_adv_pairs"] == pytest.approx(expected)
-    assert "by_image_type.x-ray_chest.modality.accuracy_adv_pairs" in run.data.metrics
-    assert "procedural.position.accuracy" not in run.data.metrics  # null stays absent, not 0
+    assert run.data.metrics["strict/condition"] == round(expected, 2)
+    assert run.data.metrics["strict/overall"] == make_metrics(1)["overall"]["accuracy_adv_pairs_original_weighting"]
+    assert run.data.metrics["procedural/condition"] == 30.0 and run.data.metrics["random/averaged_overall"] == 50.0
+    assert "procedural/position" not in run.data.metrics  # null stays absent, not 0
+    assert len(run.data.metrics) <= MAX_METRICS and not any(k.startswith("by_image_type") for k in run.data.metrics)
     top = {a.path for a in tracker.client.list_artifacts(ids["vanilla"])}
-    assert top == {"scores", "predictions"}
+    assert top == {"scores", "predictions", "plots"}  # no report in an evaluation run
     scores = {a.path for a in tracker.client.list_artifacts(ids["vanilla"], "scores")}
-    assert {"scores/metrics.json", "scores/by_category.csv"} <= scores
+    assert {"scores/metrics.json", "scores/by_category.csv", "scores/all_metrics.json"} <= scores
+    assert "scores/work.json" not in scores
+    assert [a.path for a in tracker.client.list_artifacts(ids["vanilla"], "plots")] == ["plots/per_category.png"]
+    long_tail = json.loads(Path(tracker.client.download_artifacts(ids["vanilla"], "scores/all_metrics.json")).read_text())
+    rows = [dict(zip(long_tail["columns"], row)) for row in long_tail["data"]]
+    assert {"section": "scores", "image_type": "X-ray - Chest", "category": "modality", "metric": "n_images",
+            "value": 5.0} in rows
 
 
 def test_relogging_updates_the_same_run(logged):
@@ -95,13 +112,48 @@ def test_relogging_updates_the_same_run(logged):
     assert tracker.log(changed) != ids["vanilla"]
 
 
-def test_metrics_from_scores_skips_nan_and_slugs_names():
+def test_run_metrics_are_few_grouped_and_rounded():
     scores = make_metrics(3)
-    scores["by_category"]["position"]["precision"] = float("nan")
+    scores["by_category"]["position"]["averaged_accuracy"] = float("nan")
+    scores["overall"]["averaged_accuracy"] = 48.888888888888886
     flat = metrics_from_scores(scores)
-    assert "by_category.position.precision" not in flat
-    assert flat["overall.n_questions"] == 400
-    assert all(" " not in name for name in flat)
+    assert "averaged/position" not in flat and flat["averaged/overall"] == 48.89
+    assert flat["answers/questions"] == 400 and flat["answers/images"] == 60
+    assert {k.split("/")[0] for k in flat} <= {"strict", "averaged", "gt_only", "random", "answers", "pope",
+                                               "procedural", "known_absent"}
+    assert len(flat) <= MAX_METRICS and all(len(k) <= 28 and " " not in k for k in flat)
+
+
+def test_the_experiment_is_model_development_and_the_question_set_is_a_dataset(logged):
+    tracker, ids, _, questions = logged
+    key, value = EXPERIMENT_KIND
+    assert tracker.client.get_experiment(tracker.experiment_id).tags[key] == value
+    run = tracker.client.get_run(ids["vanilla"])
+    (dataset,) = run.inputs.dataset_inputs
+    assert dataset.dataset.name == "probmed" and dataset.dataset.digest == file_md5(questions)
+    assert json.loads(dataset.dataset.source)["uri"] == str(questions)
+    assert json.loads(dataset.dataset.schema)["mlflow_colspec"][0]["name"] == "qid"
+
+
+def test_a_run_spans_its_work_not_its_logging(logged):
+    tracker, ids, _, _ = logged
+    run = tracker.client.get_run(ids["vanilla"])
+    assert run.info.start_time == epoch_ms(WORK["answering"]["started_at"])
+    assert run.info.end_time == epoch_ms(WORK["scoring"]["finished_at"])
+
+
+def test_run_names_are_unique_and_carry_the_dvc_experiment(logged, monkeypatch):
+    tracker, ids, specs, _ = logged
+    names = [tracker.client.get_run(i).info.run_name for i in ids.values()]
+    assert sorted(names) == ["probmed/tiny/cot", "probmed/tiny/described", "probmed/tiny/vanilla"]
+    taken = {r.info.run_name for r in tracker.client.search_runs([tracker.experiment_id])}
+    fresh = unique_run_name(tracker.client, tracker.experiment_id, "probmed/tiny/vanilla")
+    assert fresh not in taken and fresh.startswith("probmed/tiny/vanilla #")
+    monkeypatch.setenv("DVC_EXP_NAME", "three-twins")
+    changed = RunSpec(**{**specs[1].__dict__, "params": {"model": {"revision": "r3"}}})
+    run = tracker.client.get_run(tracker.log(changed))
+    assert run.info.run_name == "probmed/tiny/vanilla @three-twins"
+    assert run.data.tags["probmed.dvc_experiment"] == "three-twins"
 
 
 def test_clean_params_drops_credentials_keeps_env_var_names():

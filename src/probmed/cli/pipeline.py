@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import time
 from pathlib import Path
 from typing import Any
 
@@ -224,6 +225,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     full = {name: qroot / f"{name}-full.parquet" for name in question_sets
             if (question_sets[name] or {}).get("image_types") is not None and (qroot / f"{name}-full.parquet").is_file()}
     roots = args.scores_root or ["build/scores"]
+    started_ms = int(time.time() * 1000)
     manifest = build_report(
         roots,
         args.out_dir,
@@ -242,7 +244,7 @@ def cmd_report(args: argparse.Namespace) -> int:
         tracked = json.loads(Path(args.runs).read_text()) if args.runs and Path(args.runs).is_file() else {}
         reliance = Path(args.out_dir) / "visual_reliance.csv"  # on each model's vanilla run, parent of its controls
         with _tracker(cfg) as tracker:
-            report_run = tracker.log_report(args.out_dir)  # once, in its own run
+            report_run = tracker.log_report(args.out_dir, started_ms)  # once, in its own run
             if reliance.is_file():
                 import pandas as pd
 

@@ -20,15 +20,18 @@ def _score_settings(args: argparse.Namespace):
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    from probmed.core.clock import iso_time
     from probmed.core.release_format import read_questions_any
     from probmed.core.records import read_predictions
-    from probmed.scoring.run import evaluate, per_image, write_run
+    from probmed.scoring.run import evaluate, per_image, write_run, write_work
 
     settings = _score_settings(args)
+    started = iso_time()
     questions = read_questions_any(args.questions)
     predictions = read_predictions(args.predictions)
     metrics = evaluate(questions, predictions, settings, name=args.name)
     write_run(metrics, args.out_dir, label=args.name, per_image_sums=per_image(questions, predictions))
+    write_work(args.out_dir, predictions.attrs.get("answering"), started)
     o = metrics["overall"]
     print(
         f"{metrics['meta']['model']}: accuracy with adversarial pairs {o['accuracy_adv_pairs_original_weighting']:.2f}% "

@@ -83,13 +83,28 @@ def set_value_in_text(text: str, keys: Sequence[str], value: Any) -> str:
             if m is None or m.group(2).startswith(("{", "[", "|", ">")) or (not m.group(2) and found + 1 < end
                                                                            and _block_end(lines, found) > found + 1):
                 raise ConfigError(f"params: {dotted_key} is not a plain value on one line; edit it by hand")
-            lines[found] = f"{m.group(1)}{_yaml_scalar(value)}{m.group(3) or ''}{m.group(4) or ''}"
+            lines[found] = _with_value(lines[found], m, _yaml_scalar(value))
             return "".join(lines)
         if lines[found].split(":", 1)[1].split("#", 1)[0].strip():
             raise ConfigError(f"params: {'.'.join(keys[: depth + 1])} is written inline (flow style); "
                               "edit it by hand")
         start, end = found + 1, _block_end(lines, found)
     raise AssertionError("unreachable")
+
+
+def _with_value(line: str, m: re.Match, value: str) -> str:
+    """`key: value`, its comment kept at its column (one space after the value when it no longer fits).
+
+    That is how `dvc exp run -S` writes a changed value (DVC's YAML round trip keeps
+    a comment's column), so a pinned params.yaml stays in DVC's own layout.
+    """
+    head = m.group(1).rstrip(" \t") + " "
+    comment = (m.group(3) or "").lstrip(" \t")
+    text = head + value
+    if comment:
+        column = m.end(3) - len(comment)  # where its '#' stands now
+        text += " " * max(1, column - len(text)) + comment
+    return text + (m.group(4) or "")
 
 
 def _with(tree: Any, keys: list[str], value: Any) -> Any:

@@ -190,17 +190,23 @@ class StageResult:
 
 
 def make_logger(fcfg: DictConfig, run_name: str, tags: Mapping[str, str]):
+    """Lightning's MLflow logger, into an experiment marked as model development, under a unique run name."""
     from lightning.pytorch.loggers import MLFlowLogger
+    from mlflow import MlflowClient
 
-    from probmed.reporting.tracking import check_tracking_db
+    from probmed.reporting.tracking import (DVC_EXPERIMENT_TAG, check_tracking_db, dvc_experiment, ensure_experiment,
+                                            unique_run_name)
 
     m = fcfg.mlflow
     check_tracking_db(str(m.tracking_uri))  # an empty or corrupt tracking DB is refused, never replaced
+    client = MlflowClient(tracking_uri=str(m.tracking_uri))
+    experiment_id = ensure_experiment(client, str(m.experiment), str(m.artifact_root))
+    extra = {DVC_EXPERIMENT_TAG: dvc_experiment()} if dvc_experiment() else {}
     return MLFlowLogger(
         experiment_name=str(m.experiment),
-        run_name=run_name,
+        run_name=unique_run_name(client, experiment_id, run_name),
         tracking_uri=str(m.tracking_uri),
-        tags=dict(tags),
+        tags={**tags, **extra},
         artifact_location=Path(str(m.artifact_root)).resolve().as_uri(),
     )
 
@@ -211,11 +217,15 @@ def quiet_lightning() -> None:
     Lightning sets its loggers to INFO when imported, so this runs after the import.
     """
     import logging
+    import warnings
 
     import lightning  # noqa: F401  (the import that sets the levels this overrides)
 
     for name in ("lightning.pytorch", "lightning.fabric"):
         logging.getLogger(name).setLevel(logging.WARNING)
+    # Lightning 2.6 builds torch's deprecated LeafSpec inside its own pytree helper (torch 2.13 warns);
+    # nothing the project calls, so that one message is silenced, every other warning stays
+    warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
 
 
 def make_trainer(fcfg: DictConfig, epochs: int, logger):

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import math
+import time
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
@@ -337,9 +338,12 @@ def run_transfer(
         title += " (smoke scale: tiny model)"
     plot_transfer(table, out_dir / "transfer.png", list(fcfg.transfer.get("plot_categories", CATEGORIES)), title,
                   palette_from_params(to_plain(cfg)))
-    run_ids = log_transfer_runs(fcfg, out_dir, table, {n: ScoreReport.from_dict(s) for n, s in full_scores.items()}, meta)
+    headline = transfer_headline(questions, predictions, domain)
+    started = {name: (p.attrs.get("answering") or {}).get("started_at") for name, p in predictions.items()}
+    reports = {n: ScoreReport.from_dict(s) for n, s in full_scores.items()}
+    run_ids = log_transfer_runs(fcfg, out_dir, reports, meta, headline, started)
     write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
-    return TransferResult(table, run_ids, out_dir, seconds, transfer_headline(questions, predictions, domain))
+    return TransferResult(table, run_ids, out_dir, seconds, headline)
 
 
 def compact_metrics(table: pd.DataFrame) -> dict[str, Any]:
@@ -373,9 +377,15 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def log_transfer_runs(
-    fcfg: DictConfig, out_dir: Path, table: pd.DataFrame, scores: Mapping[str, ScoreReport], meta: Mapping[str, Any]
+    fcfg: DictConfig, out_dir: Path, scores: Mapping[str, ScoreReport], meta: Mapping[str, Any],
+    headline: Mapping[str, Mapping[str, float | None]], started: Mapping[str, str],
 ) -> dict[str, str]:
-    """One MLflow run per model, tagged with (and nested under) the adapt training run; updated in place on re-runs."""
+    """One MLflow run per model, tagged with (and nested under) the adapt training run; updated in place on re-runs.
+
+    Like an evaluation run: grouped metrics (probmed.reporting.run_metrics) plus the study's headline
+    (``transfer/in_domain``, ``transfer/other_domains``, ``transfer/all``), the per-group table as an
+    artifact, and the run spanning its work (from the first question asked to now, when it is scored).
+    """
     from mlflow import MlflowClient
 
     from probmed.reporting.tracking import check_tracking_db, tracking_lock
@@ -383,19 +393,22 @@ def log_transfer_runs(
     m = fcfg.mlflow
     with tracking_lock(str(m.tracking_uri)):
         check_tracking_db(str(m.tracking_uri))  # an empty or corrupt tracking DB is refused, never replaced
-        return _log_transfer_runs(MlflowClient(tracking_uri=str(m.tracking_uri)), fcfg, out_dir, table, scores, meta)
+        return _log_transfer_runs(MlflowClient(tracking_uri=str(m.tracking_uri)), fcfg, out_dir, scores, meta,
+                                  headline, started)
 
 
-def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, table: pd.DataFrame,
-                       scores: Mapping[str, Mapping[str, Any]], meta: Mapping[str, Any]) -> dict[str, str]:
+def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, scores: Mapping[str, ScoreReport],
+                       meta: Mapping[str, Any], headline: Mapping[str, Mapping[str, float | None]],
+                       started: Mapping[str, str]) -> dict[str, str]:
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
+    from probmed.core.clock import epoch_ms
+    from probmed.reporting.tracking import DVC_EXPERIMENT_TAG, dvc_experiment, ensure_experiment, metrics_from_scores
+    from probmed.reporting.tracking import unique_run_name
+
     m = fcfg.mlflow
-    exp = client.get_experiment_by_name(str(m.experiment))
-    exp_id = exp.experiment_id if exp else client.create_experiment(
-        str(m.experiment), artifact_location=Path(str(m.artifact_root)).resolve().as_uri()
-    )
+    exp_id = ensure_experiment(client, str(m.experiment), str(m.artifact_root))
     parent = meta.get("training_run") or ""
     run_ids = {}
     for name in MODELS:
@@ -403,30 +416,25 @@ def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, table: pd.DataFr
         tags = {"probmed.kind": "finetune-transfer", "probmed.model": name, PARENT_TAG: parent}
         clause = " and ".join(f"tags.`{k}` = '{v}'" for k, v in tags.items())
         found = client.search_runs([exp_id], clause, max_results=1)
+        if dvc_experiment():
+            tags[DVC_EXPERIMENT_TAG] = dvc_experiment()
         logged: dict[str, str] = {}
         if found:  # a run a killed call left RUNNING is completed below (params it lacks, metrics, artifacts)
             run_id, logged = found[0].info.run_id, dict(found[0].data.params)
             client.update_run(run_id, status="RUNNING")
         else:
-            all_tags = {**tags, MLFLOW_RUN_NAME: f"transfer/{prefix}"}
-            if parent:
-                all_tags[MLFLOW_PARENT_RUN_ID] = parent
-            run_id = client.create_run(exp_id, run_name=f"transfer/{prefix}", tags=all_tags).info.run_id
+            run_name = unique_run_name(client, exp_id, f"transfer/{prefix}")
+            all_tags = {**tags, MLFLOW_RUN_NAME: run_name, **({MLFLOW_PARENT_RUN_ID: parent} if parent else {})}
+            start = epoch_ms(started[name]) if started.get(name) else None
+            run_id = client.create_run(exp_id, start_time=start, run_name=run_name, tags=all_tags).info.run_id
         params = {"base_model": meta["base_model"], "adapter": meta["adapter"] if prefix == "adapted" else "none",
                   "domain": json.dumps(meta["domain"]), "scale": meta["scale"], "n_questions": meta["n_questions"]}
         client.log_batch(run_id, params=[Param(k, str(v)) for k, v in params.items() if k not in logged])
-        metrics = []
-        for row in table.itertuples(index=False):
-            for key in ("accuracy_adv_pairs", "averaged_accuracy"):
-                value = getattr(row, f"{prefix}_{key}")
-                if value is not None and not (isinstance(value, float) and math.isnan(value)):
-                    metrics.append(Metric(_metric_name(f"{row.source}.{row.image_type}.{row.category}.{key}"), float(value), 0, 0))
-        for cat in scores[name].categories:
-            value = scores[name].number(cat, "accuracy_adv_pairs")
-            if value is not None:
-                metrics.append(Metric(_metric_name(f"all.{cat}.accuracy_adv_pairs"), value, 0, 0))
-        for start in range(0, len(metrics), 900):
-            client.log_batch(run_id, metrics=metrics[start:start + 900], tags=[RunTag(k, v) for k, v in tags.items()])
+        values = {**metrics_from_scores(scores[name]),
+                  **{f"transfer/{k}": round(v, 2) for k, v in headline.get(name, {}).items() if v is not None}}
+        now = int(time.time() * 1000)
+        client.log_batch(run_id, metrics=[Metric(k, v, now, 0) for k, v in sorted(values.items())],
+                         tags=[RunTag(k, v) for k, v in tags.items()])
         client.log_artifact(run_id, str(_scores_path(out_dir, name)), "scores")
         client.log_artifact(run_id, str(out_dir / "predictions" / f"{name}.parquet"), "predictions")
         for f in ("transfer.csv", "transfer.md", "transfer.json", "transfer.png"):
@@ -434,8 +442,3 @@ def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, table: pd.DataFr
         client.set_terminated(run_id, "FINISHED")
         run_ids[name] = run_id
     return run_ids
-
-
-def _metric_name(text: str) -> str:
-    """MLflow metric names allow letters, digits, _ - . / and spaces."""
-    return "".join(ch if ch.isalnum() or ch in "_-./ " else "_" for ch in text)

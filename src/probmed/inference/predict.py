@@ -23,6 +23,7 @@ from typing import Any, Callable
 
 import numpy as np
 import pandas as pd
+from probmed.core.clock import iso_time
 from probmed.core.progress import progress as progress_bar
 
 from probmed.inference.ablation import control_images
@@ -404,7 +405,25 @@ def _predictions(part: pd.DataFrame, keys: list[str], store: AnswerStore, model:
         if rec is None:  # cannot happen unless the backend broke its contract
             raise RuntimeError(f"question {q.qid}: no answer recorded")
         records.append({**rec, "qid": q.qid, "model": model, "setting": setting})
-    return records_to_predictions(records)
+    preds = records_to_predictions(records)
+    answered = answering_interval(records)
+    if answered:  # when the answers were asked (cached ones keep their time): the MLflow run's start
+        preds.attrs["answering"] = answered
+    return preds
+
+
+def answering_interval(records: list[dict[str, Any]]) -> dict[str, str]:
+    """When the answers of a table were asked: the first request's start to the last answer (ISO 8601, UTC).
+
+    Store records keep the time each answer arrived and its latency; a cached
+    answer keeps the time it was first asked, so the interval is the work's, not
+    this call's. Empty when no record carries a time (stores written before it).
+    """
+    times = [(float(r["time"]) - float(r.get("latency_s") or 0.0), float(r["time"]))
+             for r in records if isinstance(r.get("time"), (int, float))]
+    if not times:
+        return {}
+    return {"started_at": iso_time(min(t[0] for t in times)), "finished_at": iso_time(max(t[1] for t in times))}
 
 
 def merge_shards(questions: pd.DataFrame, shard_tables: list[pd.DataFrame]) -> pd.DataFrame:

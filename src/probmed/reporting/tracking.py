@@ -5,11 +5,29 @@ about MLflow; this module turns those files into runs researchers compare in
 the MLflow UI. Ablations (``cot``, ``described``) are child runs of the model's
 ``vanilla`` run on the same question set, so the UI nests them.
 
+What the UI shows, and why:
+
+- experiments carry ``mlflow.experimentKind = custom_model_development``, so
+  MLflow 3 opens them in the classic runs view, not its GenAI view;
+- an evaluation run spans its work: it starts when the first of its questions
+  was asked (the prediction table records it; cached answers keep their time)
+  and ends when they were scored (``work.json`` in the score directory), not
+  when `probmed track` logged it;
+- its question set is an MLflow dataset input (name, digest = the question
+  table's DVC hash, source, schema), which fills the Dataset column;
+- a few dozen grouped metrics (probmed.reporting.run_metrics), the long tail
+  as a table artifact, per-category tables, a per-category figure and the
+  predictions as artifacts; the report is logged once, in its own run;
+- run names are unique within an experiment (``<set>/<model>/<setting>``, then
+  `` #2``...); under `dvc exp run` the DVC experiment's name is a tag
+  (``probmed.dvc_experiment``) and part of the name.
+
 A run is identified by a key over (model, setting, question set, the question
-set's DVC hash and a fingerprint of the logged params). Logging the same key
-again updates that run in place (same metrics, artifacts overwritten) instead of
-piling up duplicates when ``dvc repro -f`` re-runs a stage; changing the model's
-revision, prompt version or seed makes a new run, because it is a new experiment.
+set's DVC hash, a fingerprint of the logged params, and when its answers were
+asked). Logging the same key again updates that run in place (same metrics,
+artifacts overwritten) instead of piling up duplicates when ``dvc repro -f``
+re-runs a stage; changing the model's revision, prompt version or seed, or
+asking the questions again, makes a new run, because it is a new evaluation.
 
 Secrets never reach MLflow: params whose name looks like a credential are
 dropped (names of environment variables, ``*_env``, are kept: they are not
@@ -30,11 +48,14 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import sqlite3
 import subprocess
 import sys
+import tempfile
 import time
+import warnings
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping
@@ -43,16 +64,20 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
+from probmed.core.clock import epoch_ms
 from probmed.core.errors import DatabaseError, TrackingError
 from probmed.core.filelock import FileLock
 from probmed.core.secrets import is_secret_name
 from probmed.core.settings import ABLATIONS, BASE_SETTING
 from probmed.core.config import flatten
-from probmed.scoring.score_report import ScoreReport, number
+from probmed.reporting.run_metrics import metric_table, run_metrics
+from probmed.scoring.run import WORK_FILE
+from probmed.scoring.score_report import ScoreReport
 
-# Per-image-type metrics logged (all categories); the full breakdown is in the artifacts.
-IMAGE_TYPE_METRIC_KEYS: tuple[str, ...] = ("accuracy_adv_pairs", "averaged_accuracy", "n_images")
 TAG_PREFIX = "probmed."
+# MLflow 3 opens an experiment in its GenAI view unless it is marked as model development
+EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
+DVC_EXPERIMENT_TAG = f"{TAG_PREFIX}dvc_experiment"
 _MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per batch call
 
 
@@ -121,32 +146,82 @@ def metric_name(text: str) -> str:
 
 
 def metrics_from_scores(scores: ScoreReport | Mapping[str, Any]) -> dict[str, float]:
-    """The metrics logged for one run, from its score result (or a ``probmed score`` metrics dict).
-
-    Every numeric leaf of ``overall``, ``by_category``, ``procedural`` and the
-    random baseline's ``overall`` / ``by_category``; for ``by_image_type`` only
-    the headline keys (the complete tables are artifacts). Nulls and NaNs are left out, never logged as 0.
-    """
-    if not isinstance(scores, ScoreReport):
-        scores = ScoreReport.from_dict(scores)
-    out: dict[str, float] = {}
-    for section in ("overall", "by_category", "procedural", "random_baseline.overall", "random_baseline.by_category"):
-        for key, value in scores.leaves(section).items():
-            found = number(value)
-            if found is not None:
-                out[metric_name(f"{section}.{key}")] = found
-    for image_type in scores.image_types:
-        for category in scores.categories_of(image_type):
-            for key in IMAGE_TYPE_METRIC_KEYS:
-                found = number(scores.category(category, image_type).get(key))
-                if found is not None:
-                    out[metric_name(f"by_image_type.{image_type}.{category}.{key}")] = found
-    return out
+    """The grouped metrics an evaluation run logs (probmed.reporting.run_metrics), from its scores."""
+    return run_metrics(scores if isinstance(scores, ScoreReport) else ScoreReport.from_dict(scores))
 
 
-def run_key(spec: RunSpec, questions_hash: str, params: Mapping[str, str]) -> str:
+def read_work(score_dir: str | Path) -> dict[str, Any]:
+    """``work.json`` of a score directory ({} when absent: a run scored before it existed)."""
+    path = Path(score_dir) / WORK_FILE
+    if not path.is_file():
+        return {}
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise TrackingError(f"{path}: not valid JSON ({exc})") from None
+
+
+def work_interval(work: Mapping[str, Any]) -> tuple[int | None, int | None]:
+    """(start, end) in epoch ms: the first answer asked to the scoring finished; None where unknown."""
+    answering, scoring = work.get("answering") or {}, work.get("scoring") or {}
+    start = answering.get("started_at") or scoring.get("started_at")
+    end = scoring.get("finished_at") or answering.get("finished_at")
+    try:
+        return (epoch_ms(start) if start else None), (epoch_ms(end) if end else None)
+    except ValueError as exc:
+        raise TrackingError(f"{WORK_FILE}: not an ISO 8601 time ({exc})") from None
+
+
+def dvc_experiment() -> str | None:
+    """The DVC experiment this process runs in (`dvc exp run` sets DVC_EXP_NAME), or None."""
+    return os.environ.get("DVC_EXP_NAME") or None
+
+
+def ensure_experiment(client: MlflowClient, name: str, artifact_root: str | Path = "mlruns") -> str:
+    """The id of experiment `name`, created if missing, marked as model development either way."""
+    key, value = EXPERIMENT_KIND
+    found = client.get_experiment_by_name(name)
+    if found is None:
+        location = Path(artifact_root).resolve().as_uri()
+        return client.create_experiment(name, artifact_location=location, tags={key: value})
+    if found.tags.get(key) != value:
+        client.set_experiment_tag(found.experiment_id, key, value)
+    return found.experiment_id
+
+
+def unique_run_name(client: MlflowClient, experiment_id: str, base: str, run_id: str | None = None) -> str:
+    """`base` (with `` @<DVC experiment>`` under `dvc exp run`), or `` #2``, `` #3``... when another run has it."""
+    exp = dvc_experiment()
+    base = f"{base} @{exp}" if exp else base
+    query = "" if "'" in base else f"attributes.run_name LIKE '{base}%'"  # a quote: compare with every run
+    taken = {r.info.run_name for r in client.search_runs([experiment_id], query, max_results=5000)
+             if r.info.run_id != run_id}
+    name, n = base, 1
+    while name in taken:
+        n += 1
+        name = f"{base} #{n}"
+    return name
+
+
+def log_question_set(client: MlflowClient, run_id: str, path: str | Path, name: str, digest: str) -> None:
+    """The question table as the run's MLflow dataset input: name, digest (its DVC hash), source, schema."""
+    import mlflow.data
+    import pandas as pd
+    from mlflow.entities import DatasetInput, InputTag
+    from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
+
+    frame = pd.read_parquet(path)
+    with warnings.catch_warnings():  # MLflow registers the local source twice and says so; either is right
+        warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
+        dataset = mlflow.data.from_pandas(frame, source=str(path), name=name, digest=digest)
+    tag = InputTag(MLFLOW_DATASET_CONTEXT, "evaluation")
+    client.log_inputs(run_id, datasets=[DatasetInput(dataset._to_mlflow_entity(), tags=[tag])])
+
+
+def run_key(spec: RunSpec, questions_hash: str, params: Mapping[str, str], asked_at: str = "") -> str:
+    """The identity of an evaluation: what was asked, of which questions, with which params, and when."""
     blob = json.dumps(
-        [spec.model, spec.setting, spec.question_set, questions_hash, sorted(params.items())], sort_keys=True
+        [spec.model, spec.setting, spec.question_set, questions_hash, sorted(params.items()), asked_at], sort_keys=True
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
 
@@ -214,12 +289,7 @@ class Tracker:
         try:
             check_tracking_db(tracking_uri)
             self.client = MlflowClient(tracking_uri=tracking_uri)
-            found = self.client.get_experiment_by_name(experiment)
-            if found is None:
-                location = Path(artifact_root).resolve().as_uri()
-                self.experiment_id = self.client.create_experiment(experiment, artifact_location=location)
-            else:
-                self.experiment_id = found.experiment_id
+            self.experiment_id = ensure_experiment(self.client, experiment, artifact_root)
         except BaseException:
             self.close()
             raise
@@ -243,81 +313,99 @@ class Tracker:
 
     def log(self, spec: RunSpec, repo_dir: str | Path = ".") -> str:
         """Create or update the run for ``spec``; returns its run id."""
-        metrics = metrics_from_scores(ScoreReport.load(spec.metrics_path))
+        scores = ScoreReport.load(spec.metrics_path)
+        work = read_work(Path(spec.metrics_path).parent)
+        start_ms, end_ms = work_interval(work)
         questions_hash = file_md5(spec.questions_path) if spec.questions_path else "unknown"
         params = clean_params(
             {**spec.params, "run": {"model": spec.model, "setting": spec.setting, "question_set": spec.question_set}}
         )
-        key = run_key(spec, questions_hash, params)
+        key = run_key(spec, questions_hash, params, (work.get("answering") or {}).get("started_at", ""))
+        tags = self._run_tags(spec, questions_hash, key, repo_dir)
+        existing = self.find_run(run_key=key)
+        logged, has_dataset = {}, False
+        if existing is not None:  # marked RUNNING until complete: a run a killed call left unfinished is completed
+            run_id, logged, has_dataset = existing.info.run_id, dict(existing.data.params), bool(existing.inputs.dataset_inputs)
+            self.client.update_run(run_id, status="RUNNING")
+            if tags.get(MLFLOW_PARENT_RUN_ID) and existing.data.tags.get(MLFLOW_PARENT_RUN_ID) != tags[MLFLOW_PARENT_RUN_ID]:
+                self.client.set_tag(run_id, MLFLOW_PARENT_RUN_ID, tags[MLFLOW_PARENT_RUN_ID])
+        else:
+            name = unique_run_name(self.client, self.experiment_id, f"{spec.question_set}/{spec.model}/{spec.setting}")
+            run_id = self.client.create_run(self.experiment_id, start_time=start_ms, run_name=name,
+                                            tags={**tags, MLFLOW_RUN_NAME: name}).info.run_id
+        self.client.log_batch(run_id, params=[Param(k, v) for k, v in params.items() if k not in logged])
+        if not has_dataset and spec.questions_path is not None and Path(spec.questions_path).is_file():
+            log_question_set(self.client, run_id, spec.questions_path, spec.question_set, questions_hash)
+        self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+        step_ms = end_ms or int(time.time() * 1000)
+        self.client.log_batch(run_id, metrics=[Metric(k, v, step_ms, 0) for k, v in sorted(metrics_from_scores(scores).items())])
+        self._log_artifacts(run_id, spec, scores)
+        self.client.set_terminated(run_id, "FINISHED", end_time=end_ms)
+        return run_id
+
+    def _run_tags(self, spec: RunSpec, questions_hash: str, key: str, repo_dir: str | Path) -> dict[str, str]:
+        """The run's tags: what it evaluated, its key, the commit, the DVC experiment, its parent run."""
+        commit = git_commit(repo_dir)
         tags = {
             f"{TAG_PREFIX}model": spec.model,
             f"{TAG_PREFIX}setting": spec.setting,
             f"{TAG_PREFIX}question_set": spec.question_set,
             f"{TAG_PREFIX}questions_dvc_md5": questions_hash,
             f"{TAG_PREFIX}run_key": key,
-            f"{TAG_PREFIX}git_commit": git_commit(repo_dir),
-            "mlflow.source.git.commit": git_commit(repo_dir).removesuffix("+dirty"),
+            f"{TAG_PREFIX}git_commit": commit,
+            "mlflow.source.git.commit": commit.removesuffix("+dirty"),
         }
-        parent_id = None
+        if dvc_experiment():
+            tags[DVC_EXPERIMENT_TAG] = dvc_experiment()
         if spec.setting in ABLATIONS:
             parent = self.find_run(
                 model=spec.model, setting=BASE_SETTING, question_set=spec.question_set, questions_dvc_md5=questions_hash
             )
             if parent is not None:
-                parent_id = parent.info.run_id
-                tags[MLFLOW_PARENT_RUN_ID] = parent_id
+                tags[MLFLOW_PARENT_RUN_ID] = parent.info.run_id
             else:
                 tags[f"{TAG_PREFIX}parent_missing"] = "vanilla run not logged yet"
-        run_id = self._open_run(key, f"{spec.model}/{spec.setting}/{spec.question_set}", tags, parent_id)
-        # everything, every time: a run left unfinished by a killed call is completed here
-        self.client.log_batch(run_id, params=[Param(k, v) for k, v in params.items()])
-        self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
-        items = [Metric(k, v, 0, 0) for k, v in sorted(metrics.items())]
-        for start in range(0, len(items), _MAX_BATCH):
-            self.client.log_batch(run_id, metrics=items[start : start + _MAX_BATCH])
-        self._log_artifacts(run_id, spec)
-        self.client.set_terminated(run_id, "FINISHED")
-        return run_id
+        return tags
 
-    def _open_run(self, key: str, name: str, tags: Mapping[str, str], parent_id: str | None) -> str:
-        """The run with this key (marked RUNNING again until it is complete), or a new RUNNING one."""
-        existing = self.find_run(run_key=key)
-        if existing is None:
-            run = self.client.create_run(self.experiment_id, run_name=name, tags={**tags, MLFLOW_RUN_NAME: name})
-            return run.info.run_id
-        run_id = existing.info.run_id
-        self.client.update_run(run_id, status="RUNNING")
-        if parent_id and existing.data.tags.get(MLFLOW_PARENT_RUN_ID) != parent_id:
-            self.client.set_tag(run_id, MLFLOW_PARENT_RUN_ID, parent_id)
-        return run_id
-
-    def _log_artifacts(self, run_id: str, spec: RunSpec) -> None:
+    def _log_artifacts(self, run_id: str, spec: RunSpec, scores: ScoreReport) -> None:
+        """Scores (metrics.json, the per-category tables, every other number as one table), a figure, predictions."""
         self.client.log_artifact(run_id, str(spec.metrics_path), "scores")
         for path in spec.artifact_paths:
             path = Path(path)
+            if path.name == WORK_FILE:
+                continue
             if path.is_dir():
                 self.client.log_artifacts(run_id, str(path), f"scores/{path.name}")
             elif path.is_file():
                 self.client.log_artifact(run_id, str(path), "scores")
+        self.client.log_table(run_id, metric_table(scores), "scores/all_metrics.json")
+        with tempfile.TemporaryDirectory() as tmp:
+            figure = per_category_figure(spec, scores, Path(tmp) / "per_category.png")
+            if figure is not None:
+                self.client.log_artifact(run_id, str(figure), "plots")
         if spec.predictions_path is not None:
             if not Path(spec.predictions_path).is_file():
                 raise TrackingError(f"predictions file {spec.predictions_path} not found")
             self.client.log_artifact(run_id, str(spec.predictions_path), "predictions")
 
-    def log_report(self, report_dir: str | Path, question_set: str = "all") -> str:
-        """Attach a report directory to a ``report`` run (one per question set, updated in place)."""
+    def log_report(self, report_dir: str | Path, started_ms: int | None = None, question_set: str = "all") -> str:
+        """The report as a run of its own: one per distinct report (its metrics summary), updated in place."""
         report_dir = Path(report_dir)
-        existing = self.find_run(kind="report", question_set=question_set)
+        summary = report_dir / "metrics.json"
+        key = file_md5(summary) if summary.is_file() else "unknown"
+        existing = self.find_run(kind="report", question_set=question_set, report_key=key)
+        tags = {f"{TAG_PREFIX}kind": "report", f"{TAG_PREFIX}question_set": question_set,
+                f"{TAG_PREFIX}report_key": key, f"{TAG_PREFIX}git_commit": git_commit()}
+        if dvc_experiment():
+            tags[DVC_EXPERIMENT_TAG] = dvc_experiment()
         if existing is None:
-            run_id = self.client.create_run(
-                self.experiment_id,
-                run_name=f"report/{question_set}",
-                tags={f"{TAG_PREFIX}kind": "report", f"{TAG_PREFIX}question_set": question_set},
-            ).info.run_id
+            name = unique_run_name(self.client, self.experiment_id, f"report/{question_set}")
+            run_id = self.client.create_run(self.experiment_id, start_time=started_ms, run_name=name,
+                                            tags={**tags, MLFLOW_RUN_NAME: name}).info.run_id
         else:
             run_id = existing.info.run_id
             self.client.update_run(run_id, status="RUNNING")
-        self.client.set_tag(run_id, f"{TAG_PREFIX}git_commit", git_commit())
+        self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
         self.client.log_artifacts(run_id, str(report_dir), "report")
         self.client.set_terminated(run_id, "FINISHED")
         return run_id
@@ -360,6 +448,15 @@ class Tracker:
                 self.client.log_batch(run_id, metrics=batch[start:start + _MAX_BATCH])
             logged[f"{question_set}-{model}"] = run_id
         return logged
+
+def per_category_figure(spec: RunSpec, scores: ScoreReport, path: Path) -> Path | None:
+    """The run's accuracy per category with and without adversarial pairs (the report's Figure 1, one run)."""
+    from probmed.reporting.plots import figure_strict_vs_averaged
+    from probmed.reporting.runs import FigureInput, Run
+
+    return figure_strict_vs_averaged(FigureInput(spec.question_set, [Run(spec.question_set, spec.model, spec.setting,
+                                                                         scores)]), path)
+
 
 def log_model_runs(tracker: Tracker, specs: Iterable[RunSpec], repo_dir: str | Path = ".") -> dict[str, str]:
     """Log a model's runs, vanilla first so ablations find their parent; returns {setting: run_id}."""

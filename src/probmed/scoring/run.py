@@ -153,6 +153,22 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
+WORK_FILE = "work.json"  # when the run's work happened; timings, so never among the golden outputs
+
+
+def write_work(out_dir: str | Path, answering: Mapping[str, str] | None, scoring_started: str) -> Path:
+    """``work.json`` beside metrics.json: when the answers were asked (from the prediction table) and scored.
+
+    The MLflow run of the evaluation spans this work, not the moment it was logged.
+    """
+    from probmed.core.clock import iso_time
+
+    path = Path(out_dir) / WORK_FILE
+    write_json_atomic({"answering": dict(answering or {}),
+                       "scoring": {"started_at": scoring_started, "finished_at": iso_time()}}, path)
+    return path
+
+
 PER_IMAGE_FILE = "per_image.parquet"
 
 

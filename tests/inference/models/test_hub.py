@@ -51,8 +51,8 @@ def test_pin_writes_the_sha_into_params_and_nothing_else(params_copy, tmp_path):
             "/api/models/lingshu-medical-mllm/Lingshu-7B/revision/main"]
         diff = [d for d in difflib.unified_diff(before.splitlines(), params_copy.read_text().splitlines(), n=0)
                 if d[:1] in "+-" and not d.startswith(("+++", "---"))]
-        assert diff == ["-    revision: null        # commit sha: probmed pin lingshu-7b",
-                        f"+    revision: {SHA_MAIN}        # commit sha: probmed pin lingshu-7b"]
+        assert diff == ["-    revision:             # commit sha: probmed pin lingshu-7b",
+                        f"+    revision: {SHA_MAIN} # commit sha: probmed pin lingshu-7b"]
         params = read_yaml_12(params_copy)
         assert params["models"]["lingshu-7b"]["revision"] == SHA_MAIN
         # the entry is now runnable (it was refused before the pin)

@@ -16,6 +16,8 @@ import pandas as pd
 import pytest
 from omegaconf import OmegaConf
 
+from probmed.core.config import load_params
+
 from predict_helpers import make_questions
 from probmed.cli import main
 from probmed.inference.models.mock_server import MockChatServer
@@ -117,7 +119,7 @@ def test_bad_input_is_a_clear_error(tmp_path, repo_root, questions, shared_data,
 
 
 def write_api_params(repo_root: Path, tmp_path: Path, base_url: str, **extra) -> Path:
-    cfg = OmegaConf.load(repo_root / "params.yaml")
+    cfg = load_params(repo_root / "params.yaml")  # YAML 1.2, as DVC reads it (`yes:` is a string)
     api = {"backend": "openai", "model_id": "gpt-4o-mock", "base_url": base_url, "api_key_env": "PROBMED_TEST_KEY",
            "concurrency": 4, "max_retries": 2, "timeout_s": 2, "backoff_base_s": 0.01, "max_tokens": 8,
            "logprobs": True, **extra}
