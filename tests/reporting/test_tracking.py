@@ -307,8 +307,9 @@ def test_visual_reliance_is_logged_on_the_models_vanilla_run(logged):
     written = tracker.log_reliance(reliance_metrics(frame), {f"probmed-tiny-{s}": i for s, i in ids.items()})
     assert written == {"probmed-tiny": ids["vanilla"]}  # a model without a logged vanilla run is skipped
     metrics = tracker.client.get_run(ids["vanilla"]).data.metrics
-    assert metrics["visual_reliance.blank.strict.overall"] == 12.0
-    assert metrics["visual_reliance.shuffled.strict.overall.ci_low"] == -2.0
-    # overall: the blank drop's interval excludes 0, so the model looks; organ: both include 0
-    assert metrics["answers_without_looking.overall"] == 0.0 and metrics["answers_without_looking.organ"] == 1.0
-    assert not any(k.startswith("visual_reliance") for k in tracker.client.get_run(ids["cot"]).data.metrics)
+    assert metrics["reliance/blank"] == 12.0 and metrics["reliance/blank_ci95_high"] == 20.0
+    assert metrics["reliance/shuffled_ci95_low"] == -2.0
+    # overall: the blank drop's interval excludes 0, so the model looks; per category only in the report
+    assert metrics["reliance/answers_without_looking"] == 0.0
+    assert not any("organ" in k for k in metrics if k.startswith("reliance/"))
+    assert not any(k.startswith("reliance/") for k in tracker.client.get_run(ids["cot"]).data.metrics)

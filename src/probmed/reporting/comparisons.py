@@ -239,19 +239,22 @@ def warnings(comp: Comparisons) -> list[str]:
 
 
 def reliance_metrics(reliance: pd.DataFrame) -> dict[tuple[str, str], dict[str, float]]:
-    """(question set, model) -> the MLflow metrics of its visual reliance: per control, metric and category
-    the drop and its interval (``visual_reliance.<control>.<metric>.<category>[.ci_low|.ci_high]``), and
-    ``answers_without_looking.<category>`` as 1 / 0 where the flag is known. NaNs are left out."""
+    """(question set, model) -> the MLflow metrics of its visual reliance, short and grouped like the run's
+    other metrics (probmed.reporting.run_metrics): per control the strict overall drop and its interval
+    (``reliance/<control>``, ``reliance/<control>_ci95_low|_high``) and ``reliance/answers_without_looking``
+    as 1 / 0 where the flag is known, rounded. Per-category drops stay in the report's reliance table (the
+    vanilla run keeps at most ~40 metrics). NaNs are left out."""
     out: dict[tuple[str, str], dict[str, float]] = {}
     for (qset, model), part in reliance.groupby(["question_set", "model"], sort=False):
         metrics: dict[str, float] = {}
-        for r in part.itertuples(index=False):
-            base = f"visual_reliance.{r.control}.{r.metric}.{r.category}"
-            for suffix, value in (("", r.drop), (".ci_low", r.ci_low), (".ci_high", r.ci_high)):
+        headline = part[(part["metric"] == "strict") & (part["category"] == "overall")]
+        for r in headline.itertuples(index=False):
+            base = f"reliance/{r.control}"
+            for suffix, value in (("", r.drop), ("_ci95_low", r.ci_low), ("_ci95_high", r.ci_high)):
                 if value is not None and not pd.isna(value):
-                    metrics[base + suffix] = float(value)
-        for category, flag in without_looking(part).items():
-            if flag is not None:
-                metrics[f"answers_without_looking.{category}"] = float(flag)
+                    metrics[base + suffix] = round(float(value), 2)
+        flag = without_looking(part).get("overall")
+        if flag is not None:
+            metrics["reliance/answers_without_looking"] = float(flag)
         out[(str(qset), str(model))] = metrics
     return out
