@@ -95,9 +95,12 @@ def shared_data_questions(shared_data):
 def test_lora_adapter_loads_and_changes_the_key(tmp_path, tiny_dir, shared_data, questions):
     from peft import LoraConfig, get_peft_model
 
+    from probmed.inference.models.hf import peft_quietly
+
     model = AutoModelForImageTextToText.from_pretrained(tiny_dir)
-    peft_model = get_peft_model(model, LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"],
-                                                  init_lora_weights=False))
+    with peft_quietly():  # peft's own FutureWarning, as the project wraps it
+        peft_model = get_peft_model(model, LoraConfig(r=2, lora_alpha=4, target_modules=["q_proj", "v_proj"],
+                                                      init_lora_weights=False))
     peft_model.save_pretrained(tmp_path / "adapter")
     plain = build_backend(hf_models(tiny_dir), "m")
     adapted = build_backend(hf_models(tiny_dir, adapter=str(tmp_path / "adapter")), "m")
