@@ -60,6 +60,11 @@ class CurateSource(Section):
     data: str
 
 
+class CurateDicom(Section):
+    data: str
+    licence: str | None  # of every file in the folder (SPDX or the licence's name)
+
+
 Resample = Literal["lanczos", "bicubic", "bilinear", "nearest", "box", "hamming"]
 
 
@@ -90,7 +95,7 @@ class Curate(Section):
     vqarad: CurateSource
     medicat: CurateSource
     roco: CurateSource
-    dicom: CurateSource
+    dicom: CurateDicom
     roco_images: CurateImages
     covid_ct: CurateImages
     figshare: CurateImages
