@@ -15,6 +15,7 @@ import json
 import os
 import re
 import shutil
+import signal
 import socket
 import subprocess
 import sys
@@ -261,7 +262,7 @@ def test_mlflow_server_serves_the_pipeline_runs(pipeline_repo, tmp_path):
     server = subprocess.Popen(
         [f"{BIN}/mlflow", "server", "--workers", "1", "--host", "127.0.0.1", "--port", str(port),
          "--backend-store-uri", f"sqlite:///{repo / 'mlflow.db'}"],
-        cwd=repo, env=_env(), stdout=log, stderr=subprocess.STDOUT,
+        cwd=repo, env=_env(), stdout=log, stderr=subprocess.STDOUT, start_new_session=True,
     )
     base = f"http://127.0.0.1:{port}/api/2.0/mlflow"
     try:
@@ -320,9 +321,18 @@ def test_mlflow_server_serves_the_pipeline_runs(pipeline_repo, tmp_path):
         listed = httpx.get(f"{base}/artifacts/list", params={"run_id": report[0]["info"]["run_id"]}).json()
         assert [f["path"] for f in listed["files"]] == ["report"]
     finally:
-        server.terminate()
-        server.wait(timeout=30)
+        _stop(server)
         log.close()
+
+
+def _stop(server: subprocess.Popen) -> None:
+    """Stop `mlflow server` and the workers it started (its own session); SIGKILL what a loaded machine keeps past 60 s."""
+    os.killpg(server.pid, signal.SIGTERM)
+    try:
+        server.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        os.killpg(server.pid, signal.SIGKILL)
+        server.wait(timeout=30)
 
 
 @pytest.mark.slow
