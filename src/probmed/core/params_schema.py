@@ -163,6 +163,9 @@ class Predict(Section):
     out_dir: str
     batch_size: PositiveInt
     fsync: bool
+    lock_wait_s: NonNegativeFloat | None  # another process writes the store: 0 stops at once, N waits N s
+    disk_reserve_mb: NonNegativeFloat  # kept beside each store, freed for the answers in flight on a full disk
+    max_response_chars: PositiveInt | None  # longer responses are cut (the original length is recorded)
 
 
 class Settings(Section):
