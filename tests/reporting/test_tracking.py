@@ -263,7 +263,7 @@ def test_a_run_killed_half_written_stays_unfinished_and_is_completed_next_call(t
         assert tracker.log(_spec(tmp_path)) == run_id  # the next call finds it by its key ...
         done = tracker.client.get_run(run_id)
         assert done.info.status == "FINISHED" and done.data.params["model.revision"] == "r1"  # ... and completes it
-        assert done.data.metrics and {a.path for a in tracker.client.list_artifacts(run_id)} == {"scores", "predictions"}
+        assert done.data.metrics and {a.path for a in tracker.client.list_artifacts(run_id)} == {"scores", "predictions", "plots"}
         assert len(tracker.client.search_runs([tracker.experiment_id])) == 1
 
 

@@ -17,6 +17,8 @@ import pytest
 import yaml
 
 from predict_helpers import make_questions
+from dvc.utils.serialize import modify_yaml
+
 from probmed.core.records import write_questions
 from probmed.inference.models.mock_server import MockChatServer
 
@@ -45,11 +47,11 @@ def make_project(root: Path, repo_root: Path, shared_data: Path, base_url: str, 
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         shutil.copy(shared_data / rel, root / rel)
     write_questions(q, root / "q.parquet")
-    params = yaml.safe_load((repo_root / "params.yaml").read_text())
-    params["models"]["api"] = {"backend": "openai", "model_id": "gpt-4o-mock", "base_url": base_url,
-                               "api_key_env": "PROBMED_TEST_KEY", "concurrency": 2, "max_retries": 2, "timeout_s": 5,
-                               "max_tokens": 8, **model_extra}
-    (root / "params.yaml").write_text(yaml.safe_dump(params, sort_keys=False))
+    shutil.copy(repo_root / "params.yaml", root / "params.yaml")
+    with modify_yaml(root / "params.yaml") as params:  # DVC's YAML 1.2 round trip (PyYAML's 1.1 turns yes/no into booleans)
+        params["models"]["api"] = {"backend": "openai", "model_id": "gpt-4o-mock", "base_url": base_url,
+                                   "api_key_env": "PROBMED_TEST_KEY", "concurrency": 2, "max_retries": 2, "timeout_s": 5,
+                                   "max_tokens": 8, **model_extra}
     stage = {"cmd": "probmed predict --questions q.parquet --image-root . --out preds.parquet --no-progress "
                     "model=api predict.store_dir=answers",
              "deps": ["q.parquet"], "params": ["models.api"],
