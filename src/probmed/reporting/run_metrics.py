@@ -11,7 +11,7 @@ evaluation run logs at most :data:`MAX_METRICS` short, grouped keys:
 - ``random/strict_overall``, ``random/averaged_overall``: the exact random-choice
   baseline on the same questions;
 - ``answers/…``: yes ratio, refusal, unparsed and failed rates (percent of
-  questions), missing answers, questions, images;
+  questions), failed and missing answers, questions, images;
 - ``pope/precision``, ``pope/recall``, ``pope/f1`` (every question, positive = yes);
 - ``procedural/<step>``: the conditional accuracies of the procedural diagnosis;
 - ``known_absent/strict_overall``: strict accuracy where every "no" is known absent.
@@ -38,7 +38,7 @@ from probmed.scoring.score_report import ScoreReport, number
 DIGITS = 2
 MAX_METRICS = 40
 ANSWER_KEYS = {"yes_ratio": "yes_ratio", "refusal_rate": "refusal_rate", "unparsed_rate": "unparsed_rate",
-               "failed_rate": "failed_rate", "missing": "missing", "n_questions": "questions", "n_images": "images"}
+               "failed_rate": "failed_rate", "failed": "failed", "missing": "missing", "n_questions": "questions", "n_images": "images"}
 POPE_KEYS = ("precision", "recall", "f1")
 
 
