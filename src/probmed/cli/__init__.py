@@ -99,7 +99,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(rest)
     args.overrides = [*args.overrides, *overrides]  # a stray non-override token lands here and is rejected
     try:
-        args.cfg = load_checked_params(args.params, args.overrides)
+        # a command that reads no parameter (score-official) stays instant: params are checked when given
+        reads = getattr(args, "reads_params", True) or args.params or args.overrides
+        args.cfg = load_checked_params(args.params, args.overrides) if reads else None
         result = args.func(args)
     except ProbmedError as exc:
         kind = "environment error" if exc.exit_code == EXIT_ENVIRONMENT else "error"

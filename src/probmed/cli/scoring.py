@@ -151,7 +151,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         action="store_true",
         help="the original VQA-RAD ablation scorer instead: records paired by position (gt first)",
     )
-    p.set_defaults(func=cmd_score_official)
+    p.set_defaults(func=cmd_score_official, reads_params=False)  # the original scorer: no params
 
     p = sub.add_parser("baseline", help="write baseline predictions (random / always-yes / always-no)")
     p.add_argument("kind", choices=("random", "always-yes", "always-no"))

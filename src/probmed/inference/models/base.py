@@ -11,12 +11,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, ClassVar, Mapping
-
-import pandas as pd
+from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
 from probmed.core.process import STOP
 from probmed.inference.models.config import BackendConfig
+
+if TYPE_CHECKING:  # only an annotation here: checking a model's config must not import pandas
+    import pandas as pd
 
 
 @dataclass(frozen=True)
