@@ -234,6 +234,7 @@ class TrainStage(Section):
     batch_size: PositiveInt
     max_per_group: PositiveInt | None
     max_examples: PositiveInt | None
+    describe: bool  # pretraining also learns to describe each training image (finetune.data)
 
 
 class Trainer(Section):
@@ -339,6 +340,8 @@ class Report(Section):
     title: str
     transfer_models: list[str]
     transfer_category: str
+    model_comparisons: list[Annotated[list[str], Check(lambda v: len(v) == 2, "a pair [model_a, model_b]")]]
+    min_images_per_cell: NonNegativeInt
     log_to_mlflow: bool
 
 
