@@ -259,7 +259,7 @@ def cmd_report(args: argparse.Namespace) -> int:
 def _write_evaluation_headline(cfg: dict[str, Any], roots: list[str], path: str) -> None:
     """metrics/evaluation.json: the headline of the evaluations `pipeline.runs` plans (all runs without a plan)."""
     from probmed.core.headline import write_headline
-    from probmed.pipeline import evaluations
+    from probmed.pipeline.plan import evaluations
     from probmed.reporting.headline import evaluation_headline
     from probmed.reporting.report import discover_runs
 
