@@ -74,7 +74,9 @@ def start_server(port: int, log: Path, faults: dict[str, float], latency_ms: flo
 
 
 def write_params(work: Path, port: int, concurrency: int) -> Path:
-    params = yaml.safe_load((REPO / "params.yaml").read_text())
+    from probmed.core.config import read_yaml_12
+
+    params = read_yaml_12(REPO / "params.yaml")  # YAML 1.2 like DVC: keys yes/no stay strings
     params["models"]["soak"] = {
         "backend": "openai", "model_id": "soak-mock", "base_url": f"http://127.0.0.1:{port}/v1",
         "api_key_env": "PROBMED_SOAK_KEY", "concurrency": concurrency, "max_retries": 8, "timeout_s": 2,
