@@ -28,6 +28,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 from pathlib import Path
 
 import pandas as pd
@@ -71,6 +72,19 @@ def start_server(port: int, log: Path, faults: dict[str, float], latency_ms: flo
          "--log", str(log)], stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     assert "mock OpenAI-compatible server" in proc.stdout.readline()
     return proc
+
+
+def wait_until_idle(port: int, limit_s: float = 60.0) -> None:
+    """Block until the server has no request in flight: a request the client gave up on (a timeout) is
+    logged only when the server is done with it, which can be after predict has exited."""
+    deadline = time.monotonic() + limit_s
+    while True:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/stats", timeout=5) as resp:
+            if json.loads(resp.read())["in_flight"] == 0:
+                return
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"the mock server still had requests in flight after {limit_s} s")
+        time.sleep(0.1)
 
 
 def write_params(work: Path, port: int, concurrency: int) -> Path:
@@ -144,6 +158,7 @@ def soak(data: Path, n: int, concurrency: int, work: Path, faults: dict[str, flo
     store = work / "store"
     try:
         rc, elapsed, rss, err = run_predict(params, qfile, data, store, work / "p.parquet", kill_half_way)
+        wait_until_idle(port)  # the first run's late log lines belong to it, not to the re-run
         first = read_log(log)
         rc2, elapsed2, rss2, err2 = run_predict(params, qfile, data, store, work / "p2.parquet")
         second = read_log(log)[len(first):]

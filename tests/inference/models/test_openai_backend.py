@@ -158,3 +158,35 @@ def test_huge_responses_are_capped_with_the_truncation_recorded(tmp_path, shared
     assert nested["error"] == "" and nested["label"] in ("yes", "no")
     assert result.n_truncated == 3 and result.summary()["truncated"] == 3
     assert (tmp_path / "store" / "api" / "answers.jsonl").stat().st_size < 100_000
+
+
+def test_server_reports_requests_in_flight_until_their_log_line_is_written(tmp_path):
+    """A request its client gave up on is logged late; readers wait for in_flight == 0 before splitting the log."""
+    import threading
+    import urllib.request
+
+    log = tmp_path / "server.jsonl"
+
+    def stats(srv: MockChatServer) -> dict:
+        with urllib.request.urlopen(srv.base_url.removesuffix("/v1") + "/stats", timeout=5) as resp:
+            return json.loads(resp.read())
+
+    def ask(srv: MockChatServer) -> None:
+        body = json.dumps({"messages": [{"role": "user", "content": "[slow] is it?"}]}).encode()
+        req = urllib.request.Request(srv.base_url + "/chat/completions", data=body,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(req, timeout=0.2)
+        except OSError:
+            pass  # the client gives up first, like predict's timeout
+
+    with MockChatServer(faults={"[slow]": ["timeout"]}, timeout_sleep_s=1.0, log_path=str(log)) as srv:
+        t = threading.Thread(target=ask, args=(srv,))
+        t.start()
+        t.join()
+        assert stats(srv)["in_flight"] == 1 and not log.exists()
+        deadline = time.monotonic() + 10
+        while stats(srv)["in_flight"] and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert stats(srv) == {"requests": 1, "in_flight": 0}
+        assert [json.loads(x)["action"] for x in log.read_text().splitlines()] == ["timeout"]

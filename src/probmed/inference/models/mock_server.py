@@ -70,6 +70,7 @@ class MockChatServer:
         self.lock = threading.Lock()
         self.requests: list[dict[str, Any]] = []  # every request: {"text", "action", "auth"}
         self.attempts: dict[str, int] = defaultdict(int)
+        self.in_flight = 0  # requests received and not yet logged (a late line would land after a reader's split)
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -93,7 +94,8 @@ class MockChatServer:
             def do_GET(self) -> None:  # noqa: N802
                 if self.path.rstrip("/") == "/stats":
                     with server.lock:
-                        self._send(200, {"requests": len(server.requests)})
+                        stats = {"requests": len(server.requests), "in_flight": server.in_flight}
+                    self._send(200, stats)
                 elif self.path.rstrip("/").endswith("/models"):
                     self._send(200, {"object": "list", "data": [{"id": "mock", "object": "model"}]})
                 else:
@@ -102,7 +104,13 @@ class MockChatServer:
             def do_POST(self) -> None:  # noqa: N802
                 length = int(self.headers.get("Content-Length", 0))
                 body = json.loads(self.rfile.read(length) or b"{}")
-                server.handle(self, body)
+                with server.lock:
+                    server.in_flight += 1
+                try:
+                    server.handle(self, body)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
 
             def _send(self, code: int, obj: Any, headers: dict[str, str] | None = None,
                       raw: bytes | None = None) -> bool:
