@@ -68,9 +68,10 @@ class MockChatServer:
         self.die_after = die_after
         self.required_key = required_key
         self.lock = threading.Lock()
-        self.requests: list[dict[str, Any]] = []  # every request: {"text", "action", "auth"}
+        self.requests: list[dict[str, Any]] = []  # every request: {"text", "action", "auth", "image", "t"}
         self.attempts: dict[str, int] = defaultdict(int)
         self.in_flight = 0  # requests received and not yet logged (a late line would land after a reader's split)
+        self.max_in_flight = 0  # the most requests the server held at once: the client's real concurrency
         self._httpd: ThreadingHTTPServer | None = None
         self._thread: threading.Thread | None = None
         self.port = 0
@@ -106,6 +107,7 @@ class MockChatServer:
                 body = json.loads(self.rfile.read(length) or b"{}")
                 with server.lock:
                     server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
                 try:
                     server.handle(self, body)
                 finally:
@@ -197,7 +199,8 @@ class MockChatServer:
         auth = h.headers.get("Authorization", "")
         action = self._action(text)
         with self.lock:
-            self.requests.append({"text": text, "action": action, "auth": auth, "image": has_image})
+            self.requests.append({"text": text, "action": action, "auth": auth, "image": has_image,
+                                  "t": time.monotonic()})
             n_requests = len(self.requests)
         if self.die_after is not None and n_requests > self.die_after:
             threading.Thread(target=self.stop, daemon=True).start()
