@@ -5,8 +5,8 @@ call probmed.inference.predict, print a one-line JSON summary. Backend failures 
 user must fix (unreachable endpoint, bad credentials, unknown model) exit 2
 with one line; a full disk exits 3; every answer received before is already in
 the store. `predict` and `describe` stop when the process that started them
-(`dvc repro`) dies, and refuse (exit 2, naming the pid) to write an answer
-store another process is writing.
+(`dvc repro`) dies (`--outlive-parent`: run on, e.g. under nohup), and refuse (exit 2, naming
+the pid) to write an answer store another process is writing.
 """
 
 from __future__ import annotations
@@ -31,6 +31,9 @@ def _common(p: argparse.ArgumentParser) -> None:
     p.add_argument("--wait-lock", type=float, metavar="SECONDS",
                    help="another process writes the same answer store: wait up to SECONDS for it "
                         "(default predict.lock_wait_s: 0, stop at once naming its pid)")
+    p.add_argument("--outlive-parent", action="store_true",
+                   help="keep running when the process that started this one exits (`nohup probmed predict ... &`, "
+                        "then log out); default: stop asking, as when a killed `dvc repro` leaves it behind")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -118,11 +121,18 @@ def _backend(models: dict, name: str, context: dict):
     return build_backend(models, name, **context)
 
 
-def cmd_predict(args: argparse.Namespace) -> int:
-    """Stops as soon as its parent (the `dvc repro` that started it) is gone: see probmed.core.process."""
+def _parent_watch(args: argparse.Namespace):
+    """Stop when the parent (the `dvc repro` that started us) is gone, unless asked to outlive it."""
+    from contextlib import nullcontext
+
     from probmed.core.process import exit_with_parent
 
-    with exit_with_parent():
+    return nullcontext() if args.outlive_parent else exit_with_parent()
+
+
+def cmd_predict(args: argparse.Namespace) -> int:
+    """Stops as soon as its parent (the `dvc repro` that started it) is gone: see probmed.core.process."""
+    with _parent_watch(args):
         return _predict(args)
 
 
@@ -167,9 +177,7 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    from probmed.core.process import exit_with_parent
-
-    with exit_with_parent():
+    with _parent_watch(args):
         return _describe(args)
 
 

@@ -122,3 +122,30 @@ def test_a_key_in_params_stops_dvc_repro_and_never_reaches_dvc_lock(tmp_path, re
     assert "models.api.api_key" in out and "api_key_env" in out and key not in out
     lock = root / "dvc.lock"
     assert not lock.exists() or key not in lock.read_text()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("outlive", [False, True])
+def test_predict_started_from_a_shell_that_exits_stops_unless_told_to_outlive_it(tmp_path, repo_root, shared_data,
+                                                                                 outlive):
+    """`nohup probmed predict ... &` then logging out: the shell is gone at once. By default predict stops
+    (answers stored, resumable), as under a killed `dvc repro`; `--outlive-parent` runs on to the end."""
+    with MockChatServer(latency_s=0.15) as srv:
+        root = make_project(tmp_path / "proj", repo_root, shared_data, srv.base_url)
+        store = root / "answers" / "api" / "answers.jsonl"
+        flag = " --outlive-parent" if outlive else ""
+        f = "answers/api/answers.jsonl"
+        started = f"until [ -f {f} ] && [ $(wc -l < {f}) -ge 5 ]; do sleep 0.05; done"
+        sh("sh", "-c", "probmed predict --questions q.parquet --image-root . --out preds.parquet --no-progress "
+                       f"model=api predict.store_dir=answers{flag} >/dev/null 2>&1 & {started}", cwd=root)
+        # the shell has exited once predict had stored 5 answers
+        deadline = time.time() + 120
+        while time.time() < deadline and predict_processes(root):
+            time.sleep(0.1)
+        assert predict_processes(root) == []
+    answered = len(store.read_text().splitlines()) if store.exists() else 0
+    if outlive:
+        assert answered == 60 and (root / "preds.parquet").exists()
+    else:
+        assert answered < 60 and not (root / "preds.parquet").exists()
+        assert len(srv.requests) == answered  # what was asked before the stop is stored, nothing more was asked
