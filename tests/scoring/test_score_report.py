@@ -26,7 +26,7 @@ def scored(tmp_path):
     questions, predictions = build(IMAGES)
     metrics = evaluate(questions, predictions, ScoreSettings(bootstrap_resamples=10))
     write_run(metrics, tmp_path)
-    return metrics, tmp_path / "metrics.json"
+    return metrics.to_dict(), tmp_path / "metrics.json"
 
 
 def test_a_scored_run_reads_back_with_its_categories_and_numbers(scored) -> None:

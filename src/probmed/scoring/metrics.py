@@ -8,7 +8,7 @@ prediction whose ``error`` is set (the backend gave up after every retry) is
 *failed*: scored wrong like a missing answer and counted on its own, never as
 ``unparsed`` (which means the model answered something that is not yes/no).
 
-Scoring units (DESIGN.md "Scoring"):
+Scoring units (this docstring is where the rules are stated):
 
 * a pair (gt + adversarial) is right only if both are; a per-image category
   (``CategorySpec.per_image`` in probmed.core.categories: condition, position)
@@ -24,7 +24,8 @@ Scoring units (DESIGN.md "Scoring"):
   accuracy as ``accuracy_adv_pairs`` (the paper's Table 3 column); a paired
   category with no pairs in a set (condition on normal images only) has none.
 
-metrics.json (every accuracy / rate in percent, null where undefined)::
+metrics.json (probmed.scoring.score_report.ScoreReport.to_dict; every accuracy / rate in percent, null
+where undefined)::
 
     {
       "meta": {"model", "setting", "n_questions", "n_predictions", "extra_predictions", "n_failed", "n_missing",
