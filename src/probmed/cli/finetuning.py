@@ -13,6 +13,7 @@ from pathlib import Path
 
 from probmed.cli.options import add_params_arguments, command_params
 from probmed.core.errors import MissingFileError
+from probmed.finetune.stages import STAGES
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -25,7 +26,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("finetune", help="train the base model (pretrain) or a LoRA adapter on the domain (adapt)")
     _common(f)
-    f.add_argument("--stage", required=True, choices=("pretrain", "adapt"),
+    f.add_argument("--stage", required=True, choices=STAGES,
                    help="pretrain: brief full training on the general split; adapt: LoRA on finetune.domain")
     f.add_argument("--records", nargs="+", help="image record tables (Parquet); default finetune.records")
     f.set_defaults(func=cmd_finetune)

@@ -30,11 +30,15 @@ from omegaconf import DictConfig, OmegaConf
 
 from probmed.core.config import flatten, to_plain
 from probmed.core.errors import ConfigError, MissingFileError
-from probmed.finetune import data
-from probmed.core.records import image_records_to_frame, read_image_records, read_questions
 from probmed.core.io import write_json_atomic, write_parquet
+from probmed.core.records import (
+    image_records_to_frame,
+    read_image_records,
+    read_questions,
+)
+from probmed.finetune import data
+from probmed.finetune.stages import BASE_STAGE, STAGES, StageSpec, stage_spec
 
-STAGES: tuple[str, ...] = ("pretrain", "adapt")
 PARENT_TAG = "probmed.parent_training_run"
 BASE_POINTER = "base.json"
 
@@ -58,7 +62,7 @@ def finetune_params(cfg: DictConfig) -> DictConfig:
     if profile != "cpu" and profile not in profiles:
         raise ConfigError(f"finetune.profile = {profile!r}: no finetune.profiles.{profile} (have: cpu, {', '.join(profiles)})")
     section = OmegaConf.merge(section, profiles[profile] if profile != "cpu" else {})
-    for key in ("domain", "split", "lora", "pretrain", "adapt", "trainer", "answer_texts", "mlflow"):
+    for key in ("domain", "split", "lora", *STAGES, "trainer", "answer_texts", "mlflow"):
         if section.get(key) is None:
             raise ConfigError(f"params: required key 'finetune.{key}' is missing")
     if section.get("seed") is None:
@@ -111,9 +115,10 @@ def load_split_questions(
 
 def select_training(frame: pd.DataFrame, stage: str, fcfg: DictConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(train, val) question rows for a stage: all groups for pretrain, the domain for adapt; balanced, capped."""
+    spec = stage_spec(stage)
     scfg = fcfg[stage]
     seed = int(fcfg.seed)
-    if stage == "adapt":
+    if spec.domain_only:
         domain = to_plain(fcfg.domain)
         frame = frame[data.domain_mask(frame, domain)]
         if frame.empty:
@@ -131,7 +136,7 @@ def select_training(frame: pd.DataFrame, stage: str, fcfg: DictConfig) -> tuple[
     if parts["train"].empty:
         raise ConfigError(
             f"fine-tuning {stage}: the training split is empty "
-            f"(domain {to_plain(fcfg.domain) if stage == 'adapt' else 'all'}, eval_fraction {fcfg.split.eval_fraction})"
+            f"(domain {to_plain(fcfg.domain) if spec.domain_only else 'all'}, eval_fraction {fcfg.split.eval_fraction})"
         )
     return parts["train"], parts["val"]
 
@@ -163,9 +168,10 @@ def resolve_base(pretrain_dir: str | Path) -> tuple[str, str | None]:
     if pointer.is_file():
         spec = json.loads(pointer.read_text())
         return str(spec["model_id"]), spec.get("revision")
-    model_dir = pretrain_dir / "model"
+    model_dir = pretrain_dir / BASE_STAGE.weights_dir
     if not (model_dir / "config.json").is_file():
-        raise MissingFileError(f"no pretrained model in {pretrain_dir} (run `probmed finetune --stage pretrain` first)")
+        raise MissingFileError(
+            f"no pretrained model in {pretrain_dir} (run `probmed finetune --stage {BASE_STAGE.name}` first)")
     return str(model_dir), None
 
 
@@ -194,8 +200,13 @@ def make_logger(fcfg: DictConfig, run_name: str, tags: Mapping[str, str]):
     from lightning.pytorch.loggers import MLFlowLogger
     from mlflow import MlflowClient
 
-    from probmed.reporting.tracking import (DVC_EXPERIMENT_TAG, check_tracking_db, dvc_experiment, ensure_experiment,
-                                            unique_run_name)
+    from probmed.reporting.tracking import (
+        DVC_EXPERIMENT_TAG,
+        check_tracking_db,
+        dvc_experiment,
+        ensure_experiment,
+        unique_run_name,
+    )
 
     m = fcfg.mlflow
     check_tracking_db(str(m.tracking_uri))  # an empty or corrupt tracking DB is refused, never replaced
@@ -275,18 +286,18 @@ def _publish(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
-def _stage_model(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any, staging: Path,
-                 out_dir: Path) -> tuple[Path, str, dict[str, str]]:
-    """(model directory, training mode, MLflow tags naming the parent run) of a stage."""
-    if stage == "pretrain":
-        describe = bool(fcfg[stage].get("describe", False))
-        return _initial_model(fcfg, frame, prompts, staging / "init", describe), "full", {}
-    model_dir, _revision = resolve_base(out_dir / "pretrain")
+def _stage_model(spec: StageSpec, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any, staging: Path,
+                 out_dir: Path) -> tuple[Path | str, dict[str, str]]:
+    """(model directory, MLflow tags naming the parent run) of a stage."""
+    if spec.builds_base:
+        describe = bool(fcfg[spec.name].get("describe", False))
+        return _initial_model(fcfg, frame, prompts, staging / "init", describe), {}
+    model_dir, _revision = resolve_base(out_dir / BASE_STAGE.output)
     parent_tags: dict[str, str] = {}
-    summary = out_dir / "pretrain.json"
+    summary = out_dir / f"{BASE_STAGE.name}.json"
     if summary.is_file() and json.loads(summary.read_text()).get("run_id"):
         parent_tags[PARENT_TAG] = json.loads(summary.read_text())["run_id"]
-    return model_dir, "lora", parent_tags
+    return model_dir, parent_tags
 
 
 def _log_hyperparams(logger: Any, stage: str, mode: str, fcfg: DictConfig, prompts: Any, n_train: int, n_val: int,
@@ -322,17 +333,16 @@ def _fit(trainer: Any, module: Any, dm: Any, logger: Any) -> float:
     return seconds
 
 
-def _publish_stage(stage: str, module: Any, processor: Any, staging: Path, out_dir: Path, logger: Any) -> Path:
-    """Save the trained weights (the full model, or the adapter only) and move them into place."""
-    if stage == "pretrain":
-        module.save(staging / "model")
-        processor.save_pretrained(staging / "model")
+def _publish_stage(spec: StageSpec, module: Any, processor: Any, staging: Path, out_dir: Path, logger: Any) -> Path:
+    """Save the trained weights (the full model with its processor, or the adapter only) and move them into place."""
+    module.save(staging / spec.weights_dir)
+    if spec.mode == "full":
+        processor.save_pretrained(staging / spec.weights_dir)
+    if (staging / "init").exists():  # the model a base stage was built from
         shutil.rmtree(staging / "init")
-    else:
-        module.save(staging)
-    final = out_dir / stage if stage == "pretrain" else out_dir / "adapter"
+    final = out_dir / spec.output
     _publish(staging, final)
-    logger.experiment.log_artifacts(logger.run_id, str(final), "model" if stage == "pretrain" else "adapter")
+    logger.experiment.log_artifacts(logger.run_id, str(final), spec.artifact)
     return final
 
 
@@ -347,36 +357,39 @@ def run_stage(
     """Train one stage end to end; every check (config, split, targets) happens before the first step."""
     import lightning as L
 
-    if stage not in STAGES:
-        raise ConfigError(f"fine-tuning stage {stage!r} not in {STAGES}")
+    spec = stage_spec(stage)
     fcfg = finetune_params(cfg)
     out_dir = Path(out_dir)
     frame = load_split_questions(questions_path, records_paths, fcfg)
     prompts = prompt_set(cfg)
-    if stage == "pretrain" and not fcfg[stage].get("enabled", True):
-        return _point_at_checkpoint(fcfg, frame, out_dir)
-    train_rows, val_rows = select_training(frame, stage, fcfg)
-    if stage == "adapt":
+    if spec.builds_base and not fcfg[spec.name].get("enabled", True):
+        return _point_at_checkpoint(spec, fcfg, frame, out_dir)
+    train_rows, val_rows = select_training(frame, spec.name, fcfg)
+    if not spec.owns_split:
         check_same_split(frame, out_dir)
     quiet_lightning()
     L.seed_everything(int(fcfg.seed), workers=True, verbose=False)
-    staging = _atomic_dir(out_dir / stage if stage == "pretrain" else out_dir / "adapter")
+    staging = _atomic_dir(out_dir / spec.output)
     try:
-        return _train_stage(stage, fcfg, frame, prompts, train_rows, val_rows, image_root, out_dir, staging)
+        return _train_stage(spec, fcfg, frame, prompts, train_rows, val_rows, image_root, out_dir, staging)
     finally:
         if staging.exists():
             shutil.rmtree(staging)
 
 
-def _train_stage(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any, train_rows: pd.DataFrame,
+def _train_stage(spec: StageSpec, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any, train_rows: pd.DataFrame,
                  val_rows: pd.DataFrame, image_root: str | Path, out_dir: Path, staging: Path) -> StageResult:
     """Build the model and data, train, publish, log: the part of a stage that writes into ``staging``."""
     from transformers import AutoProcessor
 
-    from probmed.finetune.module import VisionLanguageFineTuner, count_parameters, load_base_model
+    from probmed.finetune.module import (
+        VisionLanguageFineTuner,
+        count_parameters,
+        load_base_model,
+    )
 
-    scfg, seed = fcfg[stage], int(fcfg.seed)
-    model_dir, mode, parent_tags = _stage_model(stage, fcfg, frame, prompts, staging, out_dir)
+    stage, scfg, seed = spec.name, fcfg[spec.name], int(fcfg.seed)
+    model_dir, parent_tags = _stage_model(spec, fcfg, frame, prompts, staging, out_dir)
     processor = AutoProcessor.from_pretrained(model_dir)
     model = load_base_model(model_dir, fcfg.get("dtype"))
     train_examples, val_examples = training_examples(stage, scfg, train_rows, val_rows, prompts)
@@ -391,13 +404,13 @@ def _train_stage(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any
         num_workers=int(fcfg.trainer.get("num_workers", 0)),
     )
     module = VisionLanguageFineTuner(
-        model, mode, lr=float(scfg.lr), weight_decay=float(scfg.get("weight_decay", 0.0)),
-        lora=to_plain(fcfg.lora) if mode == "lora" else None, answer_ids=dm.answer_ids,
+        model, spec.mode, lr=float(scfg.lr), weight_decay=float(scfg.get("weight_decay", 0.0)),
+        lora=to_plain(fcfg.lora) if spec.mode == "lora" else None, answer_ids=dm.answer_ids,
     )
     trainable, total = count_parameters(module.model)
     logger = make_logger(fcfg, f"finetune/{stage}", {"probmed.kind": f"finetune-{stage}", "probmed.stage": stage,
                                                      **parent_tags})
-    _log_hyperparams(logger, stage, mode, fcfg, prompts, len(train_rows), len(val_rows), trainable, total)
+    _log_hyperparams(logger, stage, spec.mode, fcfg, prompts, len(train_rows), len(val_rows), trainable, total)
     trainer = make_trainer(fcfg, int(scfg.epochs), logger)
     seconds = _fit(trainer, module, dm, logger)
     counts = (len(train_rows), len(val_rows), trainable, total, int(scfg.epochs))
@@ -405,9 +418,9 @@ def _train_stage(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any
         return StageResult(stage, "", "", round(seconds, 2), *counts, {})
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
     logger.log_metrics({"train_seconds": seconds})
-    final = _publish_stage(stage, module, processor, staging, out_dir, logger)
+    final = _publish_stage(spec, module, processor, staging, out_dir, logger)
     result = StageResult(stage, str(final), logger.run_id, round(seconds, 2), *counts, metrics)
-    if stage == "pretrain":
+    if spec.owns_split:
         _write_splits(frame, out_dir)
     write_json_atomic(result.to_json(), out_dir / f"{stage}.json")
     logger.experiment.log_artifact(logger.run_id, str(out_dir / f"{stage}.json"))
@@ -419,12 +432,12 @@ SPLIT_COLUMNS = ["image_id", "source", "modality", "organ", "patient_key", "spli
 
 
 def _write_splits(frame: pd.DataFrame, out_dir: Path) -> None:
-    """The pretrain stage owns the split table; adapt and transfer read it."""
+    """The stage that owns the split table writes it (StageSpec.owns_split); the others and transfer read it."""
     write_parquet(frame[SPLIT_COLUMNS].drop_duplicates("image_id").reset_index(drop=True), out_dir / "splits.parquet")
 
 
 def check_same_split(frame: pd.DataFrame, out_dir: Path) -> None:
-    """Adapt must train on the pretrain stage's split; a changed split param means pretrain is stale."""
+    """A later stage must train on the base stage's split; a changed split param means that stage is stale."""
     saved_path = out_dir / "splits.parquet"
     if not saved_path.is_file():
         return
@@ -433,7 +446,7 @@ def check_same_split(frame: pd.DataFrame, out_dir: Path) -> None:
     common = now.index.intersection(saved.index)
     if len(common) != len(now) or not (saved.loc[common] == now.loc[common]).all():
         raise ConfigError(
-            f"{saved_path}: the split differs from the current finetune.split / question set; re-run the pretrain stage"
+            f"{saved_path}: the split differs from the current finetune.split / question set; re-run the {BASE_STAGE.name} stage"
         )
 
 
@@ -443,7 +456,7 @@ def training_examples(stage: str, scfg: DictConfig, train_rows: pd.DataFrame, va
     `finetune.pretrain.describe` is set (pretrain only), so the model learns to describe images."""
     train = data.examples_from_questions(train_rows, prompts)
     val = data.examples_from_questions(val_rows, prompts)
-    if stage == "pretrain" and scfg.get("describe", False):
+    if stage_spec(stage).builds_base and scfg.get("describe", False):
         train += data.description_examples(train_rows, prompts)
         val += data.description_examples(val_rows, prompts)
     return train, val
@@ -465,14 +478,14 @@ def _initial_model(fcfg: DictConfig, frame: pd.DataFrame, prompts, where: Path, 
     return base
 
 
-def _point_at_checkpoint(fcfg: DictConfig, frame: pd.DataFrame, out_dir: Path) -> StageResult:
+def _point_at_checkpoint(spec: StageSpec, fcfg: DictConfig, frame: pd.DataFrame, out_dir: Path) -> StageResult:
     """GPU profile: the real checkpoint already answers; record which one instead of training."""
-    final = out_dir / "pretrain"
+    final = out_dir / spec.output
     staging = _atomic_dir(final)
     spec = {"model_id": str(fcfg.base_model), "revision": fcfg.get("revision")}
     write_json_atomic(spec, staging / BASE_POINTER)
     _publish(staging, final)
     _write_splits(frame, out_dir)
-    result = StageResult("pretrain", str(final), "", 0.0, 0, 0, 0, 0, 0, {})
-    write_json_atomic(result.to_json(), out_dir / "pretrain.json")
+    result = StageResult(spec.name, str(final), "", 0.0, 0, 0, 0, 0, 0, {})
+    write_json_atomic(result.to_json(), out_dir / f"{spec.name}.json")
     return result

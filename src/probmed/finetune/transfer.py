@@ -29,15 +29,21 @@ from typing import Any, Mapping
 import pandas as pd
 from omegaconf import DictConfig
 
+from probmed.core.categories import CATEGORIES
 from probmed.core.config import to_plain
 from probmed.core.errors import ConfigError, MissingFileError
-from probmed.finetune import data
-from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
+from probmed.core.io import (
+    atomic_path,
+    write_json_atomic,
+    write_parquet,
+    write_text_atomic,
+)
 from probmed.core.markdown import markdown_table
 from probmed.core.records import QUESTION_COLUMNS, read_questions
-from probmed.core.io import atomic_path, write_json_atomic, write_parquet, write_text_atomic
-from probmed.core.categories import CATEGORIES
 from probmed.core.vocab import image_type
+from probmed.finetune import data
+from probmed.finetune.stages import BASE_STAGE, DOMAIN_STAGE
+from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
 from probmed.scoring.score_report import ScoreReport
 
 MODELS: tuple[str, ...] = ("finetune-base", "finetune-adapted")
@@ -90,7 +96,8 @@ def held_out_questions(
     CPU default stays within minutes; null keeps them all.
     """
     if not Path(splits_path).is_file():
-        raise MissingFileError(f"split table {splits_path} not found (run `probmed finetune --stage pretrain` first)")
+        raise MissingFileError(
+            f"split table {splits_path} not found (run `probmed finetune --stage {BASE_STAGE.name}` first)")
     splits = pd.read_parquet(splits_path)
     questions = read_questions(questions_path)
     held = splits[splits["split"] == "eval"]
@@ -283,10 +290,10 @@ def run_transfer(
 
     fcfg = finetune_params(cfg)
     finetune_dir, out_dir = Path(finetune_dir), Path(out_dir)
-    adapter = finetune_dir / "adapter"
+    adapter = finetune_dir / DOMAIN_STAGE.output
     if not (adapter / "adapter_config.json").is_file():
-        raise MissingFileError(f"no adapter in {adapter} (run `probmed finetune --stage adapt` first)")
-    base_id, revision = resolve_base(finetune_dir / "pretrain")
+        raise MissingFileError(f"no adapter in {adapter} (run `probmed finetune --stage {DOMAIN_STAGE.name}` first)")
+    base_id, revision = resolve_base(finetune_dir / BASE_STAGE.output)
     seed = int(fcfg.seed)
     questions = held_out_questions(
         questions_path, finetune_dir / "splits.parquet", fcfg.transfer.get("max_images_per_group"), seed
@@ -320,7 +327,7 @@ def run_transfer(
     table = group_table(questions, predictions, domain, resamples, seed)
     write_text_atomic(table.to_csv(index=False), out_dir / "transfer.csv")
     write_text_atomic(to_markdown(table), out_dir / "transfer.md")
-    adapt_summary = _read_json(finetune_dir / "adapt.json")
+    adapt_summary = _read_json(finetune_dir / f"{DOMAIN_STAGE.name}.json")
     meta = {
         "domain": domain,
         "base_model": base_id,
@@ -404,8 +411,13 @@ def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, scores: Mapping[
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
     from probmed.core.clock import epoch_ms
-    from probmed.reporting.tracking import DVC_EXPERIMENT_TAG, dvc_experiment, ensure_experiment, metrics_from_scores
-    from probmed.reporting.tracking import unique_run_name
+    from probmed.reporting.tracking import (
+        DVC_EXPERIMENT_TAG,
+        dvc_experiment,
+        ensure_experiment,
+        metrics_from_scores,
+        unique_run_name,
+    )
 
     m = fcfg.mlflow
     exp_id = ensure_experiment(client, str(m.experiment), str(m.artifact_root))
