@@ -11,8 +11,8 @@ groups), the same modality on another organ, or neither.
 
 Outputs under `<out_dir>`: transfer.csv / transfer.md / transfer.json (one row
 per group and category), metrics.json (the same, compact, for `dvc metrics`), transfer.png,
-scores/finetune-heldout/<model>/vanilla/metrics.json (the full scorer output
-over all probed held-out questions, in the layout `probmed report` reads), predictions/<model>.parquet and
+scores/finetune-heldout/<model>/vanilla/ (what `probmed score` writes, through the same writer, for
+all probed held-out questions, in the layout `probmed report` reads), predictions/<model>.parquet and
 the answer store answers/. Two MLflow runs (base, adapted) are tagged with the
 training run they evaluate.
 """
@@ -285,8 +285,7 @@ def run_transfer(
     from probmed.inference.models.hf import HFBackend
     from probmed.inference.predict import run_predictions
     from probmed.reporting.style import palette_from_params
-    from probmed.scoring.metrics import score
-    from probmed.scoring.run import PER_IMAGE_FILE, per_image
+    from probmed.scoring.run import ScoreSettings, score_run, write_run
 
     fcfg = finetune_params(cfg)
     finetune_dir, out_dir = Path(finetune_dir), Path(out_dir)
@@ -304,7 +303,8 @@ def run_transfer(
 
     predictions: dict[str, pd.DataFrame] = {}
     seconds: dict[str, float] = {}
-    full_scores: dict[str, dict[str, Any]] = {}
+    reports: dict[str, ScoreReport] = {}
+    settings = ScoreSettings(bootstrap_resamples=resamples, seed=seed)
     for name, adapter_dir in zip(MODELS, (None, str(adapter))):
         backend = HFBackend(name, backend_config(fcfg, base_id, revision, adapter_dir))
         try:
@@ -319,10 +319,9 @@ def run_transfer(
         predictions[name] = result.predictions
         seconds[name] = round(result.elapsed_s, 2)
         write_parquet(result.predictions, out_dir / "predictions" / f"{name}.parquet")
-        full_scores[name] = score(questions[list(QUESTION_COLUMNS)], result.predictions, resamples=resamples, seed=seed)
-        write_parquet(per_image(questions[list(QUESTION_COLUMNS)], result.predictions),
-                      _scores_path(out_dir, name).with_name(PER_IMAGE_FILE))  # what the report's paired comparisons read
-        write_json_atomic(full_scores[name], _scores_path(out_dir, name))
+        scored = score_run(questions[list(QUESTION_COLUMNS)], result.predictions, settings, name=name)
+        write_run(scored.result, _scores_path(out_dir, name).parent, label=name, per_image_sums=scored.per_image)
+        reports[name] = scored.result
 
     table = group_table(questions, predictions, domain, resamples, seed)
     write_text_atomic(table.to_csv(index=False), out_dir / "transfer.csv")
@@ -347,7 +346,6 @@ def run_transfer(
                   palette_from_params(to_plain(cfg)))
     headline = transfer_headline(questions, predictions, domain)
     started = {name: (p.attrs.get("answering") or {}).get("started_at") for name, p in predictions.items()}
-    reports = {n: ScoreReport.from_dict(s) for n, s in full_scores.items()}
     run_ids = log_transfer_runs(fcfg, out_dir, reports, meta, headline, started)
     write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
     return TransferResult(table, run_ids, out_dir, seconds, headline)
