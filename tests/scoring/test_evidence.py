@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from probmed.core.records import ImageRecord, Finding
 from probmed.benchmark.questions import generate_questions
+from probmed.core.records import Finding, ImageRecord
 from probmed.scoring.baselines import always_yes, random_predictions
 from probmed.scoring.evidence import known_absent_questions
 from probmed.scoring.run import evaluate

@@ -6,11 +6,12 @@ import numpy as np
 import pytest
 from scoring_helpers import build, pair
 
+from probmed.core.params_schema import Score
 from probmed.scoring.bootstrap import interval, resample_weights
 from probmed.scoring.metrics import prepare
 from probmed.scoring.procedural import procedural
 from probmed.scoring.robustness import subset_robustness
-from probmed.scoring.run import ScoreSettings, evaluate, write_run
+from probmed.scoring.run import evaluate, write_run
 from probmed.scoring.score_report import ScoreReport
 from probmed.scoring.synthetic import synthetic_labels, synthetic_questions
 from probmed.scoring.tables import render_all, table2, table3, table4, table_image_types
@@ -69,7 +70,7 @@ def test_subset_robustness_nested_and_full() -> None:
     rows = subset_robustness(questions, preds, (0.2, 0.5, 1.0), seed=7)
     assert [r["n_images"] for r in rows] == [20, 50, 100]
     assert rows[-1]["n_questions"] == 950
-    full = evaluate(questions, preds, ScoreSettings(bootstrap_resamples=0))
+    full = evaluate(questions, preds, Score(bootstrap_resamples=0))
     assert rows[-1]["accuracy_adv_pairs_original_weighting"] == pytest.approx(
         full.overall["accuracy_adv_pairs_original_weighting"]
     )
@@ -92,7 +93,7 @@ def test_resample_weights() -> None:
 @pytest.fixture(scope="module")
 def run_metrics() -> ScoreReport:
     questions, predictions = build(PROCEDURAL)
-    return evaluate(questions, predictions, ScoreSettings(bootstrap_resamples=100), name="fixture-model")
+    return evaluate(questions, predictions, Score(bootstrap_resamples=100), name="fixture-model")
 
 
 def test_tables_layouts(run_metrics: ScoreReport) -> None:

@@ -6,12 +6,13 @@ import json
 import math
 
 import pytest
-
-from probmed.core.errors import ProbmedError, ScoresError
-from probmed.scoring.run import ScoreSettings, evaluate, write_run
-from probmed.core.config import flatten
-from probmed.scoring.score_report import ScoreReport, number
 from scoring_helpers import build
+
+from probmed.core.config import flatten
+from probmed.core.errors import ProbmedError, ScoresError
+from probmed.core.params_schema import Score
+from probmed.scoring.run import evaluate, write_run
+from probmed.scoring.score_report import ScoreReport, number
 
 IMAGES = [
     ("a", "X-ray - Chest", [("modality_gt", "yes", "yes"), ("modality_hallu", "no", "no"),
@@ -24,7 +25,7 @@ IMAGES = [
 @pytest.fixture()
 def scored(tmp_path):
     questions, predictions = build(IMAGES)
-    metrics = evaluate(questions, predictions, ScoreSettings(bootstrap_resamples=10))
+    metrics = evaluate(questions, predictions, Score(bootstrap_resamples=10))
     write_run(metrics, tmp_path)
     return metrics.to_dict(), tmp_path / "metrics.json"
 

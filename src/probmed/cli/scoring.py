@@ -6,17 +6,13 @@ import argparse
 import sys
 from pathlib import Path
 
-from probmed.cli.options import add_params_arguments
-from probmed.core.config import to_plain
+from probmed.cli.options import add_params_arguments, params_of
+from probmed.core.params_schema import Score
 
 
-def _score_settings(args: argparse.Namespace):
-    """The `score:` section of the checked params; the scorer's defaults without a params.yaml."""
-    from probmed.scoring.run import ScoreSettings
-
-    if args.cfg is None:
-        return ScoreSettings()
-    return ScoreSettings.from_mapping(to_plain(args.cfg.get("score")))
+def _score_section(args: argparse.Namespace) -> Score:
+    """The typed `score:` section of the params; its defaults without a params.yaml."""
+    return Score() if args.cfg is None else params_of(args).score
 
 
 def cmd_score(args: argparse.Namespace) -> int:
@@ -25,11 +21,11 @@ def cmd_score(args: argparse.Namespace) -> int:
     from probmed.core.release_format import read_questions_any
     from probmed.scoring.run import score_run, write_run, write_work
 
-    settings = _score_settings(args)
+    score = _score_section(args)
     started = iso_time()
     questions = read_questions_any(args.questions)
     predictions = read_predictions(args.predictions)
-    scored = score_run(questions, predictions, settings, name=args.name)
+    scored = score_run(questions, predictions, score, name=args.name)
     write_run(scored.result, args.out_dir, label=args.name, per_image_sums=scored.per_image)
     write_work(args.out_dir, predictions.attrs.get("answering"), started)
     o = scored.result.overall
@@ -55,10 +51,10 @@ def cmd_score_responses(args: argparse.Namespace) -> int:
     from probmed.core.release_format import read_response_file
     from probmed.scoring.run import from_response_records, score_run, write_run
 
-    settings = _score_settings(args)
+    score = _score_section(args)
     questions, predictions = from_response_records(read_response_file(args.responses), str(args.responses))
     label = args.name or Path(args.responses).stem
-    scored = score_run(questions, predictions, settings, name=label)
+    scored = score_run(questions, predictions, score, name=label)
     write_run(scored.result, args.out_dir, label=label, per_image_sums=scored.per_image)
     o = scored.result.overall
     print(

@@ -70,9 +70,12 @@ import numpy as np
 import pandas as pd
 
 from probmed.core.errors import RecordError
+from probmed.core.params_schema import Score
 from probmed.scoring.bootstrap import interval, resample_weights
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES, category
 from probmed.core.vocab import LABELS
+
+_SCORE = Score()  # the defaults of params score.* (bootstrap resamples, seed, interval level)
 
 METRIC_KEYS: tuple[str, ...] = (
     "accuracy_adv_pairs",
@@ -425,7 +428,8 @@ def score_rows(
 
 
 def score_prepared(
-    p: Prepared, resamples: int = 1000, seed: int = 0, level: float = 0.95, by_image_type: bool = True
+    p: Prepared, resamples: int = _SCORE.bootstrap_resamples, seed: int = _SCORE.seed, level: float = _SCORE.ci_level,
+    by_image_type: bool = True,
 ) -> dict[str, Any]:
     """overall / by_category / by_image_type / random_baseline for prepared questions."""
     rows = np.arange(len(p.frame))
@@ -449,9 +453,9 @@ def score_prepared(
 def score(
     questions: pd.DataFrame,
     predictions: pd.DataFrame,
-    resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    resamples: int = _SCORE.bootstrap_resamples,
+    seed: int = _SCORE.seed,
+    level: float = _SCORE.ci_level,
     by_image_type: bool = True,
 ) -> dict[str, Any]:
     """Score predictions against questions (no procedural / robustness parts; see scoring.run)."""

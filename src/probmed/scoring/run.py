@@ -21,11 +21,12 @@ from probmed.core.io import (
     write_parquet,
     write_text_atomic,
 )
+from probmed.core.params_schema import Score
 from probmed.scoring.compare import per_image_table
 from probmed.scoring.evidence import known_absent_scores
 from probmed.scoring.metrics import Prepared, prepare, score_prepared
 from probmed.scoring.procedural import procedural
-from probmed.scoring.robustness import DEFAULT_FRACTIONS, subset_robustness_prepared
+from probmed.scoring.robustness import subset_robustness_prepared
 from probmed.scoring.score_report import (
     ScoreMeta,
     ScoreReport,
@@ -33,29 +34,6 @@ from probmed.scoring.score_report import (
     SubsetScore,
 )
 from probmed.scoring.tables import render_all
-
-
-@dataclass
-class ScoreSettings:
-    """The ``score:`` section of params.yaml (defaults mirror it)."""
-
-    bootstrap_resamples: int = 1000
-    ci_level: float = 0.95
-    seed: int = 0
-    subset_fractions: tuple[float, ...] = DEFAULT_FRACTIONS
-    subset_seed: int = 0
-
-    @classmethod
-    def from_mapping(cls, section: Mapping[str, Any] | None) -> "ScoreSettings":
-        section = dict(section or {})
-        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
-        if unknown:
-            from probmed.core.errors import ConfigError
-
-            raise ConfigError(f"params: unknown key(s) under 'score': {unknown}")
-        if "subset_fractions" in section:
-            section["subset_fractions"] = tuple(float(f) for f in section["subset_fractions"])
-        return cls(**section)
 
 
 def from_response_records(records: list[dict[str, Any]], where: str = "responses") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -107,11 +85,11 @@ def question_set_kind(questions: pd.DataFrame) -> str:
 def evaluate(
     questions: pd.DataFrame,
     predictions: pd.DataFrame,
-    settings: ScoreSettings | None = None,
+    score: Score | None = None,
     name: str | None = None,
 ) -> ScoreReport:
     """The full score result of one run (shape documented in probmed.scoring.metrics)."""
-    return score_run(questions, predictions, settings, name).result
+    return score_run(questions, predictions, score, name).result
 
 
 @dataclass(frozen=True)
@@ -125,18 +103,18 @@ class ScoredRun:
 def score_run(
     questions: pd.DataFrame,
     predictions: pd.DataFrame,
-    settings: ScoreSettings | None = None,
+    score: Score | None = None,
     name: str | None = None,
 ) -> ScoredRun:
     """Score one run: the result and its per-image sums, joined once (:func:`probmed.scoring.metrics.prepare`)."""
-    settings = settings or ScoreSettings()
+    score = score or Score()
     prepared = prepare(questions, predictions)
-    scores = _json_safe(score_prepared(prepared, settings.bootstrap_resamples, settings.seed, settings.ci_level))
+    scores = _json_safe(score_prepared(prepared, score.bootstrap_resamples, score.seed, score.ci_level))
     baseline = scores["random_baseline"]
-    rows = subset_robustness_prepared(prepared, settings.subset_fractions, settings.subset_seed)
+    rows = subset_robustness_prepared(prepared, score.subset_fractions, score.subset_seed)
     result = ScoreReport(
         scores["overall"], scores["by_category"], scores["by_image_type"],
-        meta=_meta(prepared, questions, predictions, settings, name),
+        meta=_meta(prepared, questions, predictions, score, name),
         baseline=ScoreSection(baseline["overall"], baseline["by_category"], baseline["by_image_type"]),
         procedural=_json_safe(procedural(prepared)),
         subset_robustness=[SubsetScore(**row) for row in _json_safe(rows)],
@@ -145,7 +123,7 @@ def score_run(
     return ScoredRun(result, per_image_table(prepared))
 
 
-def _meta(prepared: Prepared, questions: pd.DataFrame, predictions: pd.DataFrame, settings: ScoreSettings,
+def _meta(prepared: Prepared, questions: pd.DataFrame, predictions: pd.DataFrame, score: Score,
           name: str | None) -> ScoreMeta:
     """What was scored: the model and setting named by the predictions (or ``name``), counts, bootstrap."""
     def names(column: str) -> list[str]:
@@ -164,9 +142,9 @@ def _meta(prepared: Prepared, questions: pd.DataFrame, predictions: pd.DataFrame
         n_failed=int((prepared.label == "failed").sum()),
         n_missing=int((prepared.label == "missing").sum()),
         answers_sha256=answers_digest(prepared),
-        bootstrap_resamples=settings.bootstrap_resamples,
-        ci_level=settings.ci_level,
-        seed=settings.seed,
+        bootstrap_resamples=score.bootstrap_resamples,
+        ci_level=score.ci_level,
+        seed=score.seed,
     )
 
 
