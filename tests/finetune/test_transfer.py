@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 
-import pandas as pd
 import pytest
 
-from probmed.finetune import data
-from probmed.finetune.transfer import comparison, compact_metrics, group_table, held_out_questions, to_markdown
 from probmed.core.io import write_parquet
+from probmed.finetune import data
+from probmed.finetune.transfer import compact_metrics, comparison, group_table, held_out_questions, to_markdown
 
 DOMAIN = {"source": "ChestX-ray14", "modality": "x-ray", "organ": "chest"}
 

@@ -27,10 +27,8 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
-from omegaconf import DictConfig
 
 from probmed.core.categories import CATEGORIES
-from probmed.core.config import to_plain
 from probmed.core.errors import ConfigError, MissingFileError
 from probmed.core.io import (
     atomic_path,
@@ -39,11 +37,12 @@ from probmed.core.io import (
     write_text_atomic,
 )
 from probmed.core.markdown import markdown_table
+from probmed.core.params_schema import FinetuneProfile, Params, Tracking, as_mapping
 from probmed.core.records import QUESTION_COLUMNS, read_questions
 from probmed.core.vocab import image_type
 from probmed.finetune import data
 from probmed.finetune.stages import BASE_STAGE, DOMAIN_STAGE
-from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
+from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base, seed_of
 from probmed.scoring.score_report import ScoreReport
 
 MODELS: tuple[str, ...] = ("finetune-base", "finetune-adapted")
@@ -73,15 +72,15 @@ def comparison(group: Mapping[str, str], domain: Mapping[str, Any]) -> str:
     return "other modality and organ"
 
 
-def backend_config(fcfg: DictConfig, model_id: str, revision: str | None, adapter: str | None) -> dict[str, Any]:
+def backend_config(fcfg: FinetuneProfile, model_id: str, revision: str | None, adapter: str | None) -> dict[str, Any]:
     """An HF backend entry (as under params `models:`) in logit mode."""
     return {
         "backend": "hf",
         "model_id": model_id,
         "revision": revision,
         "adapter": adapter,
-        "dtype": str(fcfg.get("dtype") or "float32"),
-        "device": str(fcfg.transfer.get("device", "cpu")),
+        "dtype": fcfg.dtype or "float32",
+        "device": fcfg.transfer.device,
         "mode": "logits",
     }
 
@@ -274,7 +273,7 @@ def transfer_headline(
 
 
 def run_transfer(
-    cfg: DictConfig,
+    params: Params,
     questions_path: str | Path,
     image_root: str | Path,
     finetune_dir: str | Path,
@@ -285,32 +284,32 @@ def run_transfer(
     from probmed.inference.models.hf import HFBackend
     from probmed.inference.predict import run_predictions
     from probmed.reporting.style import palette_from_params
-    from probmed.scoring.run import ScoreSettings, score_run, write_run
+    from probmed.core.params_schema import Score
+    from probmed.scoring.run import score_run, write_run
 
-    fcfg = finetune_params(cfg)
+    fcfg = finetune_params(params)
     finetune_dir, out_dir = Path(finetune_dir), Path(out_dir)
     adapter = finetune_dir / DOMAIN_STAGE.output
     if not (adapter / "adapter_config.json").is_file():
         raise MissingFileError(f"no adapter in {adapter} (run `probmed finetune --stage {DOMAIN_STAGE.name}` first)")
     base_id, revision = resolve_base(finetune_dir / BASE_STAGE.output)
-    seed = int(fcfg.seed)
-    questions = held_out_questions(
-        questions_path, finetune_dir / "splits.parquet", fcfg.transfer.get("max_images_per_group"), seed
-    )
-    prompts = prompt_set(cfg)
-    resamples = int(fcfg.transfer.get("bootstrap_resamples", 200))
-    domain = to_plain(fcfg.domain)
+    seed = seed_of(fcfg)
+    questions = held_out_questions(questions_path, finetune_dir / "splits.parquet", fcfg.transfer.max_images_per_group,
+                                   seed)
+    prompts = prompt_set(params)
+    resamples = fcfg.transfer.bootstrap_resamples
+    domain = as_mapping(fcfg.domain)
 
     predictions: dict[str, pd.DataFrame] = {}
     seconds: dict[str, float] = {}
     reports: dict[str, ScoreReport] = {}
-    settings = ScoreSettings(bootstrap_resamples=resamples, seed=seed)
+    score = Score(bootstrap_resamples=resamples, seed=seed)  # the study's resamples; the rest as `probmed score`
     for name, adapter_dir in zip(MODELS, (None, str(adapter))):
         backend = HFBackend(name, backend_config(fcfg, base_id, revision, adapter_dir))
         try:
             result = run_predictions(
                 questions[list(QUESTION_COLUMNS)], backend, "vanilla", prompts, image_root, out_dir / "answers",
-                batch_size=int(fcfg.transfer.get("batch_size", 64)), progress=progress,
+                batch_size=fcfg.transfer.batch_size, progress=progress,
             )
         finally:
             backend.close()
@@ -319,7 +318,7 @@ def run_transfer(
         predictions[name] = result.predictions
         seconds[name] = round(result.elapsed_s, 2)
         write_parquet(result.predictions, out_dir / "predictions" / f"{name}.parquet")
-        scored = score_run(questions[list(QUESTION_COLUMNS)], result.predictions, settings, name=name)
+        scored = score_run(questions[list(QUESTION_COLUMNS)], result.predictions, score, name=name)
         write_run(scored.result, _scores_path(out_dir, name).parent, label=name, per_image_sums=scored.per_image)
         reports[name] = scored.result
 
@@ -335,18 +334,18 @@ def run_transfer(
         "n_questions": int(len(questions)),
         "n_images": int(questions["image_id"].nunique()),
         "prediction_seconds": seconds,
-        "scale": "smoke" if str(fcfg.base_model) == "tiny" else "full",
+        "scale": "smoke" if fcfg.base_model == "tiny" else "full",
     }
     write_json_atomic({"meta": meta, "rows": _records(table)}, out_dir / "transfer.json")
     write_json_atomic(compact_metrics(table), out_dir / "metrics.json")
     title = f"Transfer after LoRA on {domain.get('source')} {image_type(domain.get('modality') or '', domain.get('organ') or '')}"
     if meta["scale"] == "smoke":
         title += " (smoke scale: tiny model)"
-    plot_transfer(table, out_dir / "transfer.png", list(fcfg.transfer.get("plot_categories", CATEGORIES)), title,
-                  palette_from_params(to_plain(cfg)))
+    plot_transfer(table, out_dir / "transfer.png", fcfg.transfer.plot_categories, title,
+                  palette_from_params(as_mapping(params)))
     headline = transfer_headline(questions, predictions, domain)
     started = {name: (p.attrs.get("answering") or {}).get("started_at") for name, p in predictions.items()}
-    run_ids = log_transfer_runs(fcfg, out_dir, reports, meta, headline, started)
+    run_ids = log_transfer_runs(fcfg, params.tracking, out_dir, reports, meta, headline, started)
     write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
     return TransferResult(table, run_ids, out_dir, seconds, headline)
 
@@ -382,7 +381,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def log_transfer_runs(
-    fcfg: DictConfig, out_dir: Path, scores: Mapping[str, ScoreReport], meta: Mapping[str, Any],
+    fcfg: FinetuneProfile, tracking: Tracking, out_dir: Path, scores: Mapping[str, ScoreReport], meta: Mapping[str, Any],
     headline: Mapping[str, Mapping[str, float | None]], started: Mapping[str, str],
 ) -> dict[str, str]:
     """One MLflow run per model, tagged with (and nested under) the adapt training run; updated in place on re-runs.
@@ -395,14 +394,13 @@ def log_transfer_runs(
 
     from probmed.reporting.tracking import check_tracking_db, tracking_lock
 
-    m = fcfg.mlflow
-    with tracking_lock(str(m.tracking_uri)):
-        check_tracking_db(str(m.tracking_uri))  # an empty or corrupt tracking DB is refused, never replaced
-        return _log_transfer_runs(MlflowClient(tracking_uri=str(m.tracking_uri)), fcfg, out_dir, scores, meta,
+    with tracking_lock(tracking.uri):
+        check_tracking_db(tracking.uri)  # an empty or corrupt tracking DB is refused, never replaced
+        return _log_transfer_runs(MlflowClient(tracking_uri=tracking.uri), fcfg, tracking, out_dir, scores, meta,
                                   headline, started)
 
 
-def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, scores: Mapping[str, ScoreReport],
+def _log_transfer_runs(client, fcfg: FinetuneProfile, tracking: Tracking, out_dir: Path, scores: Mapping[str, ScoreReport],
                        meta: Mapping[str, Any], headline: Mapping[str, Mapping[str, float | None]],
                        started: Mapping[str, str]) -> dict[str, str]:
     from mlflow.entities import Metric, Param, RunTag
@@ -417,8 +415,7 @@ def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, scores: Mapping[
         unique_run_name,
     )
 
-    m = fcfg.mlflow
-    exp_id = ensure_experiment(client, str(m.experiment), str(m.artifact_root))
+    exp_id = ensure_experiment(client, fcfg.mlflow.experiment, tracking.artifact_root)
     parent = meta.get("training_run") or ""
     run_ids = {}
     for name in MODELS:
