@@ -195,41 +195,32 @@ def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title:
                   palette: Mapping[str, str] | None = None) -> Path:
     """Figure 5 style: per category, accuracy with adversarial pairs per group, base vs adapted, with each
     model's bootstrap interval, the images behind each bar and the paired difference above the pair."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
+    from probmed.core.figure_style import colour
     from probmed.core.markdown import difference_cell
-    from probmed.reporting.style import bars, colour
+    from probmed.finetune.transfer_figure import STUDY_LAYOUT, TransferPanel, TransferSeries, draw_transfer
 
     cats = [c for c in categories if c in set(table["category"])]
     if not cats:
         raise ConfigError(f"finetune.transfer.plot_categories {categories}: none present in the transfer table")
     palette = dict(palette or {})
-    fig, axes = plt.subplots(1, len(cats), figsize=(3.4 * len(cats) + 1, 4.6), squeeze=False, sharey=True)
-    for ax, cat in zip(axes[0], cats):
+    panels = []
+    for cat in cats:
         part = table[table["category"] == cat]
-        x = np.arange(len(part))
         n = [int(v) for v in part["n_images"]]
-        for offset, model, prefix in ((-0.2, MODELS[0], "base"), (0.2, MODELS[1], "adapted")):
-            bars(ax, x + offset, part[f"{prefix}_accuracy_adv_pairs"].astype(float).to_numpy(),
-                 part[f"{prefix}_ci95_low"].to_numpy(), part[f"{prefix}_ci95_high"].to_numpy(), n,
-                 colour(palette, model), 0.4, label=f"{prefix} ({model})")
-        for xi, r in zip(x, part.itertuples()):
-            ax.annotate(difference_cell(r.delta_accuracy_adv_pairs, r.delta_ci95_low, r.delta_ci95_high, 0),
-                        (xi, 104), ha="center", fontsize=5.5, rotation=90, annotation_clip=False)
+        series = [TransferSeries(f"{prefix} ({model})", colour(palette, model),
+                                 part[f"{prefix}_accuracy_adv_pairs"].astype(float).to_numpy(),
+                                 part[f"{prefix}_ci95_low"].to_numpy(), part[f"{prefix}_ci95_high"].to_numpy(), n)
+                  for model, prefix in ((MODELS[0], "base"), (MODELS[1], "adapted"))]
+        differences = [difference_cell(r.delta_accuracy_adv_pairs, r.delta_ci95_low, r.delta_ci95_high, 0)
+                       for r in part.itertuples()]
         labels = [f"{r.source}\n{r.image_type}{' (domain)' if r.comparison.startswith('in-domain') else ''}"
                   for r in part.itertuples()]
-        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-        ax.set_ylim(0, 100)
-        ax.set_title(cat, pad=38)
-    axes[0][0].set_ylabel("accuracy with adversarial pairs (%)\n(abnormality: single questions)")
-    axes[0][-1].legend(fontsize=7, loc="upper right")
-    fig.suptitle(title + "\nbars: 95% bootstrap interval, n = images; above: adapted - base [paired 95% interval]",
-                 fontsize=9)
-    fig.tight_layout()
+        panels.append(TransferPanel(cat, labels, series, differences))
+    fig = draw_transfer(panels, "accuracy with adversarial pairs (%)\n(abnormality: single questions)", STUDY_LAYOUT,
+                        suptitle=title + "\nbars: 95% bootstrap interval, n = images; above: adapted - base "
+                        "[paired 95% interval]")
     try:
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format="png", dpi=120)
@@ -281,10 +272,10 @@ def run_transfer(
     progress: bool = True,
 ) -> TransferResult:
     """Probe base and adapted model on every held-out group; write table, plot, scores and MLflow runs."""
+    from probmed.core.figure_style import palette_from_params
+    from probmed.core.params_schema import Score
     from probmed.inference.models.hf import HFBackend
     from probmed.inference.predict import run_predictions
-    from probmed.reporting.style import palette_from_params
-    from probmed.core.params_schema import Score
     from probmed.scoring.run import score_run, write_run
 
     fcfg = finetune_params(params)
