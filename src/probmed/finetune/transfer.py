@@ -258,8 +258,8 @@ def transfer_headline(
                 out[name][part] = None
                 continue
             q = frame[list(QUESTION_COLUMNS)]
-            scores = score(q, preds[preds["qid"].isin(q["qid"])], resamples=0, by_image_type=False)
-            out[name][part] = scores["overall"].get("accuracy_adv_pairs_original_weighting")
+            scores = ScoreReport.from_dict(score(q, preds[preds["qid"].isin(q["qid"])], resamples=0, by_image_type=False))
+            out[name][part] = scores.overall.get("accuracy_adv_pairs_original_weighting")
     return out
 
 
@@ -373,7 +373,7 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 def log_transfer_runs(
     fcfg: FinetuneProfile, tracking: Tracking, out_dir: Path, scores: Mapping[str, ScoreReport], meta: Mapping[str, Any],
-    headline: Mapping[str, Mapping[str, float | None]], started: Mapping[str, str],
+    headline: Mapping[str, Mapping[str, float | None]], started: Mapping[str, str | None],
 ) -> dict[str, str]:
     """One MLflow run per model, tagged with (and nested under) the adapt training run; updated in place on re-runs.
 
@@ -393,7 +393,7 @@ def log_transfer_runs(
 
 def _log_transfer_runs(client, fcfg: FinetuneProfile, tracking: Tracking, out_dir: Path, scores: Mapping[str, ScoreReport],
                        meta: Mapping[str, Any], headline: Mapping[str, Mapping[str, float | None]],
-                       started: Mapping[str, str]) -> dict[str, str]:
+                       started: Mapping[str, str | None]) -> dict[str, str]:
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
@@ -423,7 +423,8 @@ def _log_transfer_runs(client, fcfg: FinetuneProfile, tracking: Tracking, out_di
         else:
             run_name = unique_run_name(client, exp_id, f"transfer/{prefix}")
             all_tags = {**tags, MLFLOW_RUN_NAME: run_name, **({MLFLOW_PARENT_RUN_ID: parent} if parent else {})}
-            start = epoch_ms(started[name]) if started.get(name) else None
+            started_at = started.get(name)
+            start = epoch_ms(started_at) if started_at else None
             run_id = client.create_run(exp_id, start_time=start, run_name=run_name, tags=all_tags).info.run_id
         params = {"base_model": meta["base_model"], "adapter": meta["adapter"] if prefix == "adapted" else "none",
                   "domain": json.dumps(meta["domain"]), "scale": meta["scale"], "n_questions": meta["n_questions"]}

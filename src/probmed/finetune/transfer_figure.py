@@ -101,7 +101,7 @@ def _draw_panel(ax: Any, panel: TransferPanel, layout: TransferLayout) -> None:
     x = np.arange(len(panel.ticks))
     width = 0.8 / len(panel.series)
     for k, s in enumerate(panel.series):
-        bars(ax, x - 0.4 + width * (k + 0.5), s.values, s.low, s.high, s.n, s.colour, width, label=s.label)
+        bars(ax, (x - 0.4 + width * (k + 0.5)).tolist(), s.values, s.low, s.high, s.n, s.colour, width, label=s.label)
     for xi, text in zip(x, panel.differences):
         if text is not None:
             ax.annotate(text, (xi, layout.difference_y), ha="center", annotation_clip=False, **layout.difference_style)

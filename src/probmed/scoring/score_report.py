@@ -204,7 +204,7 @@ class ScoreReport(ScoreSection):
         return cls.from_dict(data, path)
 
     @classmethod
-    def from_dict(cls, data: Any, path: str | Path | None = None) -> "ScoreReport":  # type: ignore[override]
+    def from_dict(cls, data: Any, path: str | Path | None = None) -> "ScoreReport":
         """Validate a metrics dict (the shape :meth:`to_dict` writes); ScoresError names the key."""
         where = f"metrics file {path}: " if path is not None else "metrics: "
         if not isinstance(data, Mapping) or "by_category" not in data:

@@ -86,9 +86,10 @@ def table2(runs: Runs, vqarad_runs: Runs | None = None) -> pd.DataFrame:
 def table3(runs: Runs) -> pd.DataFrame:
     columns = ["model", *CATEGORIES, "overall", "overall_question_weighting"]
     rows = []
-    labelled = [(name, _scores(m)) for name, m in runs.items()]
-    if labelled:
-        labelled.insert(0, (RANDOM_ROW, _baseline(labelled[0][1])))
+    scored = [(name, _scores(m)) for name, m in runs.items()]
+    labelled: list[tuple[str, ScoreSection]] = list(scored)
+    if scored:
+        labelled.insert(0, (RANDOM_ROW, _baseline(scored[0][1])))
     for name, scores in labelled:
         rows.append(
             {
@@ -104,18 +105,19 @@ def table3(runs: Runs) -> pd.DataFrame:
 def table_image_types(runs: Runs) -> pd.DataFrame:
     """Appendix A: one block of rows per image type."""
     columns = ["image_type", "model", "metric", *CATEGORIES]
-    rows = []
+    rows: list[dict[str, Any]] = []
     if not runs:
         return pd.DataFrame(rows, dtype=object, columns=columns)
     scored = {name: _scores(m) for name, m in runs.items()}
     baseline = _baseline(next(iter(scored.values())))
     for itype in sorted({t for s in scored.values() for t in s.image_types}):
-        blocks = [(RANDOM_ROW, "Acc. with adv. pairs", baseline, "accuracy_adv_pairs")]
+        blocks: list[tuple[str, str, ScoreSection, str]] = [(RANDOM_ROW, "Acc. with adv. pairs", baseline,
+                                                             "accuracy_adv_pairs")]
         for name, scores in scored.items():
             blocks += [(name, "Acc. with adv. pairs", scores, "accuracy_adv_pairs"), (name, "Avg. acc.", scores, "averaged_accuracy")]
-        for name, metric, scores, key in blocks:
+        for name, metric, block, key in blocks:
             rows.append({"image_type": itype, "model": name, "metric": metric,
-                         **{c: _r(scores.number(c, key, itype)) for c in CATEGORIES}})
+                         **{c: _r(block.number(c, key, itype)) for c in CATEGORIES}})
         num: dict[str, Any] = {}
         for scores in scored.values():
             for c in scores.categories_of(itype):
