@@ -29,49 +29,31 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, POSITION_REGIONS, position_phrase
+from probmed.benchmark.curation.profiles import (  # noqa: F401  (the paper's tables, read here since before profiles)
+    ORGAN_ANATOMY,
+    ORGAN_REGIONS,
+    PAPER,
+    REGION_WEIGHT,
+    Profile,
+)
+from probmed.benchmark.curation.vocabularies import POSITION_REGIONS, SIDED_REGIONS, position_phrase
 
-ASKABLE = ("x-ray", "ct", "mri")
 MODALITY_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("other", r"ultrasound|ultrasonograph|sonograph|\bus\b|\busg\b|doppler|echocardiogra|\bpet\b|\bspect\b|scintigra|"
-              r"hypoechoic|hyperechoic|anechoic|echogenic|\bcag\b|"
+    ("other", r"doppler|echocardiogra|\bpet\b|\bspect\b|scintigra|\bcag\b|"
               r"bone scan|(?<!\bct\W)(?<!\bmr\W)(?<!\bct\)\s)(?<!\bmr\)\s)angiogra|\bdsa\b|endoscop|\bercp\b|nuclear medicine|"
               r"fluoroscop|mammogra|barium|urethrogra|myelogra|cystogra|urogra|orthopantomogra|panoramic|\bopg\b|"
               r"cone[- ]beam|\bcbct\b|dental|periapical|optical coherence|photograph|histolog|micrograph|"
               r"spectroscopy|tractography"),
+    # ultrasound: its own modality in the extended profile, "other" in the paper's (profiles.Profile.modalities)
+    ("ultrasound", r"ultrasound|ultrasonograph|sonograph|\bus\b|\busg\b|hypoechoic|hyperechoic|anechoic|echogenic"),
     ("mri", r"\bmri?\b|\bmr\b|magnetic resonance|\bmra\b|\bt[12][- ]?weighted|"
             r"(?<!at )(?<!level )(?<!of )\bt[12](w|wi)?\b(?![- /]?(t?\d|vertebra|level|to\b))|\bflair\b|"
             r"diffusion[- ]weighted|\bdwi\b|\bswi\b|\bstir\b|gadolinium"),
     ("ct", r"\bct\b|\bcta\b|\bhrct\b|\bcect\b|\bmdct\b|computed tomograph|computeri[sz]ed tomograph|tomodensitometr|"
            r"ct[- ]scan"),
     ("x-ray", r"x-?rays?\b|radiograph|\bcxr\b|plain film|roentgen|\bkub\b"),
-)
-# Region words: the organ a figure shows. A region word weighs REGION_WEIGHT organ words.
-REGION_WEIGHT = 3
-ORGAN_REGIONS: tuple[tuple[str, str], ...] = (
-    ("spine", r"\bspines?\b|\bspinal\b|vertebra[el]?|\bl-spine|\bc-spine|cervical (cord|level|vertebra)|"
-              r"thoracic (spine|vertebra|cord|level)|\blumbar\b|lumbosacral|thoracolumbar|\bsacrum\b|(?<!pre)(?<!pre-)\bsacral\b"),
-    ("brain", r"\bbrain|\bhead\b|\bcrani(um|al)\b|\bskull\b|intracranial|cerebral|neurocran"),
-    ("chest", r"\bchest\b|\bthorax\b|\blungs?\b|pulmonary|cardiac|\bheart\b|mediastin"),
-    ("abdomen", r"abdom[ei]n|\bpelvi[cs]\b|\bpelvis\b"),
-    ("other", r"\bneck\b|\bface\b|facial|\borbits?\b|orbital|\bsinus(es)?\b|sinonasal|mandib|maxill|\bteeth\b|"
-              r"\btooth\b|\bknee\b|\bhip\b|shoulder|\bhand\b|wrist|\bfoot\b|ankle|elbow|\bfemur\b|\btibia|radius|\bulna|clavic|scapul|patell|"
-              r"calcane|\bfingers?\b|\btoes?\b|\bhumer|\bforearm|\bthigh\b|\bleg\b|\barm\b|thyroid|breast|larynx|pharyn|parotid|temporomandibular"),
-)
-ORGAN_ANATOMY: tuple[tuple[str, str], ...] = (
-    ("spine", r"\bintervertebral|\bdiscs?\b|\b[cl][1-7]\b|\bt1[0-2]\b|\bt[3-9]\b|\bt[12](?=\s?[-/]\s?t?\d)|\bs[1-5]\b|"
-              r"\bodontoid|\batlas\b|\baxis\b|dorsolumbar|"
-              r"myelo|\bcord\b|thecal|pedicle|laminectomy|spondyl|kyphosis|scoliosis|\bcoccy"),
-    ("brain", r"cerebell|ventric(le|ular)|frontal lobe|temporal lobe|parietal|occipital|hemispher|\bsellar?\b|"
-              r"pituitar|basal ganglia|thalam|\bpons\b|midbrain|subdural|subarachnoid|white matter|meninge|"
-              r"cortical vein|gyr(us|i)\b|sulc(us|i)\b"),
-    ("chest", r"\bthoracic\b|\bpleura|\bhil(um|ar)\b|aortic arch|bronch|trachea|pericard|\bribs?\b|"
-              r"(upper|middle|lower) lobes?|lingula|atri(um|al)|"
-              r"ventricle\b(?<!lateral ventricle)|pulmonary|\bcxr\b|superior vena|\bsvc\b|esophag"),
-    ("abdomen", r"\bliver\b|hepat|\bkidneys?\b|renal|pancrea|\bspleen|splenic|\bbowel|colon|gall ?bladder|biliary|"
-                r"stomach|gastric|append|duoden|\bile(um|al)\b|jejun|adrenal|mesenter|peritone|rect(um|al)\b|"
-                r"bladder|\buter(us|ine)\b|ovar|prostat|retroperitone|\bcecum\b|sigmoid|rectus (sheath|abdominis)"),
 )
 NEGATION = re.compile(
     r"\b(no|not|without|absence of|absent|negative for|free of|resolution of|resolved|ruled out|rule out|"
@@ -105,6 +87,8 @@ ORGAN_SENSE: dict[str, dict[str, str | None]] = {
     "consolidation": {"chest": "consolidation"},
     "atelectasis": {"chest": "atelectasis"},
 }
+# Organs where a word of ORGAN_SENSE that names no finding of theirs is no finding at all.
+SENSELESS_ORGANS = frozenset({"spine", "brain", "abdomen", "pelvis", "knee", "hand", "shoulder", "foot", "head and neck"})
 DESCRIBED = (  # "<adjective> <organ>" or "<noun> of <organ>" descriptions that name a finding
     (r"\b(dilated|distended|distension|distention|dilatation|dilation|ectatic)\b", "dilatation"),
     (r"\b(thickened|increased thickness)\b", "thickening"),
@@ -161,11 +145,21 @@ def normalise_text(text: str) -> str:
 # --- modality and organ --------------------------------------------------------------------
 
 _MOD_RE = [(name, re.compile(p)) for name, p in MODALITY_PATTERNS]
-_REGION_RE = [(name, re.compile(p)) for name, p in ORGAN_REGIONS]
-_ANATOMY_RE = [(name, re.compile(p)) for name, p in ORGAN_ANATOMY]
 
 
-def find_modality(text: str) -> str:
+@lru_cache(maxsize=None)
+def _organ_words(profile: Profile) -> tuple[list[tuple[str, re.Pattern]], list[tuple[str, re.Pattern]]]:
+    """(region, anatomy) patterns of a profile, compiled once."""
+    return ([(name, re.compile(p)) for name, p in profile.regions],
+            [(name, re.compile(p)) for name, p in profile.anatomy])
+
+
+def _named_modality(name: str, profile: Profile) -> str:
+    """A technique pattern's name in a profile: a technique the profile does not ask about is "other"."""
+    return name if name in profile.modalities else "other"
+
+
+def find_modality(text: str, profile: Profile = PAPER) -> str:
     """The modality named earliest in lower-cased text (x-ray, ct, mri, other), or ``unknown``.
 
     For short texts that name one technique (a VQA-RAD answer or question); captions go
@@ -174,37 +168,38 @@ def find_modality(text: str) -> str:
     for name, rx in _MOD_RE:
         m = rx.search(text)
         if m and (best is None or m.start() < best[0]):
-            best = (m.start(), name)
+            best = (m.start(), _named_modality(name, profile))
     return best[1] if best else "unknown"
 
 
-def modality_of(text: str) -> tuple[str, str | None]:
+def modality_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
     """(modality, ambiguity note) of normalised text; see the module docstring."""
-    named = {name for name, rx in _MOD_RE if rx.search(text)}
+    named = {_named_modality(name, profile) for name, rx in _MOD_RE if rx.search(text)}
     if "other" in named:
         return "other", None
-    askable = [m for m in ASKABLE if m in named]
+    askable = [m for m in profile.modalities if m in named]
     if len(askable) > 1:
         return "unknown", f"ambiguous modality: {' and '.join(askable)} named"
     return (askable[0], None) if askable else ("unknown", None)
 
 
-def _technique_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for name, rx in _MOD_RE if name != "other" for m in rx.finditer(text)]
+def _technique_spans(text: str, profile: Profile = PAPER) -> list[tuple[int, int]]:
+    return [m.span() for name, rx in _MOD_RE if name in profile.modalities for m in rx.finditer(text)]
 
 
-def organ_of(text: str) -> tuple[str, str | None]:
+def organ_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
     """(organ, ambiguity note): the region named next to the technique, else the largest weighted count.
 
     A tie between counts goes to the region named first; two regions next to the technique
     ("CT of the neck and thorax") are ambiguous.
     """
-    spans = _technique_spans(text)
+    spans = _technique_spans(text, profile)
+    region_re, anatomy_re = _organ_words(profile)
     near: set[str] = set()
-    hits = sorted((m.start(), m.end(), name) for name, rx in _REGION_RE for m in rx.finditer(text))
+    hits = sorted((m.start(), m.end(), profile.organ(name)) for name, rx in region_re for m in rx.finditer(text))
     anchors = list(spans)
     for start, end, name in hits:
-        if _adjacent(text, (start, end), anchors):
+        if _adjacent(text, (start, end), anchors, len(spans)):
             near.add(name)
             anchors.append((start, end))  # "head and neck": a region joined to an adjacent one is adjacent too
     if len(near) == 1:
@@ -213,8 +208,9 @@ def organ_of(text: str) -> tuple[str, str | None]:
         return "unknown", f"ambiguous organ: {' and '.join(sorted(near))} named with the technique"
     score: dict[str, int] = {}
     first: dict[str, int] = {}
-    for weight, table in ((REGION_WEIGHT, _REGION_RE), (1, _ANATOMY_RE)):
-        for name, rx in table:
+    for weight, table in ((REGION_WEIGHT, region_re), (1, anatomy_re)):
+        for fine, rx in table:
+            name = profile.organ(fine)
             for m in rx.finditer(text):
                 score[name] = score.get(name, 0) + weight
                 first[name] = min(first.get(name, m.start()), m.start())
@@ -225,25 +221,36 @@ def organ_of(text: str) -> tuple[str, str | None]:
     return winners[0][1], None
 
 
-def _adjacent(text: str, span: tuple[int, int], anchors: list[tuple[int, int]]) -> bool:
-    """A region word within the technique's noun phrase: "chest CT", "CT of the chest", "abdominal MRI"."""
+def _adjacent(text: str, span: tuple[int, int], anchors: list[tuple[int, int]], techniques: int) -> bool:
+    """A region word within the technique's noun phrase: "chest CT", "CT of the chest", "abdominal MRI".
+
+    ``anchors`` starts with the ``techniques`` technique spans, then the regions found adjacent so far."""
     for s, e in anchors:
         between = text[e:span[0]] if span[0] >= e else text[span[1]:s]
         if len(between) <= 40 and not re.search(r"[.;:(]|\b(showing|shows|with|revealing|demonstrat\w*|in|at)\b", between):
-            if not re.search(r",|\band\b", between) or (s, e) not in anchors[: len(_technique_spans(text))]:
+            if not re.search(r",|\band\b", between) or (s, e) not in anchors[:techniques]:
                 return True
     return False
 
 
 # --- conditions -------------------------------------------------------------------------------
 
-_SYN = {k: v for k, v in CONDITION_SYNONYMS.items() if k not in QUALIFIERS and v not in SIGNS}
-_SYN.update({"mass effect": "mass effect"})
-_COND_RE = re.compile(
-    r"\b(" + "|".join(re.escape(k) for k in sorted(_SYN, key=len, reverse=True)) + r")(?:s|es)?\b"
-)
 _ANATOMICAL_RE = re.compile(r"\b(" + ANATOMICAL + r")\b")
-_DESCRIBED_RE = [(re.compile(p), cond) for p, cond in DESCRIBED]
+# The extended profile also reads "enlarged / widened <structure>" as a finding of the structure.
+EXTENDED_DESCRIBED = (
+    (r"\b(enlarged|enlargement of)\b(?! (\w+ ){0,2}(lymph )?nodes?\b)", "enlargement"),
+    (r"\b(widened|widening of)\b", "widening"),
+)
+
+
+@lru_cache(maxsize=None)
+def _condition_words(profile: Profile) -> tuple[dict[str, str], re.Pattern, list[tuple[re.Pattern, str]]]:
+    """(synonym -> condition, the synonyms' pattern, described patterns) of a profile, built once."""
+    syn = {k: v for k, v in profile.synonyms.items() if k not in QUALIFIERS and v not in SIGNS}
+    syn.update({"mass effect": "mass effect"})
+    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(syn, key=len, reverse=True)) + r")(?:s|es)?\b")
+    described = DESCRIBED + (EXTENDED_DESCRIBED if profile.fine_regions else ())
+    return syn, pattern, [(re.compile(p), cond) for p, cond in described]
 
 
 @dataclass(frozen=True)
@@ -254,22 +261,23 @@ class Mention:
     described: bool = False  # "dilated", "thickened": an adjective naming the finding of the organ after it
 
 
-def condition_mentions(clause: str, organ: str = "unknown") -> list[Mention]:
+def condition_mentions(clause: str, organ: str = "unknown", profile: Profile = PAPER) -> list[Mention]:
     """Condition mentions of one clause, in order, qualifiers, signs and anatomy removed."""
+    synonyms, pattern, described = _condition_words(profile)
     blocked = [m.span() for m in _ANATOMICAL_RE.finditer(clause)]
     out: list[Mention] = []
-    for m in _COND_RE.finditer(clause):
+    for m in pattern.finditer(clause):
         if any(s <= m.start() < e for s, e in blocked):
             continue
         word = m.group(1)
-        condition = _SYN[word]
+        condition = synonyms[word]
         sense = ORGAN_SENSE.get(word) or ORGAN_SENSE.get(condition)
         if sense is not None:
-            condition = sense.get(organ) if organ in sense else (None if organ in ("spine", "brain", "abdomen") else condition)
+            condition = sense.get(organ) if organ in sense else (None if organ in SENSELESS_ORGANS else condition)
             if condition is None:
                 continue
         out.append(Mention(m.start(), m.end(), condition))
-    for rx, condition in _DESCRIBED_RE:
+    for rx, condition in described:
         for m in rx.finditer(clause):
             if not any(x.start <= m.start() < x.end for x in out):
                 out.append(Mention(m.start(), m.end(), condition, described=True))
@@ -369,8 +377,8 @@ def places(clause: str, organ: str) -> list[Place]:
             if any(p.start <= m.start() < p.end for p in found):
                 continue
             side, start = _side_before(masked, m.start()) or (_side_after(masked, m.end()), m.start())
-            if region == "cerebellum" and side in ("left", "right"):
-                region, sides = "cerebellar hemisphere", ("right", "left", "bilateral")
+            if region in SIDED_REGIONS and side in ("left", "right"):
+                region, sides = SIDED_REGIONS[region]
             found.append(Place(start, m.end(), region, sides, side))
     if organ == "chest":  # RUL, RML, RLL, LUL, LLL name the side with the lobe
         found = [Place(p.start, p.end, p.region, p.sides, {"r": "right", "l": "left"}[masked[p.start]])
@@ -427,7 +435,7 @@ def positions_of(clause: str, mention: Mention, mentions: list[Mention], organ: 
 # --- whole captions -----------------------------------------------------------------------------
 
 
-def find_conditions(text: str, organ: str = "unknown") -> tuple[list[dict], list[str]]:
+def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER) -> tuple[list[dict], list[str]]:
     """(present findings with positions, negated conditions) in free text.
 
     A finding at several places is listed once per place; a hedged diagnosis ("lesion in the left
@@ -435,7 +443,7 @@ def find_conditions(text: str, organ: str = "unknown") -> tuple[list[dict], list
     findings: list[dict] = []
     negated: list[str] = []
     for clause in CLAUSE_SPLIT.split(normalise_text(text)):
-        mentions = condition_mentions(clause, organ)
+        mentions = condition_mentions(clause, organ, profile)
         placed = {m: positions_of(clause, m, mentions, organ) for m in mentions}
         for m, nxt in zip(mentions, mentions[1:]):  # "fracture-dislocation of T6", "X and Y in the liver"
             if not placed[m] and re.fullmatch(r"\s*(-|/|,|and|or)?\s*", clause[m.end:nxt.start]):
@@ -480,11 +488,11 @@ def _add(findings: list[dict], condition: str, position: str | None) -> None:
         findings.append({"condition": condition, "position": position})
 
 
-def normalise_finding(condition: str, position: str | None, organ: str) -> dict | None:
+def normalise_finding(condition: str, position: str | None, organ: str, profile: Profile = PAPER) -> dict | None:
     """A free-text finding (an LLM's) in the controlled vocabularies: the condition's canonical name and the
     position as a phrase of the organ's vocabulary (None when it names none); None when the condition
     names nothing in the vocabulary (it is left out, never kept as free text)."""
-    mentions = condition_mentions(normalise_text(condition), organ)
+    mentions = condition_mentions(normalise_text(condition), organ, profile)
     if not mentions:
         return None
     phrase = None
@@ -511,12 +519,12 @@ NORMAL = re.compile(r"\b(normal (study|examination|scan|image|appearance|finding
                     r"(no|without) (obvious |any )?(abnormalit|patholog|lesion)|unremarkable)\w*")
 
 
-def extract(caption_id: str, caption: str) -> Extraction:
-    """Rule-based extraction of one caption."""
+def extract(caption_id: str, caption: str, profile: Profile = PAPER) -> Extraction:
+    """Rule-based extraction of one caption, in a profile's modalities, organs and vocabularies."""
     text = normalise_text(caption)
-    modality, mod_note = modality_of(text)
-    organ, organ_note = organ_of(text)
-    findings, negated = find_conditions(caption, organ)
+    modality, mod_note = modality_of(text, profile)
+    organ, organ_note = organ_of(text, profile)
+    findings, negated = find_conditions(caption, organ, profile)
     flags = figure_flags(text) + [n for n in (mod_note, organ_note) if n]
     return Extraction(
         id=caption_id,
