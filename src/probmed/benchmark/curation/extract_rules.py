@@ -43,11 +43,12 @@ from probmed.benchmark.curation.vocabularies import POSITION_REGIONS, SIDED_REGI
 MODALITY_PATTERNS: tuple[tuple[str, str], ...] = (
     ("other", r"doppler|echocardiogra|\bpet\b|\bspect\b|scintigra|\bcag\b|"
               r"bone scan|(?<!\bct\W)(?<!\bmr\W)(?<!\bct\)\s)(?<!\bmr\)\s)angiogra|\bdsa\b|endoscop|\bercp\b|nuclear medicine|"
-              r"fluoroscop|mammogra|barium|urethrogra|myelogra|cystogra|urogra|orthopantomogra|panoramic|\bopg\b|"
-              r"cone[- ]beam|\bcbct\b|dental|periapical|optical coherence|photograph|histolog|micrograph|"
+              r"fluoroscop|mammogra|barium|urethrogra|myelogra|cystogra|urogra|"
+              r"cone[- ]beam|\bcbct\b|optical coherence|photograph|histolog|micrograph|"
               r"spectroscopy|tractography"),
     # ultrasound: its own modality in the extended profile, "other" in the paper's (profiles.Profile.modalities)
     ("ultrasound", r"ultrasound|ultrasonograph|sonograph|\bus\b|\busg\b|hypoechoic|hyperechoic|anechoic|echogenic"),
+    # and each profile's own technique words (profiles.Profile.techniques: dental films, ultrasound variants)
     ("mri", r"\bmri?\b|\bmr\b|magnetic resonance|\bmra\b|\bt[12][- ]?weighted|"
             r"(?<!at )(?<!level )(?<!of )\bt[12](w|wi)?\b(?![- /]?(t?\d|vertebra|level|to\b))|\bflair\b|"
             r"diffusion[- ]weighted|\bdwi\b|\bswi\b|\bstir\b|gadolinium"),
@@ -144,7 +145,12 @@ def normalise_text(text: str) -> str:
 
 # --- modality and organ --------------------------------------------------------------------
 
-_MOD_RE = [(name, re.compile(p)) for name, p in MODALITY_PATTERNS]
+
+
+@lru_cache(maxsize=None)
+def _techniques(profile: Profile) -> list[tuple[str, re.Pattern]]:
+    """Every technique pattern a profile reads, compiled once."""
+    return [(name, re.compile(p)) for name, p in MODALITY_PATTERNS + profile.techniques]
 
 
 @lru_cache(maxsize=None)
@@ -165,7 +171,7 @@ def find_modality(text: str, profile: Profile = PAPER) -> str:
     For short texts that name one technique (a VQA-RAD answer or question); captions go
     through :func:`modality_of`, which also reports ambiguity."""
     best: tuple[int, str] | None = None
-    for name, rx in _MOD_RE:
+    for name, rx in _techniques(profile):
         m = rx.search(text)
         if m and (best is None or m.start() < best[0]):
             best = (m.start(), _named_modality(name, profile))
@@ -174,7 +180,7 @@ def find_modality(text: str, profile: Profile = PAPER) -> str:
 
 def modality_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
     """(modality, ambiguity note) of normalised text; see the module docstring."""
-    named = {_named_modality(name, profile) for name, rx in _MOD_RE if rx.search(text)}
+    named = {_named_modality(name, profile) for name, rx in _techniques(profile) if rx.search(text)}
     if "other" in named:
         return "other", None
     askable = [m for m in profile.modalities if m in named]
@@ -184,7 +190,7 @@ def modality_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
 
 
 def _technique_spans(text: str, profile: Profile = PAPER) -> list[tuple[int, int]]:
-    return [m.span() for name, rx in _MOD_RE if name in profile.modalities for m in rx.finditer(text)]
+    return [m.span() for name, rx in _techniques(profile) if name in profile.modalities for m in rx.finditer(text)]
 
 
 def organ_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
@@ -218,6 +224,8 @@ def organ_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
         return "unknown", None
     top = max(score.values())
     winners = sorted((first[k], k) for k, v in score.items() if v == top)
+    if len(winners) > 1 and profile.extended:
+        return "unknown", f"ambiguous organ: {' and '.join(sorted(k for _, k in winners))} named as often"
     return winners[0][1], None
 
 
@@ -236,11 +244,20 @@ def _adjacent(text: str, span: tuple[int, int], anchors: list[tuple[int, int]], 
 # --- conditions -------------------------------------------------------------------------------
 
 _ANATOMICAL_RE = re.compile(r"\b(" + ANATOMICAL + r")\b")
-# The extended profile also reads "enlarged / widened <structure>" as a finding of the structure.
+# The extended profile also reads "enlarged / widened <structure>" and fluid in a joint or bursa as findings.
 EXTENDED_DESCRIBED = (
     (r"\b(enlarged|enlargement of)\b(?! (\w+ ){0,2}(lymph )?nodes?\b)", "enlargement"),
-    (r"\b(widened|widening of)\b", "widening"),
+    (r"\b(widened|widening of)\b(?! (\S+ ){0,5}?(joint )?space)", "widening"),  # a joint space is a measurement
+    (r"\bfluid (in|within) the (\w+ ){0,3}(joint|bursa|recess|tendon sheath)", "effusion"),
 )
+# ... and these cues: negation ("neither ... nor", "clearance of the calculi", "union of the fracture"), context
+# (a presentation, the reason for a joint replacement), a finding "not observed" after it.
+EXTENDED_NEGATION = re.compile(r"\b(neither|nor|clearance of|union of|healing of|misdiagnosed as)\b")
+EXTENDED_CONTEXT = re.compile(r"\b(present(ed|ing|s)? with|complain(ed|ing|s)? of|"
+                              r"(arthroplasty|tha|tka|thr|replacement) for)\b")
+EXTENDED_LINKS = re.compile(r"\b(occupying|filling|cent(er|re)d (on|in)|arising (from|in))\b")
+EXTENDED_DISPLACED = re.compile(r"\b(displac|compress|abutt|push|indent)\w*\b[^,;()]*")
+EXTENDED_POST_NEGATION = re.compile(r"^\W*(\w+\W+){0,3}?(was|were|is|are) not (observed|seen|identified|detected|found)\b")
 
 
 @lru_cache(maxsize=None)
@@ -249,7 +266,7 @@ def _condition_words(profile: Profile) -> tuple[dict[str, str], re.Pattern, list
     syn = {k: v for k, v in profile.synonyms.items() if k not in QUALIFIERS and v not in SIGNS}
     syn.update({"mass effect": "mass effect"})
     pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(syn, key=len, reverse=True)) + r")(?:s|es)?\b")
-    described = DESCRIBED + (EXTENDED_DESCRIBED if profile.fine_regions else ())
+    described = DESCRIBED + (EXTENDED_DESCRIBED if profile.extended else ())
     return syn, pattern, [(re.compile(p), cond) for p, cond in described]
 
 
@@ -284,15 +301,17 @@ def condition_mentions(clause: str, organ: str = "unknown", profile: Profile = P
     return sorted(out, key=lambda x: x.start)
 
 
-def _is_negated(clause: str, mention: Mention) -> bool:
+def _is_negated(clause: str, mention: Mention, profile: Profile = PAPER) -> bool:
     """Negated in its clause (up to "with" or a new enumerated item), after it ("has disappeared"),
     or inside a context phrase ("history of")."""
-    for cue in NEGATION.finditer(clause[: mention.start]):
+    negation, context = ((NEGATION, EXTENDED_NEGATION), (CONTEXT, EXTENDED_CONTEXT)) if profile.extended \
+        else ((NEGATION,), (CONTEXT,))
+    for cue in (c for rx in negation for c in rx.finditer(clause[: mention.start])):
         if not re.search(r"\bwith\b|\(\w\)", clause[cue.end():mention.start]):
             return True
-    if POST_NEGATION.search(clause[mention.end:]):
+    if POST_NEGATION.search(clause[mention.end:]) or (profile.extended and EXTENDED_POST_NEGATION.search(clause[mention.end:])):
         return True
-    for cue in CONTEXT.finditer(clause[: mention.start]):
+    for cue in (c for rx in context for c in rx.finditer(clause[: mention.start])):
         if not CONTEXT_END.search(clause[cue.end():mention.start]):
             return True
     return False
@@ -344,6 +363,10 @@ IMPLIED_REGION: dict[str, str] = {
     "cholecystitis": "gallbladder", "cholelithiasis": "gallbladder", "pancreatitis": "pancreas",
     "splenomegaly": "spleen", "hepatomegaly": "liver", "cirrhosis": "liver", "pituitary tumor": "sellar region",
     "midline shift": "midline",
+    # conditions of the extended profile whose name holds their place
+    "mediastinal shift": "mediastinum", "tracheal shift": "trachea", "carpal tunnel syndrome": "carpal tunnel",
+    "talar tilt": "talus", "polycystic kidney disease": "kidney", "rotator cuff tear": "rotator cuff",
+    "sacroiliitis": "sacroiliac joint",
 }
 HEDGE = re.compile(r"\b(consistent with|suggestive of|suggesting|compatible with|in keeping with|representing|"
                    r"indicating|indicative of|due to|likely|probably)\W*(an?|the)?\W*$")
@@ -444,13 +467,19 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
     negated: list[str] = []
     for clause in CLAUSE_SPLIT.split(normalise_text(text)):
         mentions = condition_mentions(clause, organ, profile)
-        placed = {m: positions_of(clause, m, mentions, organ) for m in mentions}
+        if profile.extended:  # what a finding displaces is not where it is; what it occupies is
+            shown = EXTENDED_DISPLACED.sub(lambda m: " " * len(m.group(0)), clause)
+            shown = EXTENDED_LINKS.sub(lambda m: "in".ljust(len(m.group(0))), shown)
+            placed = {m: _sided_region(shown, organ, m.condition, positions_of(shown, m, mentions, organ))
+                      for m in mentions}
+        else:
+            placed = {m: positions_of(clause, m, mentions, organ) for m in mentions}
         for m, nxt in zip(mentions, mentions[1:]):  # "fracture-dislocation of T6", "X and Y in the liver"
             if not placed[m] and re.fullmatch(r"\s*(-|/|,|and|or)?\s*", clause[m.end:nxt.start]):
                 placed[m] = placed[nxt]
         last: list[str] = []
         for mention in mentions:
-            if _is_negated(clause, mention):
+            if _is_negated(clause, mention, profile):
                 negated.append(mention.condition)
                 continue
             where = placed[mention]
@@ -460,8 +489,47 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
             last = where or last
             for position in where or [None]:
                 _add(findings, _located(mention.condition, position), position)
+    if profile.extended:
+        findings = _with_caption_side(findings, normalise_text(text), organ)
     present = {f["condition"] for f in findings}
     return findings, list(dict.fromkeys(c for c in negated if c not in present))
+
+
+def _sided_region(clause: str, organ: str, condition: str, where: list[str]) -> list[str]:
+    """The extended profile: a finding placed only by a side ("lesion on the left angle of the mandible") is
+    in the one structure of its clause that takes that side, when the clause names one (other than the
+    place its own name implies: a left pleural effusion stays "left")."""
+    if len(where) != 1 or where[0] not in ("left", "right", "bilateral"):
+        return where
+    side = where[0]
+    regions = set()
+    for p in places(clause, organ):
+        region, sides = SIDED_REGIONS.get(p.region, (p.region, p.sides)) if p.region else (None, ())
+        if region and region not in NEEDS_SIDE and region != IMPLIED_REGION.get(condition) and side in sides \
+                and p.side in (None, side):
+            regions.add((region, sides))
+    if len(regions) != 1:
+        return where
+    region, sides = regions.pop()
+    return [position_phrase(side, region, sides) or side]
+
+
+def _with_caption_side(findings: list[dict], text: str, organ: str) -> list[dict]:
+    """The extended profile: a finding placed in a sided structure without a side takes the caption's side
+    when the caption names one side only ("X-ray of the left clavicle: clavicle fracture" -> left clavicle)."""
+    sides = {SIDE_WORDS[m.group(1)] for m in _SIDE_RE.finditer(NOT_A_PLACE.sub(" ", text))}
+    if len(sides) != 1:
+        return findings
+    side = sides.pop()
+    takes = {region: region_sides for _, region, region_sides in POSITION_REGIONS.get(organ, ())}
+    out: list[dict] = []
+    for f in findings:
+        position = f["position"]
+        if position in takes and side in takes[position]:
+            position = position_phrase(side, position, takes[position])
+        if {"condition": f["condition"], "position": position} not in out:
+            out.append({"condition": f["condition"], "position": position})
+    return out
 
 
 LOCATED: dict[tuple[str, str], str] = {("calculus", "kidney"): "kidney stone", ("calculus", "gallbladder"): "cholelithiasis"}

@@ -50,14 +50,14 @@ ORGAN_ANATOMY: tuple[tuple[str, str], ...] = (
 # imaged; anatomy words, structures inside it.
 EXTENDED_REGIONS: tuple[tuple[str, str], ...] = (
     ("spine", ORGAN_REGIONS[0][1]),
-    ("brain", r"\bbrain|(?<!femoral )(?<!humeral )(?<!radial )(?<!pancreatic )(?<!fibular )\bhead\b(?! (and|&) neck)"
+    ("brain", r"calvari|\bbrain|(?<!femoral )(?<!humeral )(?<!radial )(?<!pancreatic )(?<!fibular )\bhead\b(?! (and|&) neck)"
               r"|\bcrani(um|al)\b|\bskull\b|intracranial|cerebral|neurocran|\bneonatal head|transfontanel"),
     ("chest", r"\bchest\b|\bthorax\b|\bthoracic\b(?! (spine|vertebra|cord|level|outlet))|\blungs?\b|pulmonary|"
               r"mediastin|hemithora|\bpleura|\bcxr\b"),
     ("heart", r"cardiac|\bheart\b|myocard|\bcmr\b|ventricular (wall|myocardium)"),
     ("breast", r"\bbreasts?\b|mammary|lactat"),
     ("abdomen", r"abdom[ei]n|\bliver\b|hepat|\bkidneys?\b|\brenal\b|pancrea|\bspleen|splenic|gall ?bladder|"
-                r"duoden|\bbowel|\bcolon\b|stomach|gastric|\bureters?\b|\bureteral|\bureteric"),
+                r"duoden|\bbowel|\bcolon\b|stomach|gastric"),
     ("pelvis", r"\bpelvi(s|c)\b|sacroiliac|\bglute(al|us)|\bbuttocks?|transvaginal|endovaginal|transrectal|"
                r"\buter(us|ine)\b|\bovar(y|ies|ian)|\bovaric|adnex|\bprostat|\bcervix\b|\bvagina\b|"
                r"(?<!gall)(?<!gall )(?<!gall-)\bbladder|\bacetabul|iliopsoas|pubic|\bischi(um|al)"),
@@ -74,7 +74,7 @@ EXTENDED_REGIONS: tuple[tuple[str, str], ...] = (
     ("face", r"\bface\b|facial|\borbits?\b|orbital|intraorbital|\bsinus(es)?\b|sinonasal|paranasal|mandib|maxill|"
              r"\bteeth\b|\btooth\b|\bdental|\bmolars?\b|incisors?|\bnasal\b|\bnose\b|parotid|submandibular|"
              r"salivary|temporomandibular|zygom|infratemporal|lacrimal|extraocular|\bjaws?\b|\bpalat"),
-    ("neck", r"\bneck\b(?! of the femur)|thyroid|laryn|pharyn|\btrache(a|al)\b|prevertebral|vocal (cord|fold)|"
+    ("neck", r"(?<!femoral )\bneck\b(?! of the femur)|thyroid|laryn|pharyn|\btrache(a|al)\b|prevertebral|vocal (cord|fold)|"
              r"glott|sternocleidomastoid|\bhead (and|&) neck"),
     ("scrotum", r"scrot|\btest(is|es|icle|icular)|epididym|spermatic|hydrocele|varicocele"),
 )
@@ -84,13 +84,27 @@ EXTENDED_ANATOMY: tuple[tuple[str, str], ...] = (
     ("chest", r"\bhil(um|ar)\b|aortic arch|bronch|pericard|\bribs?\b|(upper|middle|lower) lobes?|lingula|"
               r"superior vena|\bsvc\b|esophag|diaphragm"),
     ("heart", r"atri(um|al)|ventricle\b(?<!lateral ventricle)(?<!third ventricle)(?<!fourth ventricle)|\bapical\b"),
-    ("abdomen", r"biliary|append|\bile(um|al)\b|jejun|adrenal|mesenter|peritone|retroperitone|\bcecum\b|"
+    ("abdomen", r"\bureters?\b|\bureteral|\bureteric|biliary|append|\bile(um|al)\b|jejun|adrenal|mesenter|peritone|retroperitone|\bcecum\b|"
                 r"rectus (sheath|abdominis)|abdominal wall"),
     ("pelvis", r"rect(um|al)\b|sigmoid|seminal|urethr|endometri|\bsciatic|obturator|\biliac\b"),
     ("knee", r"\bproximal tibia|\bdistal femur|fibular head"),
     ("foot_ankle", r"\bdistal tibia|\bmalleol"),
     ("hand_wrist", r"\bradius\b|median nerve|carpal tunnel"),
     ("neck", r"\bcarotid|jugular|lymph node|\blevel (i{1,3}|iv|v|vi)\b"),
+)
+
+
+# Technique words of one profile (extract_rules.MODALITY_PATTERNS holds those every profile reads). The
+# paper's: any dental word makes a figure "other". The extended: dental *films* (periapical, occlusal,
+# panoramic) are other techniques, like mammography, while a CT of a periapical lesion is a CT; and the
+# ultrasound variants the benchmark leaves out (contrast-enhanced ultrasound, elastography).
+PAPER_TECHNIQUES: tuple[tuple[str, str], ...] = (("other", r"orthopantomogra|panoramic|\bopg\b|dental|periapical"),)
+EXTENDED_TECHNIQUES: tuple[tuple[str, str], ...] = (
+    ("other", r"orthopantomogra|panoram(a|ic)|\bopg\b|\biopa\b|occlusal|intra[- ]?oral|bitewing|"
+              r"peri-?apical (radiograph|film|view|x-ray)|dental (radiograph|film|x-ray)"),
+    ("other", r"contrast[- ]enhanced (ultrasound|us\b|sonograph)|\bceus\b|elastograph|shear[- ]wave"),
+    ("ultrasound", r"sonogra(m|ph)|transvaginal|transabdominal|endovaginal|transrectal|transperineal|\bb-mode|"
+                   r"gr[ae]y[- ]scale"),
 )
 
 
@@ -103,12 +117,16 @@ class Profile:
     organs: tuple[str, ...]
     regions: tuple[tuple[str, str], ...]
     anatomy: tuple[tuple[str, str], ...]
-    fine_regions: bool  # region names are fine body regions, mapped through tables/organ_regions.csv
+    techniques: tuple[tuple[str, str], ...]
+    # The extended rules: region names are fine body regions (mapped through tables/organ_regions.csv), two
+    # organs named as often make the organ unknown (the paper's: the one named first), and the extended
+    # description, negation and context cues of extract_rules apply.
+    extended: bool
     synonyms: dict[str, str] = field(default_factory=dict, hash=False, compare=False)
 
     def organ(self, region: str) -> str:
         """The organ a region word of this profile names."""
-        return organ_regions().get(region, "other") if self.fine_regions else region
+        return organ_regions().get(region, "other") if self.extended else region
 
     @cached_property
     def outside_modalities(self) -> str:
@@ -128,6 +146,7 @@ def _spoken(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " or " + names[-1]
 
 
-PAPER = Profile("paper", ASKABLE_MODALITIES, ASKABLE_ORGANS, ORGAN_REGIONS, ORGAN_ANATOMY, False, CONDITION_SYNONYMS)
-EXTENDED = Profile("extended", EXTENDED_MODALITIES, EXTENDED_ORGANS, EXTENDED_REGIONS, EXTENDED_ANATOMY, True,
-                   {**CONDITION_SYNONYMS, **EXTENDED_SYNONYMS})
+PAPER = Profile("paper", ASKABLE_MODALITIES, ASKABLE_ORGANS, ORGAN_REGIONS, ORGAN_ANATOMY, PAPER_TECHNIQUES, False,
+                CONDITION_SYNONYMS)
+EXTENDED = Profile("extended", EXTENDED_MODALITIES, EXTENDED_ORGANS, EXTENDED_REGIONS, EXTENDED_ANATOMY,
+                   EXTENDED_TECHNIQUES, True, {**CONDITION_SYNONYMS, **EXTENDED_SYNONYMS})

@@ -476,7 +476,6 @@ CONDITION_SYNONYMS: dict[str, str] = {
 EXTENDED_SYNONYMS: dict[str, str] = {
     "enlargement": "enlargement",
     "swelling": "swelling",
-    "widening": "widening",
     "tear": "tear",
     "tears": "tear",
     "torn": "tear",
@@ -586,6 +585,8 @@ EXTENDED_SYNONYMS: dict[str, str] = {
     "edematous": "edema",
     "oedematous": "edema",
     "hyperostosis": "hyperostosis",
+    "fractured": "fracture",
+    "talar tilt": "talar tilt",
 }
 
 # Chest radiograph positions: lung zones of the lung field, the mediastinum and the heart
@@ -748,7 +749,7 @@ POSITION_REGIONS.update({
         (r"uter(us|ine)|endometri(um|al)|myometri(um|al)", "uterus", NONE),
         (r"cervix", "cervix", NONE),
         (r"vagin(a|al)", "vagina", NONE),
-        (r"peripheral zone", "peripheral zone", BOTH),
+        (r"(prostatic )?peripheral zone", "peripheral zone", BOTH),
         (r"prostat(e|ic)", "prostate", NONE),
         (r"seminal vesicles?", "seminal vesicle", BOTH),
         (r"urethra(l)?", "urethra", NONE),
@@ -820,7 +821,7 @@ POSITION_REGIONS.update({
     ),
     "shoulder": (
         (r"acromioclavicular|\bacj\b|\bac joint", "acromioclavicular joint", ONE),
-        (r"medial (end of the )?clavic(le|ular)", "medial clavicle", ONE),
+        (r"medial (side |end |third |aspect )?(of the )?clavic(le|ular)", "medial clavicle", ONE),
         (r"clavic(le|ular)", "clavicle", ONE),
         (r"scapul(a|ar)", "scapula", ONE),
         (r"glenohumeral", "glenohumeral joint", ONE),
