@@ -366,7 +366,9 @@ IMPLIED_REGION: dict[str, str] = {
     # conditions of the extended profile whose name holds their place
     "mediastinal shift": "mediastinum", "tracheal shift": "trachea", "carpal tunnel syndrome": "carpal tunnel",
     "talar tilt": "talus", "polycystic kidney disease": "kidney", "rotator cuff tear": "rotator cuff",
-    "sacroiliitis": "sacroiliac joint",
+    "sacroiliitis": "sacroiliac joint", "anophthalmia": "orbit", "proptosis": "orbit", "laryngocele": "larynx",
+    "sinusitis": "paranasal sinuses", "goiter": "thyroid gland", "thyroiditis": "thyroid gland",
+    "baker cyst": "popliteal fossa",
 }
 HEDGE = re.compile(r"\b(consistent with|suggestive of|suggesting|compatible with|in keeping with|representing|"
                    r"indicating|indicative of|due to|likely|probably)\W*(an?|the)?\W*$")
@@ -571,10 +573,20 @@ def normalise_finding(condition: str, position: str | None, organ: str, profile:
     return {"condition": mentions[0].condition, "position": phrase}
 
 
-def figure_flags(text: str) -> list[str]:
+# The extended profile: two projections named as one figure ("lateral and dorsoplantar X-ray") are two panels;
+# and a study described as normal or healthy with a word between ("normal AP radiograph", "healthy knee").
+EXTENDED_PANELS = re.compile(r"\b(ap|pa|lateral|oblique|axial|dorsoplantar|anteroposterior|frontal|sagittal|coronal)"
+                             r" (and|&) (ap|pa|lateral|oblique|axial|dorsoplantar|anteroposterior|frontal|sagittal|"
+                             r"coronal) (views?|x-?rays?|radiographs?|images?|projections?)\b")
+EXTENDED_NORMAL = re.compile(r"\bnormal (\w+ ){0,2}(radiograph|x-?ray|scan|image|mri|ct|ultrasound|sonogra\w*|"
+                             r"appearance|study)|\bhealthy (\w+ )?(knee|hip|shoulder|hand|wrist|foot|ankle|subject|"
+                             r"volunteer|infant|child|adult|prostate|thyroid)")
+
+
+def figure_flags(text: str, profile: Profile = PAPER) -> list[str]:
     """Reasons a captioned figure cannot serve as one image: panels, animal study, non-radiology."""
     flags = []
-    if PANELS.search(text):
+    if PANELS.search(text) or (profile.extended and EXTENDED_PANELS.search(text)):
         flags.append("multi-panel figure")
     if ANIMAL.search(text):
         flags.append("animal study")
@@ -593,14 +605,14 @@ def extract(caption_id: str, caption: str, profile: Profile = PAPER) -> Extracti
     modality, mod_note = modality_of(text, profile)
     organ, organ_note = organ_of(text, profile)
     findings, negated = find_conditions(caption, organ, profile)
-    flags = figure_flags(text) + [n for n in (mod_note, organ_note) if n]
+    flags = figure_flags(text, profile) + [n for n in (mod_note, organ_note) if n]
     return Extraction(
         id=caption_id,
         modality=modality,
         organ=organ,
         findings=findings,
         negated=negated,
-        normal=not findings and bool(NORMAL.search(text)),
+        normal=not findings and bool(NORMAL.search(text) or (profile.extended and EXTENDED_NORMAL.search(text))),
         flags=flags,
     )
 
