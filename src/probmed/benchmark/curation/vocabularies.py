@@ -994,6 +994,7 @@ BILATERAL_FORMS: dict[str, str] = {
     "maxillary sinus": "maxillary sinuses",
     "frontal sinus": "frontal sinuses",
     "ethmoid sinus": "ethmoid sinuses",
+    "piriform sinus": "piriform sinuses",
 }
 
 
