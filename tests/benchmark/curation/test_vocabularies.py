@@ -11,6 +11,7 @@ from probmed.benchmark.curation.vocabularies import (
     CXR_POSITIONS,
     POSITION_REGIONS,
     TEXT_POSITIONS,
+    conditions_for,
     position_phrase,
     positions_for,
 )
@@ -70,3 +71,5 @@ def test_the_new_organs_vocabularies_are_reachable_and_their_tables_consistent()
         assert organ in EXTENDED_ORGANS and in_view <= set(EXTENDED_ORGANS), organ
     assert set(organ_regions().values()) <= set(ORGANS)
     assert organ_regions()["hip"] == "pelvis" and organ_regions()["face"] == organ_regions()["neck"] == "head and neck"
+    assert "tear" in CONDITIONS_BY_ORGAN["knee"] and "tear" not in conditions_for("knee", "x-ray")  # a radiograph shows no tear
+    assert "fracture" not in conditions_for("knee", "ultrasound") and "tear" in conditions_for("knee", "mri")

@@ -145,6 +145,27 @@ CONDITIONS_NOT_SHOWN: dict[tuple[str, str], tuple[str, ...]] = {
                            "hydronephrosis", "metastasis", "cyst", "abscess"),
     ("spine", "x-ray"): ("disc herniation", "cord compression", "syringomyelia", "spinal stenosis", "abscess"),
 }
+# The organs beyond the paper's four (issue 20): soft-tissue findings a radiograph (or a CT) does not show,
+# and what lies inside or behind bone, which ultrasound does not show.
+_SOFT_TISSUE = ("tear", "rotator cuff tear", "cartilage defect", "edema", "bursitis", "baker cyst", "tendinopathy",
+                "calcific tendinitis", "tenosynovitis", "carpal tunnel syndrome", "ganglion", "stress injury", "hematoma",
+                "abscess")
+_INSIDE_BONE = ("fracture", "dislocation", "osteonecrosis", "osteomyelitis", "osteoarthritis", "stress injury")
+for _organ in ("knee", "hand", "shoulder", "foot"):
+    CONDITIONS_NOT_SHOWN[(_organ, "x-ray")] = _SOFT_TISSUE
+    CONDITIONS_NOT_SHOWN[(_organ, "ct")] = _SOFT_TISSUE[:-2]  # CT shows a hematoma or an abscess
+    CONDITIONS_NOT_SHOWN[(_organ, "ultrasound")] = _INSIDE_BONE
+CONDITIONS_NOT_SHOWN.update({
+    ("pelvis", "x-ray"): ("endometriosis", "hydrosalpinx", "varices", "edema", "hematoma", "abscess", "inflammation"),
+    ("pelvis", "ultrasound"): _INSIDE_BONE + ("sacroiliitis",),
+    ("head and neck", "x-ray"): ("lymphadenopathy", "thyroiditis", "nodule", "edema", "abscess", "proptosis", "goiter"),
+    ("head and neck", "ultrasound"): ("fracture", "sinusitis", "mucocele", "polyp", "proptosis", "hyperostosis"),
+    ("chest", "ultrasound"): ("emphysema", "fibrosis", "nodule", "infiltration", "cavity", "bronchiectasis",
+                              "ground-glass opacity", "lymphadenopathy", "widened mediastinum", "pneumomediastinum",
+                              "embolism", "tuberculosis", "lung cancer", "covid-19 pneumonia", "cardiomegaly",
+                              "aortic aneurysm", "hernia"),
+    ("abdomen", "ultrasound"): ("pneumoperitoneum", "pneumatosis intestinalis", "volvulus", "small bowel obstruction"),
+})
 
 
 def conditions_for(organ: str, modality: str) -> tuple[str, ...]:
