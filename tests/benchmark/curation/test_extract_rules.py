@@ -143,8 +143,7 @@ ROCO_EXTENDED_LABELS = Path(__file__).resolve().parents[2] / "fixtures" / "roco_
 # (a structure per finding: "right preseptal region", "longus colli tendon"): the held-out part names many
 # structures the dev part never did.
 KNOWN_SHORTFALLS: dict[tuple[str, str, str], float] = {
-    ("dev", "position", "precision"): 0.79,
-    ("heldout", "position", "precision"): 0.52,
+    ("heldout", "position", "precision"): 0.53,
     ("heldout", "position", "recall"): 0.32,
 }
 

@@ -256,6 +256,10 @@ EXTENDED_NEGATION = re.compile(r"\b(neither|nor|clearance of|union of|healing of
 EXTENDED_CONTEXT = re.compile(r"\b(present(ed|ing|s)? with|complain(ed|ing|s)? of|"
                               r"(arthroplasty|tha|tka|thr|replacement) for)\b")
 EXTENDED_LINKS = re.compile(r"\b(occupying|filling|cent(er|re)d (on|in)|arising (from|in))\b")
+# "(on an axial) MR image of the knee": the figure's subject, not a finding's place.
+EXTENDED_SUBJECT = re.compile(r"\b(image|scan|radiograph|view|section|mri|ct|x-ray|ultrasound|sonogram) of the "
+                              r"(right |left )?\w+$|\b(image|scan|radiograph|view|section|mri|ct|x-ray|ultrasound|sonogram)"
+                              r" of the (right |left )?\w+(?=[,;]| showing| shows| with| demonstrat)")
 EXTENDED_DISPLACED = re.compile(r"\b(displac|compress|abutt|push|indent)\w*\b[^,;()]*")
 EXTENDED_POST_NEGATION = re.compile(r"^\W*(\w+\W+){0,3}?(was|were|is|are) not (observed|seen|identified|detected|found)\b")
 
@@ -472,6 +476,7 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
         if profile.extended:  # what a finding displaces is not where it is; what it occupies is
             shown = EXTENDED_DISPLACED.sub(lambda m: " " * len(m.group(0)), clause)
             shown = EXTENDED_LINKS.sub(lambda m: "in".ljust(len(m.group(0))), shown)
+            shown = EXTENDED_SUBJECT.sub(lambda m: " " * len(m.group(0)), shown)
             placed = {m: _sided_region(shown, organ, m.condition, positions_of(shown, m, mentions, organ))
                       for m in mentions}
         else:
