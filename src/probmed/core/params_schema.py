@@ -165,6 +165,8 @@ class Curate(Section):
     covid_ct: CurateImages = _images("covid_ct", "covid-chestxray-ct")
     figshare: CurateImages = _images("figshare", "figshare-brain-tumor")
     brats: CurateImages = _images("brats", "brats2015-deepmedic-sample")
+    roco_extended: CurateImages = _images("roco_extended", "roco-extended")
+    """More ROCO figures: ultrasound and the organs beyond the paper's four (not yet in `all` or a question set)."""
 
 
 @section
