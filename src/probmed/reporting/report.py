@@ -36,10 +36,10 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from probmed.core.errors import ReportError
-from probmed.core.markdown import markdown_table
-from probmed.core.io import remove_stale_temps, write_json_atomic, write_text_atomic
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
+from probmed.core.errors import ReportError
+from probmed.core.io import remove_stale_temps, write_json_atomic, write_text_atomic
+from probmed.core.markdown import markdown_table, number_cell
 from probmed.core.settings import SETTING_NAMES
 from probmed.reporting.comparisons import (
     Comparisons,
@@ -282,15 +282,7 @@ def tables_by_image_type(runs: Iterable[Run]) -> dict[str, pd.DataFrame]:
 
 def to_markdown(frame: pd.DataFrame, digits: int = 2) -> str:
     """A GitHub Markdown table; NaN shows as an em dash so missing never reads as 0."""
-
-    def cell(value: Any) -> str:
-        if value is None or value is pd.NA:
-            return "—"
-        if isinstance(value, float):
-            return "—" if math.isnan(value) else f"{value:.{digits}f}"
-        return str(value).replace("|", "\\|")
-
-    return markdown_table(frame, cell=cell)
+    return markdown_table(frame, cell=number_cell("—", digits))
 
 
 def slug(text: str) -> str:

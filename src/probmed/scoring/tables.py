@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from probmed.core.markdown import markdown_table
+from probmed.core.markdown import markdown_table, number_cell
 from probmed.core.categories import CATEGORIES, CATEGORY_TITLES, PROCEDURAL_STAGES
 from probmed.scoring.procedural import error_keys
 from probmed.scoring.score_report import ScoreReport, number
@@ -226,17 +226,9 @@ _HEADERS: dict[str, str] = {
 }
 
 
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return "/"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
 def to_markdown(frame: pd.DataFrame, title: str = "") -> str:
     """A GitHub-flavoured Markdown table (no extra dependency)."""
-    table = markdown_table(frame, headers=[_HEADERS.get(c, c) for c in frame.columns], cell=_cell)
+    table = markdown_table(frame, headers=[_HEADERS.get(c, c) for c in frame.columns], cell=number_cell("/"))
     return f"**{title}**\n\n{table}" if title else table
 
 
