@@ -52,6 +52,7 @@ from probmed.reporting.figures import draw_all
 from probmed.reporting.runs import Run
 from probmed.scoring.compare import Bootstrap
 from probmed.scoring.score_report import ScoreReport, number
+from probmed.scoring.tables import response_values
 
 
 @dataclass
@@ -219,15 +220,20 @@ def table_categories(runs: Iterable[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The report's responses columns: scoring.tables' response key -> the report's column name (no yes share).
+RESPONSE_COLUMNS: dict[str, str] = {"n_questions": "questions", "refusal_rate": "refusal_rate",
+                                    "unparsed_rate": "unparsed_rate", "failed": "failed", "missing": "missing"}
+
+
 def table_responses(runs: Iterable[Run]) -> pd.DataFrame:
-    """What came back per run: refusals and unparsed answers (%), questions that failed after every retry
-    and questions without a prediction (counts), so an API outage never reads as a model that cannot answer."""
+    """What came back per run (the overall block of scoring.tables.response_values, unrounded): refusals and
+    unparsed answers (%), questions that failed after every retry and questions without a prediction
+    (counts), so an API outage never reads as a model that cannot answer."""
     rows = []
     for run in runs:
-        value = run.scores.overall_value
+        values = response_values(run.scores.overall, rounded=False)
         rows.append({"question_set": run.question_set, "model": run.model, "setting": run.setting,
-                     "questions": value("n_questions"), "refusal_rate": value("refusal_rate"),
-                     "unparsed_rate": value("unparsed_rate"), "failed": value("failed"), "missing": value("missing")})
+                     **{name: _nan(values[key]) for key, name in RESPONSE_COLUMNS.items()}})
     return pd.DataFrame(rows)
 
 

@@ -149,6 +149,13 @@ def table4(runs: Runs) -> pd.DataFrame:
 
 
 RESPONSE_KEYS: tuple[str, ...] = ("n_questions", "yes_ratio", "refusal_rate", "unparsed_rate", "failed", "missing")
+RESPONSE_COUNTS = frozenset({"n_questions", "failed", "missing"})  # counts; the other response keys are rates (%)
+
+
+def response_values(block: Mapping[str, Any], rounded: bool = True) -> dict[str, Any]:
+    """What came back in one block of a run's scores (a category or ``overall``), by RESPONSE_KEYS: counts as
+    counted, rates to two decimals (``rounded``) or as the scorer wrote them. Every responses table reads this."""
+    return {k: block.get(k) if k in RESPONSE_COUNTS or not rounded else _r(block.get(k)) for k in RESPONSE_KEYS}
 
 
 def table_responses(runs: Runs) -> pd.DataFrame:
@@ -160,9 +167,7 @@ def table_responses(runs: Runs) -> pd.DataFrame:
         blocks = [(c, m["by_category"].get(c)) for c in CATEGORIES] + [("overall", m["overall"])]
         for category, block in blocks:
             if block:
-                rows.append({"model": name, "category": category,
-                             **{k: block.get(k) if k in ("n_questions", "failed", "missing") else _r(block.get(k))
-                                for k in RESPONSE_KEYS}})
+                rows.append({"model": name, "category": category, **response_values(block)})
     return pd.DataFrame(rows, dtype=object, columns=["model", "category", *RESPONSE_KEYS])
 
 
