@@ -194,7 +194,7 @@ def make_logger(fcfg: DictConfig, run_name: str, tags: Mapping[str, str]):
     from lightning.pytorch.loggers import MLFlowLogger
     from mlflow import MlflowClient
 
-    from probmed.reporting.tracking import (DVC_EXPERIMENT_TAG, check_tracking_db, dvc_experiment, ensure_experiment,
+    from probmed.core.tracking_store import (DVC_EXPERIMENT_TAG, check_tracking_db, dvc_experiment, ensure_experiment,
                                             unique_run_name)
 
     m = fcfg.mlflow

@@ -388,7 +388,7 @@ def log_transfer_runs(
     """
     from mlflow import MlflowClient
 
-    from probmed.reporting.tracking import check_tracking_db, tracking_lock
+    from probmed.core.tracking_store import check_tracking_db, tracking_lock
 
     m = fcfg.mlflow
     with tracking_lock(str(m.tracking_uri)):
@@ -404,8 +404,8 @@ def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, scores: Mapping[
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
     from probmed.core.clock import epoch_ms
-    from probmed.reporting.tracking import DVC_EXPERIMENT_TAG, dvc_experiment, ensure_experiment, metrics_from_scores
-    from probmed.reporting.tracking import unique_run_name
+    from probmed.core.tracking_store import DVC_EXPERIMENT_TAG, dvc_experiment, ensure_experiment, unique_run_name
+    from probmed.reporting.run_metrics import metrics_from_scores
 
     m = fcfg.mlflow
     exp_id = ensure_experiment(client, str(m.experiment), str(m.artifact_root))
