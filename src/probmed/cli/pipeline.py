@@ -23,7 +23,7 @@ from probmed.core.config import to_plain
 from probmed.core.errors import ConfigError, UserError
 
 if TYPE_CHECKING:
-    from probmed.core.params_schema import Tracking
+    from probmed.core.params_schema import Params, Tracking
     from probmed.reporting.tracking import Tracker
 
 
@@ -90,7 +90,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from probmed.pipeline.plan import write_plan
 
-    plan = write_plan(_cfg(args), args.out_dir)
+    plan = write_plan(params_of(args), args.out_dir)
     print(json.dumps({"evaluations": len(plan["evaluations"]), "out": args.out_dir}))
     return 0
 
@@ -167,7 +167,7 @@ def cmd_track(args: argparse.Namespace) -> int:
         print(json.dumps({"runs": 0, "tracking": "disabled"}))
         return 0
     by_model: dict[tuple[str, str], list[RunSpec]] = {}
-    for ev in evaluations(cfg):
+    for ev in evaluations(params):
         score_dir = Path(args.scores_root) / ev.question_set / ev.model / ev.setting
         spec = RunSpec(
             model=ev.model,
@@ -220,7 +220,7 @@ def cmd_report(args: argparse.Namespace) -> int:
                                                                       score.ci_level),
                             palette=palette_from_params(cfg))
     if args.headline:
-        _write_evaluation_headline(cfg, roots, args.headline)
+        _write_evaluation_headline(params, roots, args.headline)
     report_run = None
     if params.tracking.enabled and params.report.log_to_mlflow:
         tracked = json.loads(Path(args.runs).read_text()) if args.runs and Path(args.runs).is_file() else {}
@@ -238,13 +238,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_evaluation_headline(cfg: dict[str, Any], roots: list[str], path: str) -> None:
+def _write_evaluation_headline(params: Params, roots: list[str], path: str) -> None:
     """metrics/evaluation.json: the headline of the evaluations `pipeline.runs` plans (all runs without a plan)."""
     from probmed.core.headline import write_headline
     from probmed.pipeline.plan import evaluations
     from probmed.reporting.headline import evaluation_headline
     from probmed.reporting.report import discover_runs
 
-    planned = (cfg.get("pipeline") or {}).get("runs")
-    evaluated = {(e.question_set, e.model, e.setting) for e in evaluations(cfg)} if planned else None
+    planned = params.pipeline.runs
+    evaluated = {(e.question_set, e.model, e.setting) for e in evaluations(params)} if planned else None
     write_headline(evaluation_headline(discover_runs(roots), evaluated), path)
