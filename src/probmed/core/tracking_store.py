@@ -47,6 +47,12 @@ def dvc_experiment() -> str | None:
     return os.environ.get("DVC_EXP_NAME") or None
 
 
+def dvc_experiment_tags() -> dict[str, str]:
+    """The tag naming the DVC experiment this process runs in; none outside `dvc exp run`."""
+    exp = dvc_experiment()
+    return {DVC_EXPERIMENT_TAG: exp} if exp else {}
+
+
 # --- the tracking database: never replaced, one writer at a time ------------------
 
 

@@ -106,7 +106,7 @@ def long_table(runs: Iterable[Run]) -> pd.DataFrame:
     rows = []
     for run in runs:
         for image_type, category, values in run.scores.blocks():
-            row = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+            row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
             row.update({"image_type": image_type, "category": category})
             row.update({k: _nan(v) for k, v in values.items() if not isinstance(v, (dict, list))})
             rows.append(row)

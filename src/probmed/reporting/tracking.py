@@ -66,11 +66,10 @@ from probmed.core.errors import TrackingError
 from probmed.core.secrets import is_secret_name
 from probmed.core.settings import ABLATIONS, BASE_SETTING
 from probmed.core.tracking_store import (
-    DVC_EXPERIMENT_TAG,
     TAG_PREFIX,
     RunIdentity,
     check_tracking_db,
-    dvc_experiment,
+    dvc_experiment_tags,
     ensure_experiment,
     find_run,
     tracking_lock,
@@ -264,8 +263,7 @@ class Tracker:
             f"{TAG_PREFIX}git_commit": commit,
             "mlflow.source.git.commit": commit.removesuffix("+dirty"),
         }
-        if dvc_experiment():
-            tags[DVC_EXPERIMENT_TAG] = dvc_experiment()
+        tags.update(dvc_experiment_tags())
         if spec.setting in ABLATIONS:
             parent = self.find_run(
                 model=spec.model, setting=BASE_SETTING, question_set=spec.question_set, questions_dvc_md5=questions_hash
@@ -305,8 +303,7 @@ class Tracker:
         found_by = {f"{TAG_PREFIX}kind": "report", f"{TAG_PREFIX}question_set": question_set,
                     f"{TAG_PREFIX}report_key": key}
         tags = {**found_by, f"{TAG_PREFIX}git_commit": git_commit()}
-        if dvc_experiment():
-            tags[DVC_EXPERIMENT_TAG] = dvc_experiment()
+        tags.update(dvc_experiment_tags())
         identity = RunIdentity(found_by, f"report/{question_set}", tags, start_ms=started_ms)
         with writing_run(self.client, self.experiment_id, identity) as run:
             self.client.log_batch(run.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
