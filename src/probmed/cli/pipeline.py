@@ -193,8 +193,8 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    from probmed.core.figure_style import palette_from_params
     from probmed.reporting.report import build_report
-    from probmed.reporting.style import palette_from_params
     from probmed.scoring.compare import Bootstrap
 
     params = params_of(args)
