@@ -214,10 +214,8 @@ def cmd_report(args: argparse.Namespace) -> int:
             if (written.get(name) or {}).get("image_types") is not None and (qroot / f"{name}-full.parquet").is_file()}
     roots = args.scores_root or ["build/scores"]
     started_ms = int(time.time() * 1000)
-    score = params.score
     manifest = build_report(roots, args.out_dir, questions=questions, full_questions=full, audits=audits,
-                            report=params.report, bootstrap=Bootstrap(score.bootstrap_resamples, score.seed,
-                                                                      score.ci_level),
+                            report=params.report, bootstrap=Bootstrap.of(params.score),
                             palette=palette_from_params(cfg))
     if args.headline:
         _write_evaluation_headline(params, roots, args.headline)
