@@ -197,7 +197,7 @@ def make_logger(fcfg: FinetuneProfile, tracking: Tracking, run_name: str, tags: 
     from lightning.pytorch.loggers import MLFlowLogger
     from mlflow import MlflowClient
 
-    from probmed.reporting.tracking import (
+    from probmed.core.tracking_store import (
         DVC_EXPERIMENT_TAG,
         check_tracking_db,
         dvc_experiment,

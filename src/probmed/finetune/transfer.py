@@ -383,7 +383,7 @@ def log_transfer_runs(
     """
     from mlflow import MlflowClient
 
-    from probmed.reporting.tracking import check_tracking_db, tracking_lock
+    from probmed.core.tracking_store import check_tracking_db, tracking_lock
 
     with tracking_lock(tracking.uri):
         check_tracking_db(tracking.uri)  # an empty or corrupt tracking DB is refused, never replaced
@@ -398,13 +398,8 @@ def _log_transfer_runs(client, fcfg: FinetuneProfile, tracking: Tracking, out_di
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
     from probmed.core.clock import epoch_ms
-    from probmed.reporting.tracking import (
-        DVC_EXPERIMENT_TAG,
-        dvc_experiment,
-        ensure_experiment,
-        metrics_from_scores,
-        unique_run_name,
-    )
+    from probmed.core.tracking_store import DVC_EXPERIMENT_TAG, dvc_experiment, ensure_experiment, unique_run_name
+    from probmed.reporting.run_metrics import metrics_from_scores
 
     exp_id = ensure_experiment(client, fcfg.mlflow.experiment, tracking.artifact_root)
     parent = meta.get("training_run") or ""

@@ -14,7 +14,7 @@ What a reviewer needs to read a bar is on it (probmed.core.figure_style): each
 model keeps one colour across figures; every accuracy bar carries its bootstrap
 95% interval and the images behind it, every difference its paired interval; a
 missing value is marked "n/a", never a bar of height 0; heatmap cells show their
-n, carry a colour bar, and cells with fewer than `min_images` images are greyed
+n, carry a colour bar, and cells with fewer than `report.min_images_per_cell` images are greyed
 out. Each ``build_*`` returns the Figure (tests count its bars and cells); each
 ``figure_*`` saves it.
 """
@@ -101,7 +101,7 @@ def build_strict_vs_averaged(data: FigureInput) -> plt.Figure | None:
 
 def build_per_image_type(data: FigureInput) -> plt.Figure | None:
     """Appendix A as heatmaps: accuracy with adversarial pairs per image type, one panel per category, with
-    a colour bar, the images behind every cell, and cells of fewer than `min_images` images greyed out."""
+    a colour bar, the images behind every cell, and cells of fewer than `report.min_images_per_cell` images greyed out."""
     runs = data.runs
     image_types = sorted({it for r in runs for it in r.scores.image_types})
     categories = _present(runs, CATEGORIES)
@@ -117,7 +117,7 @@ def build_per_image_type(data: FigureInput) -> plt.Figure | None:
         ax = axes[k // ncols][k % ncols]
         grid = np.array([[r.scores.value(category, "accuracy_adv_pairs", it) for it in image_types] for r in runs])
         count = np.array([[r.scores.value(category, "n_images", it) for it in image_types] for r in runs])
-        few = np.nan_to_num(count, nan=0) < data.min_images
+        few = np.nan_to_num(count, nan=0) < data.report.min_images_per_cell
         image = ax.imshow(np.ma.masked_where(few | np.isnan(grid), grid), vmin=0, vmax=100, cmap=cmap, aspect="auto")
         for i in range(grid.shape[0]):
             for j in range(grid.shape[1]):
@@ -133,7 +133,7 @@ def build_per_image_type(data: FigureInput) -> plt.Figure | None:
         axes[k // ncols][k % ncols].axis("off")
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="accuracy with adversarial pairs (%)")
     fig.suptitle(f"{data.question_set}: accuracy with adversarial pairs per image type "
-                 f"(n = images; grey: fewer than {data.min_images} images or not asked)", y=1.02)
+                 f"(n = images; grey: fewer than {data.report.min_images_per_cell} images or not asked)", y=1.02)
     return fig
 
 
@@ -185,7 +185,7 @@ def build_transfer(data: FigureInput) -> plt.Figure | None:
     from probmed.core.markdown import difference_cell
     from probmed.finetune.transfer_figure import REPORT_LAYOUT, TransferPanel, TransferSeries, draw_transfer
 
-    models, category = list(data.transfer_models), data.transfer_category
+    models, category = list(data.report.transfer_models), data.report.transfer_category
     chosen = [r for m in models for r in data.runs if r.model == m and r.setting == BASE_SETTING]
     image_types = sorted({it for r in chosen for it in r.scores.image_types})
     if not chosen or not image_types:

@@ -27,7 +27,7 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from probmed.core.markdown import markdown_table
+from probmed.core.markdown import markdown_table, number_cell
 from probmed.core.categories import CATEGORIES, CATEGORY_TITLES, PROCEDURAL_STAGES
 from probmed.scoring.procedural import error_keys
 from probmed.scoring.score_report import ScoreReport, ScoreSection, number
@@ -151,6 +151,13 @@ def table4(runs: Runs) -> pd.DataFrame:
 
 
 RESPONSE_KEYS: tuple[str, ...] = ("n_questions", "yes_ratio", "refusal_rate", "unparsed_rate", "failed", "missing")
+RESPONSE_COUNTS = frozenset({"n_questions", "failed", "missing"})  # counts; the other response keys are rates (%)
+
+
+def response_values(block: Mapping[str, Any], rounded: bool = True) -> dict[str, Any]:
+    """What came back in one block of a run's scores (a category or ``overall``), by RESPONSE_KEYS: counts as
+    counted, rates to two decimals (``rounded``) or as the scorer wrote them. Every responses table reads this."""
+    return {k: block.get(k) if k in RESPONSE_COUNTS or not rounded else _r(block.get(k)) for k in RESPONSE_KEYS}
 
 
 def table_responses(runs: Runs) -> pd.DataFrame:
@@ -162,9 +169,7 @@ def table_responses(runs: Runs) -> pd.DataFrame:
         blocks = [(c, m["by_category"].get(c)) for c in CATEGORIES] + [("overall", m["overall"])]
         for category, block in blocks:
             if block:
-                rows.append({"model": name, "category": category,
-                             **{k: block.get(k) if k in ("n_questions", "failed", "missing") else _r(block.get(k))
-                                for k in RESPONSE_KEYS}})
+                rows.append({"model": name, "category": category, **response_values(block)})
     return pd.DataFrame(rows, dtype=object, columns=["model", "category", *RESPONSE_KEYS])
 
 
@@ -228,17 +233,9 @@ _HEADERS: dict[str, str] = {
 }
 
 
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return "/"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
 def to_markdown(frame: pd.DataFrame, title: str = "") -> str:
     """A GitHub-flavoured Markdown table (no extra dependency)."""
-    table = markdown_table(frame, headers=[_HEADERS.get(c, c) for c in frame.columns], cell=_cell)
+    table = markdown_table(frame, headers=[_HEADERS.get(c, c) for c in frame.columns], cell=number_cell("/"))
     return f"**{title}**\n\n{table}" if title else table
 
 
