@@ -276,7 +276,8 @@ def run_transfer(
 ) -> TransferResult:
     """Probe base and adapted model on every held-out group; write table, plot, scores and MLflow runs."""
     from probmed.inference.models.hf import HFBackend
-    from probmed.inference.predict import run_predictions
+    from probmed.core.settings import BASE_SETTING, SETTINGS
+    from probmed.inference.predict import PredictJob, run_predictions
     from probmed.reporting.style import palette_from_params
     from probmed.scoring.metrics import score
     from probmed.scoring.run import PER_IMAGE_FILE, per_image
@@ -301,10 +302,9 @@ def run_transfer(
     for name, adapter_dir in zip(MODELS, (None, str(adapter))):
         backend = HFBackend(name, backend_config(fcfg, base_id, revision, adapter_dir))
         try:
-            result = run_predictions(
-                questions[list(QUESTION_COLUMNS)], backend, "vanilla", prompts, image_root, out_dir / "answers",
-                batch_size=int(fcfg.transfer.get("batch_size", 64)), progress=progress,
-            )
+            job = PredictJob(SETTINGS[BASE_SETTING], prompts, Path(image_root), out_dir / "answers",
+                             batch_size=int(fcfg.transfer.get("batch_size", 64)))
+            result = run_predictions(questions[list(QUESTION_COLUMNS)], backend, job, progress=progress)
         finally:
             backend.close()
         if result.n_failed:

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from probmed.core.errors import ConfigError
-from probmed.core.settings import get_setting
+from probmed.core.settings import Setting, get_setting
 
 DEFAULTS: dict[str, Any] = {
     "prompt_version": "v1",
@@ -58,11 +58,12 @@ class PromptSet:
             describer=str(merged["describer"]),
         )
 
-    def question_prompt(self, setting: str, question: str, description: str | None = None) -> str:
-        """The user text for one question in `setting`."""
-        if get_setting(setting).description_by is None:
+    def question_prompt(self, setting: Setting | str, question: str, description: str | None = None) -> str:
+        """The user text for one question in `setting` (a name is looked up in core.settings)."""
+        spec = setting if isinstance(setting, Setting) else get_setting(setting)
+        if spec.description_by is None:
             return self.vanilla.format(question=question)
         if description is None:
-            raise ValueError(f"setting {setting!r} needs a description")
+            raise ValueError(f"setting {spec.name!r} needs a description")
         return self.with_description.format(question=question, description=description.strip())
 

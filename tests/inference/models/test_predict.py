@@ -15,13 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
-
-from probmed.core.config import load_params
-
 from predict_helpers import make_questions
+
 from probmed.cli import main
-from probmed.inference.models.mock_server import MockChatServer
+from probmed.core.config import load_params
 from probmed.core.records import read_predictions, write_questions
+from probmed.inference.models.mock_server import MockChatServer
 
 
 def run_cli(args: list[str]) -> int:
