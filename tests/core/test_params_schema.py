@@ -87,3 +87,60 @@ def test_check_names_the_key_and_the_expected_type(repo_root, edit, message):
     with pytest.raises(ConfigError) as err:
         check_params(params)
     assert message in str(err.value)
+
+
+# --- the typed params: defaults stated once -------------------------------------------
+
+FREE_MAPS = {"models", "model_profiles", "pricing", "finetune.profiles", "datasets.sources",
+             "datasets.question_sets", "pipeline.runs", "pipeline.described_runs", "pipeline.describe"}
+
+
+def _leaves_of(value, prefix=""):
+    if isinstance(value, dict) and prefix not in FREE_MAPS:
+        for key, item in value.items():
+            yield from _leaves_of(item, f"{prefix}.{key}" if prefix else key)
+    elif prefix not in FREE_MAPS:
+        yield prefix, value
+
+
+def test_every_default_equals_the_value_params_yaml_gives(repo_root):
+    """The schema's defaults are params.yaml's values: a key left out of a params file means what the repo means."""
+    from probmed.core.params_schema import as_mapping, parse_params
+
+    from_file = dict(_leaves_of(as_mapping(parse_params(to_plain(load_params(repo_root / "params.yaml"))))))
+    defaults = dict(_leaves_of(as_mapping(parse_params({}))))
+    assert from_file.keys() == defaults.keys()
+    differ = {key: (from_file[key], defaults[key]) for key in from_file if from_file[key] != defaults[key]}
+    assert not differ
+
+
+def test_a_partial_section_merges_into_the_default_standing_at_its_place():
+    from probmed.core.params_schema import parse_params
+
+    params = parse_params({"curate": {"vqarad": {}, "roco_images": {"image_size": 128}}, "score": {"seed": 7}})
+    assert params.curate.vqarad.data == "data/vqa-rad"
+    assert params.curate.medicat.data == "data/medicat-sample"
+    assert (params.curate.roco_images.image_size, params.curate.roco_images.data) == (128, "data/roco-images")
+    assert (params.score.seed, params.score.bootstrap_resamples) == (7, 1000)
+    assert params.finetune.pretrain.epochs == 8 and params.finetune.adapt.epochs == 3
+
+
+def test_a_free_map_entry_without_a_required_key_names_it():
+    from probmed.core.params_schema import parse_params
+
+    with pytest.raises(ConfigError, match=r"params: datasets\.question_sets\.mine\.sources is required"):
+        parse_params({"datasets": {"question_sets": {"mine": {"max_images": 3}}}})
+    with pytest.raises(ConfigError, match=r"datasets\.question_sets\.mine\.max_images = 0, expected a positive"):
+        parse_params({"datasets": {"question_sets": {"mine": {"sources": ["x"], "max_images": 0}}}})
+
+
+def test_the_selected_finetune_profile_merges_into_the_section(repo_root):
+    from probmed.core.params_schema import parse_params, selected_finetune
+
+    raw = to_plain(load_params(repo_root / "params.yaml", ["finetune.profile=gpu"]))
+    gpu = selected_finetune(parse_params(raw).finetune)
+    assert (gpu.base_model, gpu.lora.r, gpu.pretrain.enabled, gpu.pretrain.epochs) == ("llava-hf/llava-1.5-7b-hf", 16, False, 8)
+    assert (gpu.trainer.devices, gpu.trainer.gradient_clip_val, gpu.adapt.max_examples) == (4, 1.0, None)
+    assert selected_finetune(parse_params(to_plain(load_params(repo_root / "params.yaml"))).finetune).base_model == "tiny"
+    with pytest.raises(ConfigError, match="no finetune.profiles.tpu"):
+        selected_finetune(parse_params({"finetune": {"profile": "tpu"}}).finetune)

@@ -15,10 +15,13 @@ from __future__ import annotations
 
 import argparse
 from pathlib import Path
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
 
 from probmed.core.config import OVERRIDE_KEY, check_config, load_params, to_plain
 from probmed.core.errors import ConfigError
+
+if TYPE_CHECKING:
+    from probmed.core.params_schema import Params
 
 DEFAULT_PARAMS = "params.yaml"
 
@@ -106,3 +109,18 @@ def command_params(args: argparse.Namespace) -> Any:
     if cfg is None:
         raise ConfigError(f"parameter file {args.params or DEFAULT_PARAMS} not found (run from the repository root or pass --params)")
     return cfg
+
+
+def params_of(args: argparse.Namespace) -> Params:
+    """The command's params as typed sections with every default filled in (probmed.core.params_schema).
+
+    Parsed once per command and kept on `args`; a ConfigError when the command
+    needs params and there are none.
+    """
+    from probmed.core.params_schema import parse_params
+
+    typed = getattr(args, "typed_params", None)
+    if typed is None:
+        typed = parse_params(to_plain(command_params(args)))
+        args.typed_params = typed
+    return typed

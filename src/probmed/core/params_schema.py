@@ -1,28 +1,36 @@
-"""The shape of params.yaml: every key it may hold and the type of each, nothing else.
+"""The shape of params.yaml: every key, its type, its default and what it means, stated once.
 
 Why: a misspelt key (``score.bootstrp=200``) or a wrong type
 (``score.bootstrap_resamples=lots``) must stop a command before any work, with
 a message naming the key and the type expected, instead of being ignored or
-ending in a traceback deep inside a stage. Every command checks the merged
-params (file + dotted overrides) against this schema once, at start.
+ending in a traceback deep inside a stage; and code must not restate a default
+(``.get("bootstrap_resamples", 1000)`` in five places drifts). Every command
+checks the merged params (file + dotted overrides) against these definitions
+once, at start (:func:`check_params`), and code reads the typed result
+(:func:`parse_params` -> :class:`Params`), never the raw mapping.
 
-A section is a class whose annotations are its keys (:class:`Section`); every
-key is optional here (code that needs a key says so when it reads it), but no
-other key is allowed and every value present must have the declared type.
+A section is a frozen dataclass (:func:`section`): its fields are its keys,
+each with its type, its default and a docstring. A key left out takes the
+default of the place it stands in (``curate.vqarad`` and ``curate.medicat``
+are both a :class:`CurateSource`, with their own folders), so a partial
+params file is completed the way OmegaConf merges a mapping into a mapping.
+No other key is allowed and every value present must have the declared type.
 Maps with free keys (``models``, ``pricing``, ``datasets.question_sets``,
 ``pipeline.runs``) are ``dict[str, X]``. The entries of ``models`` are checked
 by their backend's typed config (probmed.inference.models), which the CLI runs
 beside this check. ``tests/core/test_params_schema.py`` loads the repository's
-params.yaml through this schema, so the two cannot drift apart: a new key in
-params.yaml needs its line here.
+params.yaml through this schema and compares its values with the defaults
+here, so the two cannot drift apart.
 """
 
 from __future__ import annotations
 
+import copy
+import dataclasses
 import types
 import typing
-from dataclasses import dataclass
-from typing import Annotated, Any, Callable, Literal, Mapping, Union
+from dataclasses import dataclass, field
+from typing import Annotated, Any, Callable, Literal, Mapping, TypeVar, Union
 
 from probmed.core.errors import ConfigError
 
@@ -35,8 +43,20 @@ class Check:
     expected: str
 
 
+@dataclass(frozen=True)
+class PartialOf:
+    """``Annotated[dict[str, Any], PartialOf(S)]``: a partial mapping of section S, checked but kept as written.
+
+    For overrides of a section (``finetune.profiles.<name>``) whose missing keys
+    mean "as in the section", not "the default".
+    """
+
+    section: type[Section]
+
+
 PositiveInt = Annotated[int, Check(lambda v: v > 0, "a positive integer")]
 NonNegativeInt = Annotated[int, Check(lambda v: v >= 0, "an integer >= 0")]
+AtLeastTwo = Annotated[int, Check(lambda v: v >= 2, "an integer >= 2")]
 PositiveFloat = Annotated[float, Check(lambda v: v > 0, "a number > 0")]
 NonNegativeFloat = Annotated[float, Check(lambda v: v >= 0, "a number >= 0")]
 Fraction = Annotated[float, Check(lambda v: 0 <= v < 1, "a number in [0, 1)")]
@@ -45,328 +65,453 @@ UnitInterval = Annotated[float, Check(lambda v: 0 < v <= 1, "a number in (0, 1]"
 
 
 class Section:
-    """A mapping with a fixed set of keys: the class annotations."""
+    """A mapping with a fixed set of keys: the dataclass fields of a :func:`section` class."""
+
+
+S = TypeVar("S", bound=type)
+
+
+def section(cls: S) -> S:
+    """A params section: a frozen, keyword-only dataclass (fields = keys, with type, default and docstring)."""
+    return dataclass(frozen=True, kw_only=True)(cls)  # type: ignore[return-value]
+
+
+def default(value: Any) -> Any:
+    """A field default that is a list, dict or section: each Params gets its own copy."""
+    return field(default_factory=lambda: copy.deepcopy(value))
 
 
 # --- benchmark construction -------------------------------------------------------------
 
 
+@section
 class Paths(Section):
-    data: str
-    build: str
+    data: str = "data"
+    """Raw inputs: the DVC-tracked copy of the source data (data.dvc)."""
+    build: str = "build"
+    """Every derived table, image and report."""
 
 
+@section
 class CurateSource(Section):
     data: str
+    """The source's folder."""
 
 
+@section
 class CurateDicom(Section):
-    data: str
-    licence: str | None  # of every file in the folder (SPDX or the licence's name)
+    data: str = "data/pydicom-samples"
+    licence: str | None = "MIT"
+    """Of every file in the folder (SPDX or the licence's name)."""
 
 
 Resample = Literal["lanczos", "bicubic", "bilinear", "nearest", "box", "hamming"]
 
 
+@section
 class CurateChestXray14(Section):
-    data: str
-    images_dir: str
-    image_size: PositiveInt
-    resample: Resample
-    workers: PositiveInt
+    data: str = "data/chestxray14"
+    images_dir: str = "build/images/chestxray14"
+    """Curated PNGs (decode, grayscale, square, one filter)."""
+    image_size: PositiveInt = 256
+    resample: Resample = "lanczos"
+    workers: PositiveInt = 2
 
 
+@section
 class CurateImages(Section):
     """A source curated by one image policy (probmed.benchmark.sources.tabular.ImagePolicy)."""
 
     data: str
     images_dir: str
-    image_size: PositiveInt
-    fit: Literal["long_side", "square"]
-    resample: Resample
-    workers: PositiveInt
+    image_size: PositiveInt = 256
+    """Long side (fit long_side) or side (fit square) of the curated PNG."""
+    fit: Literal["long_side", "square"] = "long_side"
+    resample: Resample = "lanczos"
+    workers: PositiveInt = 2
 
 
+def _images(name: str, folder: str) -> Any:
+    return default(CurateImages(data=f"data/{folder}", images_dir=f"build/images/{name}"))
+
+
+@section
 class Curate(Section):
-    image_root: str
-    records_dir: str
-    all: list[str]
-    chestxray14: CurateChestXray14
-    vqarad: CurateSource
-    medicat: CurateSource
-    roco: CurateSource
-    dicom: CurateDicom
-    roco_images: CurateImages
-    covid_ct: CurateImages
-    figshare: CurateImages
-    brats: CurateImages
+    image_root: str = "."
+    """Question image_path values are relative to this (the repository root)."""
+    records_dir: str = "build/records"
+    """<source>.parquet + <source>.report.json per source."""
+    all: list[str] = default(["chestxray14", "vqarad", "medicat", "roco", "roco_images", "covid_ct", "figshare", "brats"])
+    """Sources `probmed curate all` reads."""
+    chestxray14: CurateChestXray14 = default(CurateChestXray14())
+    vqarad: CurateSource = default(CurateSource(data="data/vqa-rad"))
+    medicat: CurateSource = default(CurateSource(data="data/medicat-sample"))
+    roco: CurateSource = default(CurateSource(data="data/roco-captions"))
+    """Text only: extraction and statistics, never prediction."""
+    dicom: CurateDicom = default(CurateDicom())
+    roco_images: CurateImages = _images("roco_images", "roco-images")
+    covid_ct: CurateImages = _images("covid_ct", "covid-chestxray-ct")
+    figshare: CurateImages = _images("figshare", "figshare-brain-tumor")
+    brats: CurateImages = _images("brats", "brats2015-deepmedic-sample")
 
 
+@section
 class VqaradAdversarial(Section):
-    out: str
-    official: str
-    report: str
-    use_llm: bool
+    out: str = "build/questions/vqarad_adversarial.parquet"
+    official: str = "build/questions/vqarad_adversarial.json"
+    report: str = "build/questions/vqarad_adversarial_report.md"
+    use_llm: bool = False
+    """Twins no rule covers go to extract.llm when true and an endpoint is set."""
 
 
+@section
 class Review(Section):
-    n_images: PositiveInt
-    seed: int
-    out_dir: str
+    n_images: PositiveInt = 100
+    seed: int = 0
+    out_dir: str = "build/review"
 
 
+RECORD_TABLES = ["chestxray14", "vqarad", "medicat", "roco_images", "covid_ct", "figshare", "brats"]
+
+
+@section
 class Questions(Section):
-    records: list[str]
-    strategy: Literal["balanced", "random", "popular", "adversarial"]
-    seed: int | None
-    out: str
-    official: str | None
-    report: str
-    stats_dir: str
-    vqarad_adversarial: VqaradAdversarial
-    review: Review
+    records: list[str] = default([f"build/records/{name}.parquet" for name in RECORD_TABLES])
+    strategy: Literal["balanced", "random", "popular", "adversarial"] = "balanced"
+    """balanced (each text answered yes as often as no) | random | popular | adversarial (POPE)."""
+    seed: int | None = None
+    """None: the top-level seed."""
+    out: str = "build/questions/questions.parquet"
+    official: str | None = "build/questions/test.json"
+    """The original release's question-file format."""
+    report: str = "build/questions/generation_report.json"
+    stats_dir: str = "build/stats"
+    vqarad_adversarial: VqaradAdversarial = default(VqaradAdversarial())
+    review: Review = default(Review())
 
 
+@section
 class Audit(Section):
-    max_oracle_margin: NonNegativeFloat
-    enforce: bool
-    folds: Annotated[int, Check(lambda v: v >= 2, "an integer >= 2")]
-    alpha: OpenUnit
-    seed: int
-    pixel_folds: Annotated[int, Check(lambda v: v >= 2, "an integer >= 2")]
-    log_to_mlflow: bool
+    max_oracle_margin: NonNegativeFloat = 5.0
+    """Points the text-only oracle may score above exact random (strict), per category and overall."""
+    enforce: bool = True
+    """False: a failed gate only warns (exploratory sets)."""
+    folds: AtLeastTwo = 5
+    """The oracle learns each text's majority answer on the other folds of images."""
+    alpha: OpenUnit = 0.05
+    """A text's training answers show a majority when a binomial test rejects a fair coin."""
+    seed: int = 0
+    """Cross-validation seed of the pixel-statistics leak check."""
+    pixel_folds: AtLeastTwo = 5
+    log_to_mlflow: bool = True
+    """`probmed audit --track`: an audit/<set> run with the headline metrics."""
 
 
+@section
 class ExtractLLM(Section):
-    base_url: str | None
-    model: str
-    api_key_env: str
-    prompt_version: str
-    cache: str
-    timeout_s: PositiveFloat
-    max_retries: NonNegativeInt
+    base_url: str | None = None
+    """OpenAI-compatible endpoint; the LLM extractor runs only when set."""
+    model: str = "gpt-4o-2024-08-06"
+    api_key_env: str = "OPENAI_API_KEY"
+    """The key is read from this environment variable, never stored."""
+    prompt_version: str = "v1"
+    cache: str = "build/extract/llm_cache.jsonl"
+    """Answers by caption hash + prompt version + model."""
+    timeout_s: PositiveFloat = 60
+    max_retries: NonNegativeInt = 2
 
 
+@section
 class Extract(Section):
-    method: Literal["rules", "llm"]
-    llm: ExtractLLM
+    method: Literal["rules", "llm"] = "rules"
+    llm: ExtractLLM = default(ExtractLLM())
 
 
 # --- prediction ------------------------------------------------------------------------
 
 
+@section
 class Predict(Section):
-    questions: str
-    image_root: str
-    store_dir: str
-    describe_dir: str
-    out_dir: str
-    batch_size: PositiveInt
-    fsync: bool
-    lock_wait_s: NonNegativeFloat | None  # another process writes the store: 0 stops at once, N waits N s
-    disk_reserve_mb: NonNegativeFloat  # kept beside each store, freed for the answers in flight on a full disk
-    max_response_chars: PositiveInt | None  # longer responses are cut (the original length is recorded)
+    questions: str = "build/questions/questions.parquet"
+    image_root: str = "."
+    """Question image_path values are relative to this."""
+    store_dir: str = "build/answers"
+    """Answer store (JSONL per model); DVC-tracked, persist: true."""
+    describe_dir: str = "build/descriptions"
+    """Cached image descriptions per describer."""
+    out_dir: str = "build/predictions"
+    batch_size: PositiveInt = 64
+    """Questions per batch for backends that do not batch by image (APIs)."""
+    fsync: bool = True
+    """fsync the answer store once per batch."""
+    lock_wait_s: NonNegativeFloat | None = 0
+    """Another process writes the store: 0 stops at once naming its pid, N waits N s, None waits for ever."""
+    disk_reserve_mb: NonNegativeFloat = 8
+    """Kept beside each store, freed for the answers in flight on a full disk."""
+    max_response_chars: PositiveInt | None = 32000
+    """Longer responses are cut (the original length is recorded)."""
 
 
+@section
 class Settings(Section):
-    prompt_version: str
-    system_prompt: str | None
-    vanilla: str
-    describe: str
-    with_description: str
-    describe_max_new_tokens: PositiveInt
-    describer: str
+    prompt_version: str = "v1"
+    """Bump when a template changes meaning; part of every cache key."""
+    system_prompt: str | None = None
+    vanilla: str = "{question} Answer with a single word: yes or no."
+    describe: str = "Describe the medical image: its modality, the body part, and any abnormal findings with their location."
+    with_description: str = "Description of the image: {description}\n{question} Answer with a single word: yes or no."
+    describe_max_new_tokens: PositiveInt = 64
+    describer: str = "tiny"
+    """The model that writes descriptions for setting=described (paper: gpt-4o)."""
 
 
+@section
 class ProfileModel(Section):
     """One model of a named list (``model_profiles.<profile>.<name>``): how it runs here, or why not."""
 
     runs: Literal["hf", "api", "unsupported"]
-    model: str
-    serve: str
-    why: str
+    model: str | None = None
+    serve: str | None = None
+    why: str | None = None
 
 
+@section
 class Pricing(Section):
-    input_per_mtok: NonNegativeFloat
-    output_per_mtok: NonNegativeFloat
+    input_per_mtok: NonNegativeFloat = 0.0
+    """USD per million prompt tokens."""
+    output_per_mtok: NonNegativeFloat = 0.0
+    """USD per million completion tokens."""
 
 
+@section
 class Score(Section):
-    bootstrap_resamples: NonNegativeInt
-    ci_level: OpenUnit
-    seed: int
-    subset_fractions: list[UnitInterval]
-    subset_seed: int
+    bootstrap_resamples: NonNegativeInt = 1000
+    """Images resampled with replacement for the intervals (0: none)."""
+    ci_level: OpenUnit = 0.95
+    seed: int = 0
+    """Bootstrap seed."""
+    subset_fractions: list[UnitInterval] = default([0.2, 0.4, 0.6, 0.8, 1.0])
+    """Appendix C subset robustness."""
+    subset_seed: int = 0
 
 
 # --- fine-tuning -----------------------------------------------------------------------
 
 
+@section
 class Domain(Section):
-    source: str | None
-    modality: str | None
-    organ: str | None
+    source: str | None = "ChestX-ray14"
+    modality: str | None = "x-ray"
+    organ: str | None = "chest"
 
 
+@section
 class Split(Section):
-    eval_fraction: OpenUnit
-    val_fraction: Fraction
+    eval_fraction: OpenUnit = 0.5
+    """Patients per (source, modality, organ) group held out for transfer."""
+    val_fraction: Fraction = 0.1
+    """Training patients kept for the validation loss."""
 
 
+@section
 class AnswerTexts(Section):
-    yes: str
-    no: str
+    yes: str = "yes"
+    no: str = "no"
 
 
+@section
 class Lora(Section):
-    r: PositiveInt
-    alpha: PositiveFloat
-    dropout: Fraction
-    target_modules: str | list[str]
+    r: PositiveInt = 8
+    alpha: PositiveFloat = 16
+    dropout: Fraction = 0.05
+    target_modules: str | list[str] = r".*language_model.*\.(q_proj|k_proj|v_proj|o_proj)"
+    """A regex on full module names, or a list of suffixes."""
 
 
+@section
 class TrainStage(Section):
-    enabled: bool
-    epochs: NonNegativeInt
-    lr: PositiveFloat
-    weight_decay: NonNegativeFloat
-    batch_size: PositiveInt
-    max_per_group: PositiveInt | None
-    max_examples: PositiveInt | None
-    describe: bool  # pretraining also learns to describe each training image (finetune.data)
+    enabled: bool = True
+    epochs: NonNegativeInt = 3
+    lr: PositiveFloat = 0.001
+    weight_decay: NonNegativeFloat = 0.0
+    batch_size: PositiveInt = 32
+    max_per_group: PositiveInt | None = None
+    """Examples per (source, modality, organ)."""
+    max_examples: PositiveInt | None = None
+    describe: bool = False
+    """Also learn to describe each training image (finetune.data)."""
 
 
+@section
 class Trainer(Section):
-    accelerator: str
-    devices: PositiveInt | str | list[int]
-    strategy: str
-    precision: str
-    accumulate_grad_batches: PositiveInt
-    gradient_clip_val: NonNegativeFloat | None
-    deterministic: bool | Literal["warn"]
-    num_workers: NonNegativeInt
-    log_every_n_steps: PositiveInt
+    """Passed to lightning.Trainer."""
+
+    accelerator: str = "cpu"
+    devices: PositiveInt | str | list[int] = 1
+    strategy: str = "auto"
+    precision: str = "32-true"
+    accumulate_grad_batches: PositiveInt = 1
+    gradient_clip_val: NonNegativeFloat | None = 1.0
+    deterministic: bool | Literal["warn"] = True
+    num_workers: NonNegativeInt = 0
+    log_every_n_steps: PositiveInt = 10
 
 
+@section
 class Transfer(Section):
-    batch_size: PositiveInt
-    device: str
-    bootstrap_resamples: NonNegativeInt
-    max_images_per_group: PositiveInt | None
-    plot_categories: list[str]
+    batch_size: PositiveInt = 64
+    """Questions per forward pass (logit mode)."""
+    device: str = "cpu"
+    bootstrap_resamples: NonNegativeInt = 200
+    max_images_per_group: PositiveInt | None = 20
+    """Held-out images probed per (source, modality, organ); None = all."""
+    plot_categories: list[str] = default(["modality", "organ", "abnormality", "condition", "position"])
 
 
+@section
 class FinetuneMLflow(Section):
-    experiment: str
+    experiment: str = "probmed-finetune"
 
 
+@section
 class FinetuneProfile(Section):
     """What a profile (``finetune.profiles.<name>``) may override: the section without profiles."""
 
-    profile: str
-    questions: str
-    records: list[str]
-    image_root: str
-    out_dir: str
-    base_model: str
-    revision: str | None
-    dtype: str | None
-    seed: int | None
-    domain: Domain
-    split: Split
-    balance: bool
-    answer_texts: AnswerTexts
-    lora: Lora
-    pretrain: TrainStage
-    adapt: TrainStage
-    trainer: Trainer
-    transfer: Transfer
-    mlflow: FinetuneMLflow
+    profile: str = "cpu"
+    """cpu: the defaults of this section | any other name: finetune.profiles.<name> merged on top."""
+    questions: str = "build/questions/probmed-full.parquet"
+    records: list[str] = default([f"build/records/{name}.parquet" for name in RECORD_TABLES])
+    image_root: str = "."
+    out_dir: str = "build/finetune"
+    base_model: str = "tiny"
+    """tiny: the tiny LLaVA built from config, then pretrained; else an HF dir / hub id."""
+    revision: str | None = None
+    dtype: str | None = None
+    """torch dtype for loading (None: the checkpoint's default)."""
+    seed: int | None = None
+    """None: the top-level seed."""
+    domain: Domain = default(Domain())
+    split: Split = default(Split())
+    balance: bool = True
+    """Equal yes / no answers in every training split."""
+    answer_texts: AnswerTexts = default(AnswerTexts())
+    lora: Lora = default(Lora())
+    pretrain: TrainStage = default(TrainStage(epochs=8, max_per_group=80, describe=True))
+    adapt: TrainStage = default(TrainStage(epochs=3, max_examples=1600))
+    trainer: Trainer = default(Trainer())
+    transfer: Transfer = default(Transfer())
+    mlflow: FinetuneMLflow = default(FinetuneMLflow())
 
 
+@section
 class Finetune(FinetuneProfile):
-    profiles: dict[str, FinetuneProfile]
+    profiles: dict[str, Annotated[dict[str, Any], PartialOf(FinetuneProfile)]] = default({})
+    """Named overrides of this section (a mapping merges into the mapping it overrides)."""
 
 
 # --- pipeline, tracking, report -----------------------------------------------------
 
 
+@section
 class DataSource(Section):
-    dir: str
+    dir: str | None = None
+    """The source's folder under paths.data (None: the source's name)."""
 
 
+@section
 class ImageTypeCaps(Section):
     """How the full set's images spread over image types (probmed.benchmark.mix)."""
 
-    max_share: UnitInterval
-    max_images: PositiveInt | None
+    max_share: UnitInterval = 0.5
+    """No image type over this share of the images (seeded)."""
+    max_images: PositiveInt | None = None
 
 
+@section
 class QuestionSet(Section):
     sources: list[str]
-    image_types: ImageTypeCaps
-    max_images: PositiveInt | None
-    exclude_training_images: bool
-    commercial_only: bool
-    seed: int | None
+    image_types: ImageTypeCaps = default(ImageTypeCaps())
+    max_images: PositiveInt | None = None
+    """A seeded image subset spread over image types; None = the full set."""
+    exclude_training_images: bool = False
+    """Leave out images the default tiny model was pretrained on (finetune split)."""
+    commercial_only: bool = False
+    """Only images whose licence allows commercial use (no CC BY-NC*, MedICaT)."""
+    seed: int | None = None
 
 
+@section
 class Datasets(Section):
-    sources: dict[str, DataSource]
-    question_sets: dict[str, QuestionSet]
+    sources: dict[str, DataSource] = default({})
+    question_sets: dict[str, QuestionSet] = default({})
 
 
+@section
 class Run(Section):
     question_set: str
     model: str
     setting: str
 
 
+@section
 class Pipeline(Section):
-    runs: dict[str, Run]
-    described_runs: dict[str, Run]
-    describe: list[str]
+    runs: dict[str, Run] = default({})
+    described_runs: dict[str, Run] = default({})
+    describe: list[str] = default([])
+    """Question sets whose images settings.describer describes."""
 
 
+@section
 class Tracking(Section):
-    enabled: bool
-    uri: str
-    artifact_root: str
-    experiment: str
+    enabled: bool = True
+    uri: str = "sqlite:///mlflow.db"
+    artifact_root: str = "mlruns"
+    experiment: str = "probmed"
 
 
+ModelPair = Annotated[list[str], Check(lambda v: len(v) == 2, "a pair [model_a, model_b]")]
+
+
+@section
 class Report(Section):
-    title: str
-    transfer_models: list[str]
-    transfer_category: str
-    model_comparisons: list[Annotated[list[str], Check(lambda v: len(v) == 2, "a pair [model_a, model_b]")]]
-    min_images_per_cell: NonNegativeInt
-    log_to_mlflow: bool
+    title: str = "ProbMed probing evaluation"
+    transfer_models: list[str] = default(["finetune-base", "finetune-adapted"])
+    """Figure 5: base vs fine-tuned per image type."""
+    transfer_category: str = "condition"
+    model_comparisons: list[ModelPair] = default([["tiny", "blind"], ["finetune-adapted", "finetune-base"]])
+    """Model A - model B (vanilla) with a paired bootstrap interval, wherever both ran."""
+    min_images_per_cell: NonNegativeInt = 5
+    """Heatmap cells with fewer images are greyed out (their n still shown)."""
+    log_to_mlflow: bool = True
 
 
+@section
 class Params(Section):
     """params.yaml as a whole."""
 
-    paths: Paths
-    seed: int
-    curate: Curate
-    questions: Questions
-    audit: Audit
-    extract: Extract
-    model: str
-    setting: str
-    predict: Predict
-    settings: Settings
-    models: dict[str, dict[str, Any]]  # each entry: its backend's typed config (probmed.inference.models)
-    model_profiles: dict[str, dict[str, ProfileModel]]
-    pricing: dict[str, Pricing]
-    score: Score
-    finetune: Finetune
-    datasets: Datasets
-    pipeline: Pipeline
-    tracking: Tracking
-    report: Report
+    paths: Paths = default(Paths())
+    seed: int = 0
+    curate: Curate = default(Curate())
+    questions: Questions = default(Questions())
+    audit: Audit = default(Audit())
+    extract: Extract = default(Extract())
+    model: str = "tiny"
+    """A name under `models:`."""
+    setting: str = "vanilla"
+    """A name of probmed.core.settings.SETTINGS."""
+    predict: Predict = default(Predict())
+    settings: Settings = default(Settings())
+    models: dict[str, dict[str, Any]] = default({})
+    """Each entry: its backend's typed config (probmed.inference.models)."""
+    model_profiles: dict[str, dict[str, ProfileModel]] = default({})
+    pricing: dict[str, Pricing] = default({})
+    """USD per million tokens, by API model id (prefix match)."""
+    score: Score = default(Score())
+    finetune: Finetune = default(Finetune())
+    datasets: Datasets = default(Datasets())
+    pipeline: Pipeline = default(Pipeline())
+    tracking: Tracking = default(Tracking())
+    report: Report = default(Report())
 
 
 # --- the check -------------------------------------------------------------------------
@@ -375,6 +520,90 @@ class Params(Section):
 def check_params(cfg: Mapping[str, Any], schema: type[Section] = Params) -> None:
     """Every key of `cfg` known and every value of its declared type; ConfigError names the first that is not."""
     _check(cfg, schema, "")
+
+
+def parse_params(cfg: Mapping[str, Any]) -> Params:
+    """The typed params: `cfg` checked (:func:`check_params`), every key it leaves out at its default."""
+    check_params(cfg)
+    return build_section(cfg, Params, "")
+
+
+def build_section(value: Mapping[str, Any], cls: type[T], key: str, base: T | None = None) -> T:
+    """`value` (already checked) as a `cls`: keys it leaves out come from `base`, else from the field defaults.
+
+    `base` is the section standing at that place by default, so a partial
+    mapping merges into it (``curate.vqarad: {}`` keeps ``data/vqa-rad``).
+    """
+    hints = keys_of(cls)
+    built: dict[str, Any] = {}
+    for f in dataclasses.fields(cls):  # type: ignore[arg-type]
+        name = f.name
+        if name in value:
+            inner = getattr(base, name) if base is not None else _field_default(f)
+            built[name] = _build(value[name], hints[name], _join(key, name), inner)
+        elif base is not None:
+            built[name] = getattr(base, name)
+        elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
+            raise ConfigError(f"params: {_join(key, name)} is required ({describe(hints[name])})")
+    return cls(**built)
+
+
+T = TypeVar("T")
+
+
+def _field_default(f: dataclasses.Field[Any]) -> Any:
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return None if f.default is dataclasses.MISSING else f.default
+
+
+def _build(value: Any, hint: Any, key: str, base: Any) -> Any:
+    """One checked value as its typed form: sections built (merging into `base`), lists and maps walked."""
+    origin = typing.get_origin(hint)
+    if origin is Annotated:
+        inner, *checks = typing.get_args(hint)
+        if any(isinstance(c, PartialOf) for c in checks):
+            return copy.deepcopy(dict(value))
+        return _build(value, inner, key, base)
+    if origin in (Union, types.UnionType):
+        option = next(o for o in typing.get_args(hint) if _shallow_match(value, o))
+        return _build(value, option, key, base if _shallow_match(base, option) else None)
+    if isinstance(hint, type) and issubclass(hint, Section):
+        return build_section(value, hint, key, base if isinstance(base, hint) else None)
+    if origin is list:
+        (item,) = typing.get_args(hint)
+        return [_build(element, item, f"{key}[{i}]", None) for i, element in enumerate(value)]
+    if origin is dict:
+        _, item = typing.get_args(hint)
+        return {name: _build(element, item, _join(key, name), None) for name, element in value.items()}
+    return copy.deepcopy(value)
+
+
+def as_mapping(obj: Any) -> Any:
+    """A built section (or list/map of them) as plain containers, for logging, hashing and JSON."""
+    if isinstance(obj, Section):
+        return {f.name: as_mapping(getattr(obj, f.name)) for f in dataclasses.fields(obj)}  # type: ignore[arg-type]
+    if isinstance(obj, list):
+        return [as_mapping(item) for item in obj]
+    if isinstance(obj, dict):
+        return {name: as_mapping(item) for name, item in obj.items()}
+    return obj
+
+
+def selected_finetune(finetune: Finetune) -> FinetuneProfile:
+    """The `finetune` section with its selected profile (``finetune.profile``) merged on top.
+
+    ``cpu`` is the section itself; any other name must be a key of
+    ``finetune.profiles``, whose mapping merges into the section (a mapping into
+    a mapping, anything else replaces).
+    """
+    if finetune.profile == "cpu":
+        return finetune
+    if finetune.profile not in finetune.profiles:
+        have = ", ".join(["cpu", *finetune.profiles])
+        raise ConfigError(f"finetune.profile = {finetune.profile!r}: no finetune.profiles.{finetune.profile} (have: {have})")
+    merged = build_section(finetune.profiles[finetune.profile], FinetuneProfile, "finetune", finetune)
+    return merged
 
 
 def keys_of(section: type[Section]) -> dict[str, Any]:
@@ -393,7 +622,8 @@ def _check(value: Any, hint: Any, key: str, shown: Any = None) -> None:
         return
     if origin is Annotated:
         base, *checks = typing.get_args(hint)
-        _check(value, base, key, shown or hint)
+        partial = next((c for c in checks if isinstance(c, PartialOf)), None)
+        _check(value, partial.section if partial else base, key, shown or hint)
         for check in checks:
             if isinstance(check, Check) and not check.test(value):
                 _wrong(value, shown or hint, key)
