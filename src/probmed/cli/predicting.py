@@ -13,17 +13,16 @@ from __future__ import annotations
 
 import argparse
 import json
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, command_params
-from probmed.core.config import to_plain
+from probmed.cli.options import add_params_arguments, params_of
 from probmed.core.errors import ConfigError, UserError
-from probmed.core.settings import BASE_SETTING, Setting, get_setting
+from probmed.core.settings import Setting, get_setting
 
 if TYPE_CHECKING:  # annotations only: `probmed --help` must not import the inference stack
-    from probmed.inference.answer_store import StoreOptions
+    from probmed.core.params_schema import Params, Predict
     from probmed.inference.predict import PredictJob, Shard
     from probmed.inference.prompting import PromptSet
 
@@ -92,72 +91,48 @@ def _read_questions(path: str):
 class CommandInputs:
     """What `predict` and `describe` read from params.yaml and their command line, resolved once."""
 
-    params: Any  # the merged params (predict reads `model` from it)
-    models: dict[str, Any]  # the `models:` section
+    params: Params
+    predict: Predict  # params.predict with the command line's --image-root and --wait-lock in it
     prompts: PromptSet
     setting: Setting
     questions_path: str
-    image_root: Path
     shard: Shard
-    store: StoreOptions
-    store_dir: Path
-    describe_dir: Path | None
-    out_dir: Path
-    batch_size: int
-    seed: int
     context: dict[str, Any]  # run-wide backend values: seed, pricing table, system prompt
 
     def job(self) -> PredictJob:
         """The run of `predict`: this setting, these prompts and stores, this shard."""
         from probmed.inference.predict import PredictJob
 
-        return PredictJob(self.setting, self.prompts, self.image_root, self.store_dir, describe_dir=self.describe_dir,
-                          shard=self.shard, batch_size=self.batch_size, control_seed=self.seed,
-                          store=self.store)
+        return PredictJob(self.setting, self.prompts, self.predict, shard=self.shard, control_seed=self.params.seed)
 
 
 def _setup(args: argparse.Namespace) -> CommandInputs:
     from probmed.inference.predict import parse_shard
     from probmed.inference.prompting import PromptSet
 
-    cfg = command_params(args)
-    pc = to_plain(cfg.get("predict")) or {}
-    models = to_plain(cfg.get("models")) or {}
-    if not models:
+    params = params_of(args)
+    if not params.models:
         raise ConfigError("params: section 'models' is missing")
-    prompts = PromptSet.from_params(to_plain(cfg.get("settings")))
-    setting = get_setting(str(cfg.get("setting", BASE_SETTING)))
-    seed = int(cfg.get("seed", 0))
-    describe_dir = pc.get("describe_dir", "build/descriptions")
-    questions_path = args.questions or pc.get("questions")
+    prompts = PromptSet.from_settings(params.settings)
+    setting = get_setting(params.setting)
+    questions_path = args.questions or params.predict.questions
     if not questions_path:
         raise ConfigError("no question table: pass --questions or set predict.questions")
     return CommandInputs(
-        params=cfg, models=models, prompts=prompts, setting=setting,
-        questions_path=questions_path, image_root=Path(args.image_root or pc.get("image_root", ".")),
-        shard=parse_shard(args.shard), store=store_options(pc, args),
-        store_dir=Path(pc.get("store_dir", "build/answers")),
-        describe_dir=None if describe_dir is None else Path(describe_dir), out_dir=Path(pc.get("out_dir", "build/predictions")),
-        batch_size=int(pc.get("batch_size", 64)), seed=seed,
-        context={"seed": seed, "pricing": to_plain(cfg.get("pricing")) or {},
+        params=params, predict=_predict_section(params.predict, args), prompts=prompts, setting=setting,
+        questions_path=questions_path, shard=parse_shard(args.shard),
+        context={"seed": params.seed, "pricing": {name: asdict(price) for name, price in params.pricing.items()},
                  "system_prompt": prompts.system_prompt},
     )
 
 
-def store_options(pc: dict[str, Any], args: argparse.Namespace) -> StoreOptions:
-    """The answer-store options of the ``predict:`` section (lock wait, disk reserve, response cap)."""
-    from probmed.inference.answer_store import StoreOptions
-
-    defaults = StoreOptions()
-    wait = args.wait_lock if getattr(args, "wait_lock", None) is not None else pc.get("lock_wait_s", 0)
-    reserve_mb = pc.get("disk_reserve_mb", defaults.reserve_bytes / 2**20)
-    cap = pc.get("max_response_chars", defaults.max_response_chars)
-    for key, value in (("lock_wait_s", wait), ("disk_reserve_mb", reserve_mb), ("max_response_chars", cap)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            raise ConfigError(f"params: predict.{key} = {value!r}, expected a non-negative number or null")
-    return StoreOptions(fsync=bool(pc.get("fsync", True)), lock_wait_s=None if wait is None else float(wait),
-                        reserve_bytes=int(float(reserve_mb or 0) * 2**20),
-                        max_response_chars=None if cap is None else int(cap))
+def _predict_section(predict: Predict, args: argparse.Namespace) -> Predict:
+    """The ``predict:`` section with what the command line sets instead (--image-root, --wait-lock)."""
+    wait = getattr(args, "wait_lock", None)
+    if wait is not None and wait < 0:
+        raise ConfigError(f"--wait-lock {wait!r}: expected a non-negative number of seconds")
+    changes = {"image_root": args.image_root, "lock_wait_s": wait}
+    return replace(predict, **{key: value for key, value in changes.items() if value is not None})
 
 
 def _backend(models: dict, name: str, context: dict):
@@ -186,21 +161,21 @@ def _predict(args: argparse.Namespace) -> int:
     from probmed.inference.predict import run_predictions
 
     inputs = _setup(args)
-    name = str(inputs.params.get("model", ""))
+    name = inputs.params.model
     if not name:
         raise ConfigError("params: key 'model' is missing (e.g. model=tiny)")
     questions = _read_questions(inputs.questions_path)
-    backend = _backend(inputs.models, name, inputs.context)
+    backend = _backend(inputs.params.models, name, inputs.context)
     describer = None
     try:
         if inputs.setting.description_by == "describer":
-            describer = _backend(inputs.models, inputs.prompts.describer, inputs.context)
+            describer = _backend(inputs.params.models, inputs.prompts.describer, inputs.context)
         result = run_predictions(questions, backend, inputs.job(), describer=describer, progress=not args.no_progress)
     finally:
         backend.close()
         if describer is not None:
             describer.close()
-    out = args.out or str(inputs.out_dir / f"{name}-{inputs.setting.name}{inputs.shard.suffix}.parquet")
+    out = args.out or str(Path(inputs.predict.out_dir) / f"{name}-{inputs.setting.name}{inputs.shard.suffix}.parquet")
     write_predictions(result.predictions, out)
     print(json.dumps({"model": name, "setting": inputs.setting.name, "out": out, **result.summary()}, default=str))
     return 1 if result.n_failed else 0
@@ -214,16 +189,17 @@ def cmd_describe(args: argparse.Namespace) -> int:
 def _describe(args: argparse.Namespace) -> int:
     from probmed.core.process import ParentExited, stop_reason
     from probmed.core.progress import progress
+    from probmed.inference.answer_store import open_store
     from probmed.inference.describe import describe_images, export_descriptions
     from probmed.inference.predict import resolve_images, shard_questions
 
     inputs = _setup(args)
     name = args.describer or inputs.prompts.describer
     questions = shard_questions(_read_questions(inputs.questions_path), inputs.shard)
-    images = resolve_images(questions, inputs.image_root)
-    store = inputs.store.open(inputs.describe_dir / name, inputs.shard.file_name)
+    images = resolve_images(questions, Path(inputs.predict.image_root))
+    store = open_store(Path(inputs.predict.describe_dir) / name, inputs.shard.file_name, inputs.predict)
     try:
-        backend = _backend(inputs.models, name, inputs.context)
+        backend = _backend(inputs.params.models, name, inputs.context)
         try:
             with progress(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
                 got = describe_images(backend, list(images.items()), inputs.prompts, store, on_progress=bar.update)
@@ -233,7 +209,7 @@ def _describe(args: argparse.Namespace) -> int:
         store.close()
     if backend.stop_requested:
         raise ParentExited(f"{stop_reason()}; the descriptions received are stored")
-    out = args.out or str(inputs.describe_dir / f"{name}.parquet")
+    out = args.out or str(Path(inputs.predict.describe_dir) / f"{name}.parquet")
     export_descriptions(store, out)
     failed = sum(v is None for v in got.values())
     print(json.dumps({"describer": name, "images": len(got), "failed": failed, "out": out}))

@@ -275,8 +275,8 @@ def run_transfer(
     progress: bool = True,
 ) -> TransferResult:
     """Probe base and adapted model on every held-out group; write table, plot, scores and MLflow runs."""
-    from probmed.inference.models.hf import HFBackend
     from probmed.core.settings import BASE_SETTING, SETTINGS
+    from probmed.inference.models.hf import HFBackend
     from probmed.inference.predict import PredictJob, run_predictions
     from probmed.reporting.style import palette_from_params
     from probmed.scoring.metrics import score
@@ -302,8 +302,8 @@ def run_transfer(
     for name, adapter_dir in zip(MODELS, (None, str(adapter))):
         backend = HFBackend(name, backend_config(fcfg, base_id, revision, adapter_dir))
         try:
-            job = PredictJob(SETTINGS[BASE_SETTING], prompts, Path(image_root), out_dir / "answers",
-                             batch_size=int(fcfg.transfer.get("batch_size", 64)))
+            job = PredictJob.in_folders(SETTINGS[BASE_SETTING], prompts, image_root, out_dir / "answers",
+                                        batch_size=int(fcfg.transfer.get("batch_size", 64)))
             result = run_predictions(questions[list(QUESTION_COLUMNS)], backend, job, progress=progress)
         finally:
             backend.close()

@@ -18,44 +18,38 @@ from __future__ import annotations
 import dataclasses
 import types
 import typing
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Iterable, Mapping
 
 import pandas as pd
 
+from probmed.core.params_schema import Check, NonNegativeFloat, NonNegativeInt
 from probmed.core.records import PREDICTION_COLUMNS
 from probmed.core.vocab import LABELS
 
-Check = Callable[[Any], bool]
-
-
-def _checked(check: Check) -> Any:
-    """A field whose value must also pass `check` (beyond its type) to be a valid store line."""
-    return field(metadata={"check": check})
-
-
-def _non_negative(value: float) -> bool:
-    return value >= 0
+NonEmpty = Annotated[str, Check(bool, "a non-empty string")]
+Label = Annotated[str, Check(lambda v: v in LABELS, f"one of {list(LABELS)}")]
+Probability = Annotated[float | None, Check(lambda v: v is None or 0.0 <= v <= 1.0, "a number in [0, 1] or null")]
 
 
 @dataclass(frozen=True)
 class AnswerRecord:
     """One model answer to one question, as stored (field order: the order a writer emits them)."""
 
-    key: str = _checked(bool)  # the answer-store key (answer_store.cache_key); "cache_key" in the prediction table
+    key: NonEmpty  # the answer-store key (answer_store.cache_key); "cache_key" in the prediction table
     qid: str
     image_id: str
     model: str
     setting: str
     prompt_version: str
     response: str  # capped at predict.max_response_chars, redacted
-    label: str = _checked(lambda v: v in LABELS)
-    p_yes: float | None = _checked(lambda v: v is None or 0.0 <= v <= 1.0)  # logit mode only
-    latency_s: float = _checked(_non_negative)
-    prompt_tokens: int = _checked(_non_negative)
-    completion_tokens: int = _checked(_non_negative)
-    cost_usd: float = _checked(_non_negative)
-    retries: int = _checked(_non_negative)
+    label: Label
+    p_yes: Probability  # logit mode only
+    latency_s: NonNegativeFloat
+    prompt_tokens: NonNegativeInt
+    completion_tokens: NonNegativeInt
+    cost_usd: NonNegativeFloat
+    retries: NonNegativeInt
     error: str  # non-empty: the backend gave up (kept for the record, re-asked on the next run)
     finish_reason: str | None
     truncated_from: int | None  # the response's length before the cap, None when not cut
@@ -70,15 +64,15 @@ class AnswerRecord:
 class DescriptionRecord:
     """One image description (setting `cot` / `described`), kept in the describer's own store."""
 
-    key: str = _checked(bool)  # describe.description_key
+    key: NonEmpty  # describe.description_key
     image_id: str
     describer: str
     response: str
     error: str
-    latency_s: float = _checked(_non_negative)
-    prompt_tokens: int = _checked(_non_negative)
-    completion_tokens: int = _checked(_non_negative)
-    cost_usd: float = _checked(_non_negative)
+    latency_s: NonNegativeFloat
+    prompt_tokens: NonNegativeInt
+    completion_tokens: NonNegativeInt
+    cost_usd: NonNegativeFloat
 
     def to_line(self) -> dict[str, Any]:
         return _line(self)
@@ -103,15 +97,18 @@ def _json_types(hint: Any) -> tuple[type, ...]:
 
 
 def _field_specs(*classes: type) -> dict[str, tuple[tuple[type, ...], Check | None]]:
-    """Field -> (accepted JSON types, check), over every record kind a store holds (a shared field has one type)."""
+    """Field -> (accepted JSON types, its check), over every record kind a store holds (a shared field has one
+    type)."""
     specs: dict[str, tuple[tuple[type, ...], Check | None]] = {}
     for cls in classes:
-        hints = typing.get_type_hints(cls)
-        for f in dataclasses.fields(cls):
-            allowed = _json_types(hints[f.name])
-            if f.name in specs and specs[f.name][0] != allowed:
-                raise TypeError(f"store field {f.name!r} has two types")
-            specs.setdefault(f.name, (allowed, f.metadata.get("check")))
+        for name, hint in typing.get_type_hints(cls, include_extras=True).items():
+            check = None
+            if typing.get_origin(hint) is Annotated:
+                hint, check = typing.get_args(hint)[:2]
+            allowed = _json_types(hint)
+            if name in specs and specs[name][0] != allowed:
+                raise TypeError(f"store field {name!r} has two types")
+            specs.setdefault(name, (allowed, check))
     return specs
 
 
@@ -130,7 +127,7 @@ def validate_line(line: Any) -> str | None:
         value = line[name]
         if isinstance(value, bool) or not isinstance(value, allowed):
             return f"field {name!r}: expected {'/'.join(t.__name__ for t in allowed)}, got {type(value).__name__}"
-        if check is not None and not check(value):
+        if check is not None and not check.test(value):
             return f"field {name!r}: invalid value {value!r}"[:200]
     return None
 

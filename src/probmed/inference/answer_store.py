@@ -39,13 +39,15 @@ import logging
 import os
 import re
 import time
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from probmed.core.errors import DiskFullError, StoreLockedError
 from probmed.core.filelock import FileLock
 from probmed.inference.answer_record import validate_line
+
+if TYPE_CHECKING:
+    from probmed.core.params_schema import Predict
 
 log = logging.getLogger(__name__)
 
@@ -400,16 +402,10 @@ class AnswerStore:
             pass
 
 
-@dataclass(frozen=True)
-class StoreOptions:
-    """How a run keeps its answer stores (the ``predict:`` section of params.yaml)."""
-
-    fsync: bool = True  # fsync once per batch
-    lock_wait_s: float | None = 0.0  # another writer on the same file: fail at once (0), wait (s), None: forever
-    reserve_bytes: int = 8 << 20  # disk kept free beside the store for the answers in flight when the disk fills
-    max_response_chars: int | None = 32_000  # longer responses are cut (the original length is recorded)
-
-    def open(self, directory: Path, file_name: str) -> AnswerStore:
-        """The store in `directory`, this process writing `file_name` (its lock held until ``close``)."""
-        return AnswerStore(directory, file_name, fsync=self.fsync, writer=True, lock_wait_s=self.lock_wait_s,
-                           reserve_bytes=self.reserve_bytes)
+def open_store(directory: Path, file_name: str, predict: Predict) -> AnswerStore:
+    """A writer on `file_name` in `directory`, kept as the ``predict:`` section says (fsync, lock wait, disk
+    reserve); its lock is held until ``close``."""
+    wait = predict.lock_wait_s
+    return AnswerStore(directory, file_name, fsync=predict.fsync, writer=True,
+                       lock_wait_s=None if wait is None else float(wait),
+                       reserve_bytes=int(float(predict.disk_reserve_mb) * 2**20))

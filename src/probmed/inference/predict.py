@@ -21,13 +21,14 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
 import numpy as np
 import pandas as pd
 
 from probmed.core.clock import iso_time
 from probmed.core.errors import ConfigError, RecordError
+from probmed.core.params_schema import Params, Predict
 from probmed.core.process import ParentExited, stop_reason
 from probmed.core.progress import progress as progress_bar
 from probmed.core.records import PREDICTION_COLUMNS
@@ -36,12 +37,7 @@ from probmed.inference.ablation import control_images
 from probmed.inference.answer_parser import parse_answer
 from probmed.inference.answer_record import AnswerRecord, prediction_table
 from probmed.inference.answer_sink import AnswerSink
-from probmed.inference.answer_store import (
-    AnswerStore,
-    StoreOptions,
-    cache_key,
-    file_hash,
-)
+from probmed.inference.answer_store import AnswerStore, cache_key, file_hash, open_store
 from probmed.inference.describe import describe_images
 from probmed.inference.images import DecodedImages, resolve_image
 from probmed.inference.models.base import Answer, Backend, Item
@@ -76,7 +72,8 @@ class RunResult:
         }
 
 
-class Shard(NamedTuple):
+@dataclass(frozen=True)
+class Shard:
     """Shard `index` of `count`: the images k with k mod count == index (0 of 1: everything)."""
 
     index: int = 0
@@ -128,13 +125,30 @@ class PredictJob:
 
     setting: Setting  # resolved once (core.settings.get_setting) by whoever starts the run
     prompts: PromptSet
-    image_root: Path  # question image_path values are relative to it
-    store_dir: Path  # answer stores, one directory per model
-    describe_dir: Path | None = None  # description stores per describer (`cot`, `described`)
+    predict: Predict  # params.yaml `predict:`: image root, store folders, batch size, how stores are kept
     shard: Shard = Shard()
-    batch_size: int = 64  # questions per batch for backends that do not batch by image (APIs)
-    control_seed: int = 0  # draws the `shuffled` image control
-    store: StoreOptions = StoreOptions()
+    control_seed: int = Params.seed  # draws the `shuffled` image control (params.yaml `seed`)
+
+    @classmethod
+    def in_folders(cls, setting: Setting, prompts: PromptSet, image_root: str | Path, store_dir: str | Path, *,
+                   shard: Shard = Shard(), control_seed: int = Params.seed, **predict: Any) -> PredictJob:
+        """A job with the `predict:` section's defaults but these folders (and any other `predict:` key given):
+        for callers without params.yaml (fine-tuning's transfer study, benchmarks, tests)."""
+        section = Predict(image_root=str(image_root), store_dir=str(store_dir), **predict)
+        return cls(setting, prompts, section, shard=shard, control_seed=control_seed)
+
+    @property
+    def image_root(self) -> Path:
+        """The folder question image_path values are relative to."""
+        return Path(self.predict.image_root)
+
+    def store_dir(self, backend: Backend) -> Path:
+        """The answer store of `backend` (one folder per model)."""
+        return Path(self.predict.store_dir) / backend.name
+
+    def open_store(self, directory: Path) -> AnswerStore:
+        """This shard's file of the store in `directory`, written by this process alone."""
+        return open_store(directory, self.shard.file_name, self.predict)
 
 
 @dataclass(frozen=True)
@@ -153,9 +167,9 @@ class PendingQuestion(KeyedQuestion):
 
 
 def answer_record(question: KeyedQuestion, ans: Answer, backend: Backend, job: PredictJob) -> AnswerRecord:
-    """The store record of one answer: the response capped at ``job.store.max_response_chars`` (the original
+    """The store record of one answer: the response capped at ``predict.max_response_chars`` (the original
     length kept in ``truncated_from``), every text the backend got from outside redacted."""
-    cap = job.store.max_response_chars
+    cap = job.predict.max_response_chars
     response = ans.response or ""
     truncated_from = None
     if cap is not None and len(response) > cap:
@@ -194,9 +208,7 @@ def _describe_for(job: PredictJob, backend: Backend, describer: Backend | None, 
     who = backend if by == "self" else describer
     if who is None:
         raise ConfigError("setting=described needs a describer model (settings.describer)")
-    if job.describe_dir is None:
-        raise ConfigError("descriptions need a cache directory (predict.describe_dir)")
-    dstore = job.store.open(Path(job.describe_dir) / who.name, job.shard.file_name)
+    dstore = job.open_store(Path(job.predict.describe_dir) / who.name)
     try:
         with progress_bar(total=len(image_paths), desc=f"describe[{who.name}]", unit="img", disable=not progress) as bar:
             got = describe_images(who, list(image_paths.items()), job.prompts, dstore, on_progress=bar.update,
@@ -263,7 +275,7 @@ def _batches(pending: list[PendingQuestion], by_image: bool, batch_size: int) ->
 def _ask(plan: _Plan, backend: Backend, job: PredictJob, sink: AnswerSink, bar: Any, decoded: DecodedImages) -> None:
     """Ask every pending question, each batch through the sink: a local model's answers of one image together
     (one append, one fsync per image), an API's each the moment it arrives."""
-    for batch in _batches(plan.pending, backend.batch_by_image, job.batch_size):
+    for batch in _batches(plan.pending, backend.batch_by_image, job.predict.batch_size):
         if backend.stop_requested:
             break
         decoded.check((p.item.image_id, p.item.image_path) for p in batch)  # before the backend sees them
@@ -282,7 +294,7 @@ def _image_paths(questions: pd.DataFrame, part: pd.DataFrame, backend: Backend, 
     if job.setting.is_image_control:
         image_paths = control_images(job.setting, questions, image_paths,
                                      lambda q: resolve_images(q, job.image_root),
-                                     job.store_dir / backend.name, job.control_seed, file_hash)
+                                     job.store_dir(backend), job.control_seed, file_hash)
     return image_paths
 
 
@@ -302,7 +314,7 @@ def run_predictions(questions: pd.DataFrame, backend: Backend, job: PredictJob, 
     part = shard_questions(questions, job.shard)
     image_paths = _image_paths(questions, part, backend, job)
     decoded = DecodedImages()  # every image is decoded before a backend sees it
-    store = job.store.open(job.store_dir / backend.name, job.shard.file_name)
+    store = job.open_store(job.store_dir(backend))
     try:
         descriptions = _describe_for(job, backend, describer, image_paths, progress, decoded)
         plan = _plan(part, backend, job, store, image_paths, descriptions)

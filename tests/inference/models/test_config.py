@@ -108,7 +108,7 @@ def test_retraining_the_served_model_or_moving_the_endpoint_changes_every_key(tm
         backend = build_backend({"served": cfg}, "served")
         store = tmp_path / "answers"
         result = run_predictions(questions, backend,
-            PredictJob(get_setting("vanilla"), PROMPTS, shared_data, store), progress=False)
+            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, store), progress=False)
         backend.close()
         return set(result.predictions["cache_key"]), result.n_asked
 

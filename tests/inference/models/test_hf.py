@@ -142,9 +142,9 @@ def test_retrained_weights_change_the_cache_key(tmp_path, tiny_dir, shared_data,
     # a run through the store: the second model re-asks everything
     questions = questions.head(5)
     r1 = run_predictions(questions, build_backend(hf_models(tiny_dir), "m"),
-        PredictJob(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store"), progress=False)
+        PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store"), progress=False)
     r2 = run_predictions(questions, build_backend(hf_models(copy), "m"),
-        PredictJob(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store"), progress=False)
+        PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store"), progress=False)
     assert r1.n_asked == len(questions) and r2.n_asked == len(questions)
 
 

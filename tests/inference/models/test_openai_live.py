@@ -19,7 +19,8 @@ def test_gpt4o_answers_two_questions(tmp_path, repo_root, shared_data, questions
         pytest.skip("needs OPENAI_API_KEY")
     cfg = load_params(repo_root / "params.yaml", ["models.gpt-4o.enabled=true", "models.gpt-4o.max_image_side=256"])
     backend = build_backend(to_plain(cfg.models), "gpt-4o", pricing=to_plain(cfg.pricing))
-    job = PredictJob(get_setting("vanilla"), PromptSet.from_params(to_plain(cfg.settings)), shared_data, tmp_path)
+    prompts = PromptSet.from_params(to_plain(cfg.settings))
+    job = PredictJob.in_folders(get_setting("vanilla"), prompts, shared_data, tmp_path)
     result = run_predictions(questions.head(2), backend, job, progress=False)
     backend.close()
     preds = result.predictions

@@ -63,11 +63,11 @@ def test_transformers_serve_answers_like_the_local_backend(served_tiny, tiny_dir
     }
     served = build_backend(models, "served")
     got = run_predictions(q, served,
-        PredictJob(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "s"), progress=False)
+        PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "s"), progress=False)
     served.close()
     preds = got.predictions
     assert (preds["error"] == "").all() and (preds["response"].str.len() > 0).all()
     assert (preds["prompt_tokens"] > 16).all()  # the image tokens reached the model
     local = run_predictions(q, build_backend(models, "local"),
-        PredictJob(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "s"), progress=False)
+        PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "s"), progress=False)
     assert list(preds["response"]) == list(local.predictions["response"])  # same weights, same greedy answers
