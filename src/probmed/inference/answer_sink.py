@@ -85,11 +85,14 @@ class AnswerSink:
             self.put(received)
             self.sync()
 
-    def stop_if_disk_full(self, remaining: Callable[[], list[str]]) -> None:
+    def stop_if_disk_full(self, remaining: Callable[[], list[str]], kind: tuple[str, str] = ("answers", "question")
+                          ) -> None:
         """The disk filled: write what was received into the freed reserve, then raise DiskFullError (exit 3)
-        saying what is on disk and which questions (`remaining()`, asked after the write) are left."""
+        saying what is on disk and what (`remaining()`, asked after the write) is left; `kind` names what is
+        stored and what is asked (answers / question, descriptions / image)."""
         if not self.disk_error:
             return
+        stored, asked = kind
         n = len(self.unwritten)
         self.store.release_reserve()
         lost: list[StoreRecord] = []
@@ -100,9 +103,9 @@ class AnswerSink:
             for rec in lost:  # last resort: the answers go to stderr rather than nowhere
                 print(json.dumps(rec.to_line(), ensure_ascii=False), file=sys.stderr)
         left = remaining()
-        saved = (f"all {self.asked + n} answers received are on disk ({n} written into the space the store keeps "
-                 "in reserve)") if not lost else (f"{len(lost)} answers received could not be written and were "
+        saved = (f"all {self.asked + n} {stored} received are on disk ({n} written into the space the store keeps "
+                 "in reserve)") if not lost else (f"{len(lost)} {stored} received could not be written and were "
                                                  "printed to stderr as JSON lines")
         example = f", e.g. {', '.join(left[:3])}" if left else ""
-        raise DiskFullError(f"{self.disk_error}: {saved}; {len(left)} question(s) remain to ask{example}; "
+        raise DiskFullError(f"{self.disk_error}: {saved}; {len(left)} {asked}(s) remain to ask{example}; "
                             "free space and re-run (only those are asked)")
