@@ -15,7 +15,7 @@ from probmed.reporting import plots
 from probmed.reporting.comparisons import compare_runs
 from probmed.reporting.report import discover_runs
 from probmed.reporting.runs import FigureInput
-from probmed.reporting.style import MISSING_COLOUR, bars, model_colours
+from probmed.core.figure_style import MISSING_COLOUR, bars, model_colours
 from probmed.scoring.compare import Bootstrap
 
 MODELS = ["looker", "blind"]

@@ -193,7 +193,7 @@ def report_options(cfg: dict[str, Any]):
     """The report's options from params: the scorer's bootstrap (``score``) for every paired difference,
     ``report.model_comparisons``, one colour per model (``models`` order) and ``report.min_images_per_cell``."""
     from probmed.reporting.report import ReportOptions
-    from probmed.reporting.style import palette_from_params
+    from probmed.core.figure_style import palette_from_params
     from probmed.scoring.compare import Bootstrap
 
     score = cfg.get("score") or {}

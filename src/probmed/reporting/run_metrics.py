@@ -72,8 +72,8 @@ def _pairs(scores: ScoreReport) -> Iterator[tuple[str, Any]]:
     for step, block in scores.procedural.items():
         if isinstance(block, dict):
             yield f"procedural/{step}", block.get("accuracy")
-    known = scores.data.get("known_absent") or {}
-    yield "known_absent/strict_overall", (known.get("overall") or {}).get("accuracy_adv_pairs_original_weighting")
+    known = scores.known_absent
+    yield "known_absent/strict_overall", known.scores.overall.get("accuracy_adv_pairs_original_weighting") if known else None
 
 
 def run_metrics(scores: ScoreReport) -> dict[str, float]:
