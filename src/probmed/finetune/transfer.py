@@ -274,8 +274,9 @@ def run_transfer(
     """Probe base and adapted model on every held-out group; write table, plot, scores and MLflow runs."""
     from probmed.core.figure_style import palette_from_params
     from probmed.core.params_schema import Score
+    from probmed.core.settings import BASE_SETTING, SETTINGS
     from probmed.inference.models.hf import HFBackend
-    from probmed.inference.predict import run_predictions
+    from probmed.inference.predict import PredictJob, run_predictions
     from probmed.scoring.run import score_run, write_run
 
     fcfg = finetune_params(params)
@@ -298,10 +299,9 @@ def run_transfer(
     for name, adapter_dir in zip(MODELS, (None, str(adapter))):
         backend = HFBackend(name, backend_config(fcfg, base_id, revision, adapter_dir))
         try:
-            result = run_predictions(
-                questions[list(QUESTION_COLUMNS)], backend, "vanilla", prompts, image_root, out_dir / "answers",
-                batch_size=fcfg.transfer.batch_size, progress=progress,
-            )
+            job = PredictJob.in_folders(SETTINGS[BASE_SETTING], prompts, image_root, out_dir / "answers",
+                                        batch_size=fcfg.transfer.batch_size)
+            result = run_predictions(questions[list(QUESTION_COLUMNS)], backend, job, progress=progress)
         finally:
             backend.close()
         if result.n_failed:
