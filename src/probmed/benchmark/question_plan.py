@@ -232,7 +232,8 @@ def _pope(plans: Sequence[PairPlan], singles: Sequence[Slot], strategy: str, see
     used: dict[Hashable, set[str]] = {}
     out: dict[Hashable, tuple[Choice | None, str]] = {}
     for p in [*plans, *singles]:
-        slot, category, hard = (p.slot, p.category, _hard(p, pop)) if isinstance(p, PairPlan) else (p, "condition", None)
+        slot, category = (p.slot, p.category) if isinstance(p, PairPlan) else (p, "condition")
+        hard = _hard(p, pop) if strategy == "adversarial" and isinstance(p, PairPlan) else None  # read by it alone
         iid = slot.key[0]
         rng = rngs.setdefault(iid, random.Random(f"{seed}:{iid}"))
         taken = used.setdefault(slot.group, set()) if slot.group is not None else set()

@@ -74,8 +74,13 @@ def _qa_pairs(rec: ImageRecord) -> list[tuple[str, str]]:
     return [(str(q), str(a)) for q, a, *_ in rec.provenance.get("qa") or []]
 
 
+_NO_MENTIONS = Mentions(frozenset(), frozenset(), ())
+
+
 def qa_mentions(rec: ImageRecord) -> Mentions:
     """Everything a QA pair of the image affirms: the question of a pair not answered "no", and open answers."""
+    if not rec.provenance.get("qa"):
+        return _NO_MENTIONS  # most records have no QA: the generator asks this per category and slot
     from probmed.benchmark.curation.extract_rules import find_conditions
 
     conds: set[str] = set()
@@ -113,6 +118,7 @@ def organ_adversaries(rec: ImageRecord) -> tuple[str, ...]:
 # --- conditions --------------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=4096)
 def canonical_condition(name: str) -> str:
     """A condition name or synonym -> the canonical name ("pleural effusion" -> "effusion")."""
     key = str(name).lower().strip()
@@ -184,6 +190,7 @@ CHEST_REGION_ZONES: dict[str, tuple[str, ...]] = {
 _PLURALS = {v: k for k, v in BILATERAL_FORMS.items()}
 
 
+@lru_cache(maxsize=4096)
 def parse_position(phrase: str) -> tuple[str | None, str | None]:
     """``"bilateral lower lobes"`` -> ("bilateral", "lower lobe"); ``"left"`` -> ("left", None)."""
     words = str(phrase).lower().split()
@@ -197,6 +204,7 @@ def parse_position(phrase: str) -> tuple[str | None, str | None]:
     return side, region
 
 
+@lru_cache(maxsize=4096)
 def chest_cells(phrase: str) -> frozenset[str] | None:
     """Lung-field cells of a chest position, radiograph zone phrase or text phrase (None: unknown region)."""
     cells = cxr_footprint(phrase)
@@ -213,8 +221,11 @@ def chest_cells(phrase: str) -> frozenset[str] | None:
     return frozenset({f"{s}:{z}" for s in sides for z in zones} | extra)
 
 
+@lru_cache(maxsize=65536)
 def positions_overlap(organ: str, a: str, b: str) -> bool:
-    """True when two position phrases of an organ can name the same place (conservative when unsure)."""
+    """True when two position phrases of an organ can name the same place (conservative when unsure).
+
+    Cached: a pure function of three vocabulary phrases, asked per candidate of every position slot."""
     if a == b:
         return True
     if organ == "chest":
