@@ -213,10 +213,10 @@ def _hard(plan: PairPlan, pop: Popularity) -> str | None:
 
 def _pope_choice(slot: Slot, category: str, strategy: str, rng: random.Random, pop: Popularity, hard: str | None,
                  used: set[str]) -> tuple[Choice | None, str]:
-    fresh = [c for c in slot.candidates if c not in used]  # no value twice in one image
+    fresh = [c for c in slot.candidates if c not in used] if used else slot.candidates  # no value twice in one image
     if not fresh:
         return None, strategy
-    pool = [c for c in fresh if c in slot.known_absent] or fresh
+    pool = ([c for c in fresh if c in slot.known_absent] or fresh) if slot.known_absent else fresh
     if strategy == "adversarial" and hard in fresh:
         value, used = hard, "adversarial"
     elif strategy == "popular":
@@ -235,7 +235,7 @@ def _pope(plans: Sequence[PairPlan], singles: Sequence[Slot], strategy: str, see
         slot, category = (p.slot, p.category) if isinstance(p, PairPlan) else (p, "condition")
         hard = _hard(p, pop) if strategy == "adversarial" and isinstance(p, PairPlan) else None  # read by it alone
         iid = slot.key[0]
-        rng = rngs.setdefault(iid, random.Random(f"{seed}:{iid}"))
+        rng = rngs.get(iid) or rngs.setdefault(iid, random.Random(f"{seed}:{iid}"))  # seeded once per image
         taken = used.setdefault(slot.group, set()) if slot.group is not None else set()
         choice, how = out[slot.key] = _pope_choice(slot, category, strategy, rng, pop, hard, taken)
         if choice is not None:
@@ -299,7 +299,8 @@ def plan_questions(records: Sequence[ImageRecord], seed: int, strategy: str, rep
     if strategy == "balanced":
         plans, choices = _balanced(plans, singles, rng, report)
     else:
-        choices = _pope(plans, singles, strategy, seed, popularity or Popularity.of(records))
+        pop = popularity or (Popularity.of(records) if strategy != "random" else Popularity())  # random reads none
+        choices = _pope(plans, singles, strategy, seed, pop)
     plan = QuestionPlan(choices=choices, abnormality=_abnormality_subset(records, rng, report))
     for p in plans:
         if choices.get(p.slot.key, (None, ""))[0] is not None:

@@ -150,6 +150,12 @@ def overlapping(conditions: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+@lru_cache(maxsize=4096)
+def _overlapping_set(conditions: frozenset[str]) -> frozenset[str]:
+    """``overlapping`` of a set, cached: images share a few finding sets, and each is asked per slot."""
+    return overlapping(conditions)
+
+
 def present_conditions(rec: ImageRecord) -> frozenset[str]:
     """Known present: the findings and every condition the image's QA affirms (canonical names)."""
     return frozenset(canonical_condition(f.condition) for f in rec.findings) | qa_mentions(rec).conditions
@@ -157,16 +163,21 @@ def present_conditions(rec: ImageRecord) -> frozenset[str]:
 
 def condition_adversaries(rec: ImageRecord, vocabulary: Iterable[str]) -> tuple[str, ...]:
     """Vocabulary conditions whose "no" is true for the image (none when a nonspecific finding is present)."""
-    present = present_conditions(rec)
+    return _absent_of(present_conditions(rec), tuple(vocabulary))
+
+
+@lru_cache(maxsize=4096)
+def _absent_of(present: frozenset[str], vocabulary: tuple[str, ...]) -> tuple[str, ...]:
+    """``condition_adversaries`` of a set of present conditions, cached: images share a few such sets."""
     if overlaps_any(present):
         return ()
-    blocked = overlapping(present)
+    blocked = _overlapping_set(present)
     return tuple(c for c in vocabulary if c not in blocked)
 
 
 def known_absent_conditions(rec: ImageRecord) -> frozenset[str]:
     """Conditions a label table or a QA answer says are absent (and that nothing present overlaps)."""
-    blocked = overlapping(present_conditions(rec))
+    blocked = _overlapping_set(present_conditions(rec))
     return frozenset(canonical_condition(c) for c in rec.absent_conditions) - blocked
 
 
@@ -252,13 +263,21 @@ def occupied_positions(rec: ImageRecord, condition: str) -> tuple[list[str], fro
 def position_adversaries(rec: ImageRecord, condition: str, vocabulary: Iterable[str]) -> tuple[str, ...]:
     """Vocabulary positions that overlap no place where the condition is in this image."""
     places, cells = occupied_positions(rec, condition)
+    return _free_positions(rec.organ, tuple(places), cells if rec.organ == "chest" else frozenset(), tuple(vocabulary))
+
+
+@lru_cache(maxsize=65536)
+def _free_positions(organ: str, places: tuple[str, ...], chest_cells_taken: frozenset[str],
+                    vocabulary: tuple[str, ...]) -> tuple[str, ...]:
+    """The positions of ``vocabulary`` free of ``places`` (and of the chest cells boxes reach), cached: images
+    share a few such combinations, and each candidate is checked against each place."""
     out = []
     for p in vocabulary:
-        if any(positions_overlap(rec.organ, p, q) for q in places):
+        if any(positions_overlap(organ, p, q) for q in places):
             continue
-        if cells and rec.organ == "chest":
+        if chest_cells_taken:
             own = chest_cells(p)
-            if own is None or own & cells:
+            if own is None or own & chest_cells_taken:
                 continue
         out.append(p)
     return tuple(out)

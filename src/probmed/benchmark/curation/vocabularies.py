@@ -8,6 +8,8 @@ scorer spell it.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 # ChestX-ray14's 14 image-level labels as spelled in the label table -> our names.
 CXR14_LABELS: dict[str, str] = {
     "Atelectasis": "atelectasis",
@@ -130,6 +132,7 @@ CONDITIONS_NOT_SHOWN: dict[tuple[str, str], tuple[str, ...]] = {
 }
 
 
+@lru_cache(maxsize=None)
 def conditions_for(organ: str, modality: str) -> tuple[str, ...]:
     """The organ's condition vocabulary, less what this modality cannot show."""
     hidden = set(CONDITIONS_NOT_SHOWN.get((organ, modality), ()))
