@@ -21,7 +21,8 @@
 
     python benchmarks/predict_speed.py [--data ../shared/data] [--realistic-images 6] [--images 12] [--quick]
 
---quick: one image for each model, one timed run per path, 4 new tokens, 8 API questions: every section and check, the
+--quick: 4 questions of one image for each model, one timed run per path, 4 new tokens, 8 API questions: every
+section and check, the
 targets printed but not judged (exit status 0).
 
 Prints a table and, with --json PATH, writes the numbers. Each timing is the best of --repeats runs after
@@ -55,7 +56,7 @@ from probmed.inference.prompting import PromptSet  # noqa: E402
 
 PROMPTS = PromptSet.from_params({})
 PATHS = ("per question", "per-image batch", "shared prefix")
-QUICK = {"realistic_images": 1, "images": 1, "repeats": 1, "api_questions": 8, "new_tokens": 4}
+QUICK = {"realistic_images": 1, "images": 1, "repeats": 1, "api_questions": 8, "new_tokens": 4, "max_questions": 4}
 CXR14_PIXELS = {"original_1024": "images", "thumbnail_256": "thumbnails_256"}  # else images_no_finding
 
 
@@ -249,6 +250,7 @@ def main() -> None:
     p.add_argument("--max-side", type=int, default=512, help="API: longest image side sent (max_image_side)")
     p.add_argument("--threads", type=int, default=1,
                    help="torch CPU threads (1: stable numbers on a shared machine; oversubscribed threads stall)")
+    p.add_argument("--max-questions", type=int, default=0, help="the first N questions of each model's set (0: all)")
     p.add_argument("--new-tokens", type=int, default=16, help="tokens generated per answer in generation mode")
     p.add_argument("--skip-api", action="store_true")
     p.add_argument("--json", help="write the results here")
@@ -262,6 +264,8 @@ def main() -> None:
     data = Path(args.data)
     q_real = chestxray_questions(data, args.realistic_images, seed=0)
     q_tiny = chestxray_questions(data, args.images, seed=1)
+    if args.max_questions:
+        q_real, q_tiny = q_real.head(args.max_questions), q_tiny.head(args.max_questions)
     out: dict[str, Any] = {"realistic": {"images": args.realistic_images, "questions": len(q_real)},
                            "tiny": {"images": args.images, "questions": len(q_tiny)}}
     with tempfile.TemporaryDirectory() as tmp_name:

@@ -15,7 +15,7 @@ run is repeated over the same store. Measured and checked:
     python benchmarks/soak_api.py [--questions 20000] [--concurrency 16] [--data ../shared/data] [--json OUT] [--quick]
 
 Exit status 0 when every check holds (tests/inference/models/test_soak.py runs a small version); --quick runs
-200 questions after a 40-question baseline, with every fault, the kill and every check but the time bound.
+100 questions after a 20-question baseline, with every fault, the kill and every check but the time bound.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 FAULTS = {"429": 0.05, "500": 0.02, "timeout": 0.01}
-QUICK = {"questions": 200, "baseline": 40}
+QUICK = {"questions": 100, "baseline": 20}
 
 
 def question_table(data: Path, n: int, per_image: int = 50) -> pd.DataFrame:
@@ -230,7 +230,7 @@ def main() -> int:
     p.add_argument("--max-seconds", type=float, default=3600.0, help="bound on the soak run's wall time")
     p.add_argument("--max-rss-mib", type=float, default=2048.0, help="bound on predict's peak memory")
     p.add_argument("--json", help="write the figures here")
-    p.add_argument("--quick", action="store_true", help="200 questions, a 40-question baseline; no time bound")
+    p.add_argument("--quick", action="store_true", help="100 questions, a 20-question baseline; no time bound")
     args = p.parse_args()
     if args.quick:
         vars(args).update(QUICK, max_seconds=float("inf"))
