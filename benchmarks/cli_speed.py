@@ -52,7 +52,11 @@ def best(cmd: list[str], repeat: int, env: dict[str, str]) -> tuple[float, float
 
 def response_file(path: Path, n_images: int, n_records: int) -> None:
     """Write a response file of the release's shape (run in a child process: see main)."""
-    from probmed.scoring.synthetic import synthetic_labels, synthetic_questions, synthetic_responses
+    from probmed.scoring.synthetic import (
+        synthetic_labels,
+        synthetic_questions,
+        synthetic_responses,
+    )
 
     questions = synthetic_questions(n_images, n_records, seed=0)
     texts = synthetic_responses(synthetic_labels(questions, seed=1), seed=2)

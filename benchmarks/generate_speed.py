@@ -22,7 +22,12 @@ import random
 import sys
 import time
 
-from probmed.benchmark.curation.vocabularies import CONDITIONS_BY_ORGAN, CXR14_CONDITIONS, CXR_POSITIONS, POSITIONS_BY_ORGAN
+from probmed.benchmark.curation.vocabularies import (
+    CONDITIONS_BY_ORGAN,
+    CXR14_CONDITIONS,
+    CXR_POSITIONS,
+    POSITIONS_BY_ORGAN,
+)
 from probmed.benchmark.questions import generate_questions
 from probmed.core.records import Finding, ImageRecord, validate_question_frame
 

@@ -35,7 +35,11 @@ def main(path: str) -> int:
 
 def quick() -> int:
     """Score a small generated response file (900 questions on 100 images) and print the time."""
-    from probmed.scoring.synthetic import synthetic_labels, synthetic_questions, synthetic_responses
+    from probmed.scoring.synthetic import (
+        synthetic_labels,
+        synthetic_questions,
+        synthetic_responses,
+    )
 
     questions = synthetic_questions(100, 900, seed=0)
     texts = synthetic_responses(synthetic_labels(questions, seed=1), seed=2)

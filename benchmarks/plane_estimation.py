@@ -20,7 +20,11 @@ from pathlib import Path
 
 from PIL import Image
 
-from probmed.benchmark.curation.brain_positions import SYMMETRIC, estimate_plane, outline_symmetry
+from probmed.benchmark.curation.brain_positions import (
+    SYMMETRIC,
+    estimate_plane,
+    outline_symmetry,
+)
 
 ROOT = Path(__file__).resolve().parents[1]
 QUICK_SLICES = 6  # per part

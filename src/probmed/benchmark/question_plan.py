@@ -37,8 +37,20 @@ from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
 from probmed.benchmark import truth
-from probmed.benchmark.balance import ASSUMED_ABSENT, KNOWN_ABSENT, Choice, Slot, assign_balanced, balanced_subset
-from probmed.benchmark.curation.vocabularies import CARDIAC_POSITION, conditions_for, flip_side, positions_for
+from probmed.benchmark.balance import (
+    ASSUMED_ABSENT,
+    KNOWN_ABSENT,
+    Choice,
+    Slot,
+    assign_balanced,
+    balanced_subset,
+)
+from probmed.benchmark.curation.vocabularies import (
+    CARDIAC_POSITION,
+    conditions_for,
+    flip_side,
+    positions_for,
+)
 from probmed.core.records import ImageRecord
 from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
 

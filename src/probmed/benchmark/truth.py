@@ -27,7 +27,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from probmed.benchmark.curation.tables import field_of_view, overlap_groups, region_overlaps
+from probmed.benchmark.curation.tables import (
+    field_of_view,
+    overlap_groups,
+    region_overlaps,
+)
 from probmed.benchmark.curation.vocabularies import (
     BILATERAL_FORMS,
     CONDITION_SYNONYMS,

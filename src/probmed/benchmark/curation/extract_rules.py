@@ -30,7 +30,11 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, POSITION_REGIONS, position_phrase
+from probmed.benchmark.curation.vocabularies import (
+    CONDITION_SYNONYMS,
+    POSITION_REGIONS,
+    position_phrase,
+)
 
 ASKABLE = ("x-ray", "ct", "mri")
 MODALITY_PATTERNS: tuple[tuple[str, str], ...] = (
