@@ -229,13 +229,13 @@ def _pope_choice(slot: Slot, category: str, strategy: str, rng: random.Random, p
     if not fresh:
         return None, strategy
     pool = ([c for c in fresh if c in slot.known_absent] or fresh) if slot.known_absent else fresh
-    if strategy == "adversarial" and hard in fresh:
-        value, used = hard, "adversarial"
+    if strategy == "adversarial" and hard is not None and hard in fresh:
+        value, how = hard, "adversarial"
     elif strategy == "popular":
-        value, used = max(pool, key=lambda c: (pop.counts.get((category, c), 0), c)), "popular"
+        value, how = max(pool, key=lambda c: (pop.counts.get((category, c), 0), c)), "popular"
     else:
-        value, used = pool[rng.randrange(len(pool))], "random"
-    return Choice(value, KNOWN_ABSENT if value in slot.known_absent else ASSUMED_ABSENT), used
+        value, how = pool[rng.randrange(len(pool))], "random"
+    return Choice(value, KNOWN_ABSENT if value in slot.known_absent else ASSUMED_ABSENT), how
 
 
 def _pope(plans: Sequence[PairPlan], singles: Sequence[Slot], strategy: str, seed: int, pop: Popularity) -> dict[Hashable, tuple[Choice | None, str]]:
@@ -243,10 +243,11 @@ def _pope(plans: Sequence[PairPlan], singles: Sequence[Slot], strategy: str, see
     rngs: dict[str, random.Random] = {}
     used: dict[Hashable, set[str]] = {}
     out: dict[Hashable, tuple[Choice | None, str]] = {}
-    for p in [*plans, *singles]:
+    items: list[PairPlan | Slot] = [*plans, *singles]
+    for p in items:
         slot, category = (p.slot, p.category) if isinstance(p, PairPlan) else (p, "condition")
         hard = _hard(p, pop) if strategy == "adversarial" and isinstance(p, PairPlan) else None  # read by it alone
-        iid = slot.key[0]
+        iid: str = slot.key[0]  # type: ignore[index]  # every slot key is (image id, category, ...)
         rng = rngs.get(iid) or rngs.setdefault(iid, random.Random(f"{seed}:{iid}"))  # seeded once per image
         taken = used.setdefault(slot.group, set()) if slot.group is not None else set()
         choice, how = out[slot.key] = _pope_choice(slot, category, strategy, rng, pop, hard, taken)

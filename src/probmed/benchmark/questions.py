@@ -178,9 +178,8 @@ def abnormality_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draf
 def condition_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draft]:
     """A normal image's single hallucinated condition; a pair per present condition of the organ vocabulary."""
     out: list[Draft] = []
-    got = ctx.plan.single(rec.image_id)
-    if got and got[0] is not None:
-        choice, how = got
+    choice, how = ctx.plan.single(rec.image_id) or (None, "")
+    if choice is not None:
         out.append(single(category("condition"), condition_question(choice.value), "no", choice.value, how, choice.evidence))
     return out + _planned_pairs(rec, ctx, "condition", lambda p, v: condition_question(v))
 
@@ -226,7 +225,7 @@ _ROW_ORDER = ("qid", "image_id", "image_path", "source", "category", "polarity",
 assert _ROW_ORDER == QUESTION_COLUMNS, "the question row follows QUESTION_COLUMNS"
 
 
-def _image_rows(rec: ImageRecord, drafts: list[Draft]) -> list[tuple[str, ...]]:
+def _image_rows(rec: ImageRecord, drafts: list[Draft]) -> list[tuple[str | None, ...]]:
     """The table rows of one image's drafts, with the image's own fields added."""
     iid, path, source, licence = rec.image_id, rec.image_path, rec.source, rec.licence or ""
     itype = image_type(rec.modality, rec.organ)
@@ -247,7 +246,7 @@ def generate_questions(
     report = GenerationReport(strategy=strategy)
     recs = _with_images(records, report)
     ctx = GenerationContext(strategy, plan_questions(recs, seed, strategy, report, popularity), report)
-    rows: list[tuple[str, ...]] = []
+    rows: list[tuple[str | None, ...]] = []
     for rec in progress_bar(recs, desc="questions", unit="record", disable=not progress, leave=False):
         drafts = image_questions(rec, ctx)
         if not drafts:
