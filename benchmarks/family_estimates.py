@@ -16,7 +16,9 @@ prefix accounting of a ProbMed evaluation:
   compute-bound); logit mode (one forward pass, no decoding). Generation adds
   about one weight read per new token and step (batch = one image's questions).
 
-    python benchmarks/family_estimates.py [--data ../shared/data] [--images 6]
+    python benchmarks/family_estimates.py [--data ../shared/data] [--images 6] [--quick]
+
+--quick: one image per source and two families (one of fixed geometry, one measured by its processor).
 """
 
 from __future__ import annotations
@@ -126,6 +128,9 @@ def estimate(spec: Spec, n_tokens: float) -> dict[str, float]:
             "hours_shared": RELEASE_QUESTIONS / qps_shared / 3600}
 
 
+QUICK_FAMILIES = ("llava", "qwen2.5-vl")
+
+
 def sample_images(data: Path, n: int) -> list[Path]:
     cxr = sorted((data / "chestxray14" / "images").glob("*.png"))[:n]
     medicat = sorted((data / "medicat-sample" / "figures").glob("*.*"))[:n]
@@ -138,7 +143,11 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1].parent / "shared" / "data"))
     ap.add_argument("--images", type=int, default=6, help="images per source (ChestX-ray14, MedICaT)")
+    ap.add_argument("--quick", action="store_true", help=f"one image per source, families {QUICK_FAMILIES}")
     args = ap.parse_args()
+    if args.quick:
+        args.images = 1
+    specs = [s for s in SPECS if s.family in QUICK_FAMILIES] if args.quick else list(SPECS)
     paths = sample_images(Path(args.data), args.images)
     images = [Image.open(p).convert("RGB") for p in paths]
     print(f"{len(images)} images ({args.images} ChestX-ray14, {args.images} MedICaT); A100 at 40% of bf16 peak; "
@@ -146,7 +155,7 @@ def main() -> None:
     print("| family | checkpoint | params | bf16 weights | image tokens (CXR / MedICaT) | q/s now | q/s shared prefix "
           "| release now | release shared |")
     print("|---|---|---|---|---|---|---|---|---|")
-    for spec in SPECS:
+    for spec in specs:
         processor = real_geometry_processor(spec.family)
         counts = [image_tokens(spec.family, processor, im) for im in images]
         cxr, med = statistics.mean(counts[: args.images]), statistics.mean(counts[args.images:])

@@ -6,11 +6,14 @@ on the sizes where it finishes in seconds, the implementation it replaced
 (which rebuilt the set of predicted qids once per question), measured in the
 same run, as a ratio.
 
-    python benchmarks/merge_speed.py
+    python benchmarks/merge_speed.py [--quick]
+
+--quick: two small sizes, each once (both implementations, the same figures).
 """
 
 from __future__ import annotations
 
+import argparse
 import time
 
 import numpy as np
@@ -47,11 +50,19 @@ def best_of(fn, repeats: int = 3) -> float:
     return min(times)
 
 
+SIZES = (1_000, 2_000, 20_000, 57_000, 200_000)
+QUICK_SIZES = (250, 500)  # the replaced merge is quadratic: 2,000 questions already take seconds
+
+
 def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="two small sizes, each timed once")
+    args = ap.parse_args()
+    repeats = 1 if args.quick else 3
     print(f"{'questions':>10} {'merge s':>9} {'us/question':>12} {'replaced s':>11} {'replaced/merge':>15}")
-    for n in (1_000, 2_000, 20_000, 57_000, 200_000):
+    for n in QUICK_SIZES if args.quick else SIZES:
         questions, shards = shards_for(n)
-        merge = best_of(lambda: merge_shards(questions, shards))
+        merge = best_of(lambda: merge_shards(questions, shards), repeats)
         replaced = best_of(lambda: replaced_merge(questions, shards), 1) if n <= 2_000 else None
         old = f"{replaced:>11.3f} {replaced / merge:>15.0f}" if replaced is not None else f"{'-':>11} {'-':>15}"
         print(f"{n:>10} {merge:>9.3f} {merge / n * 1e6:>12.2f} {old}")

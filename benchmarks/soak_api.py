@@ -12,9 +12,10 @@ run is repeated over the same store. Measured and checked:
   (`--max-rss-mib`, `--max-seconds`), against a fault-free baseline run of `--baseline`
   questions measured in the same invocation (ratios printed).
 
-    python benchmarks/soak_api.py [--questions 20000] [--concurrency 16] [--data ../shared/data] [--json OUT]
+    python benchmarks/soak_api.py [--questions 20000] [--concurrency 16] [--data ../shared/data] [--json OUT] [--quick]
 
-Exit status 0 when every check holds (tests/inference/models/test_soak.py runs a small version).
+Exit status 0 when every check holds (tests/inference/models/test_soak.py runs a small version); --quick runs
+100 questions after a 20-question baseline, with every fault, the kill and every check but the time bound.
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ import yaml
 
 REPO = Path(__file__).resolve().parents[1]
 FAULTS = {"429": 0.05, "500": 0.02, "timeout": 0.01}
+QUICK = {"questions": 100, "baseline": 20}
 
 
 def question_table(data: Path, n: int, per_image: int = 50) -> pd.DataFrame:
@@ -228,7 +230,10 @@ def main() -> int:
     p.add_argument("--max-seconds", type=float, default=3600.0, help="bound on the soak run's wall time")
     p.add_argument("--max-rss-mib", type=float, default=2048.0, help="bound on predict's peak memory")
     p.add_argument("--json", help="write the figures here")
+    p.add_argument("--quick", action="store_true", help="100 questions, a 20-question baseline; no time bound")
     args = p.parse_args()
+    if args.quick:
+        vars(args).update(QUICK, max_seconds=float("inf"))
     data = Path(args.data).resolve()
     with tempfile.TemporaryDirectory() as tmp:
         base_dir, soak_dir = Path(tmp) / "baseline", Path(tmp) / "soak"

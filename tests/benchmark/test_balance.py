@@ -5,7 +5,13 @@ from __future__ import annotations
 import random
 from collections import Counter
 
-from probmed.benchmark.balance import ASSUMED_ABSENT, KNOWN_ABSENT, Slot, assign_balanced, balanced_subset
+from probmed.benchmark.balance import (
+    ASSUMED_ABSENT,
+    KNOWN_ABSENT,
+    Slot,
+    assign_balanced,
+    balanced_subset,
+)
 
 
 def test_every_value_is_hallucinated_as_often_as_it_is_ground_truth() -> None:

@@ -11,11 +11,21 @@ import pytest
 from probmed.benchmark.audit.oracle import normalise_text
 from probmed.benchmark.audit.truthcheck import contradictions
 from probmed.benchmark.lint import lint_questions
-from probmed.benchmark.questions import STRATEGIES, condition_question, generate_questions, position_question
+from probmed.benchmark.questions import (
+    STRATEGIES,
+    condition_question,
+    generate_questions,
+    position_question,
+)
 from probmed.benchmark.sources.captions import load_medicat
 from probmed.benchmark.sources.chestxray14 import load_chestxray14
 from probmed.benchmark.sources.vqarad import load_vqarad
-from probmed.core.records import Finding, ImageRecord, RecordError, validate_question_frame
+from probmed.core.records import (
+    Finding,
+    ImageRecord,
+    RecordError,
+    validate_question_frame,
+)
 from probmed.core.release_format import read_question_file, write_question_file
 
 
@@ -164,7 +174,10 @@ def test_the_whole_default_set_passes_the_audit(records, shared_data: Path, repo
     at exact random in every category, abnormality half yes, no contradicted "no", no lint finding."""
     from probmed.benchmark.audit import AuditSettings, gate, run_audit
     from probmed.benchmark.mix import MixCaps, sample_records
-    from probmed.benchmark.sources.brain_mri import load_brats_sample, load_figshare_brain_tumor
+    from probmed.benchmark.sources.brain_mri import (
+        load_brats_sample,
+        load_figshare_brain_tumor,
+    )
     from probmed.benchmark.sources.covid_ct import load_covid_ct
     from probmed.benchmark.sources.roco_images import load_roco_images
     from probmed.benchmark.sources.tabular import ImagePolicy

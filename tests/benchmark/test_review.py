@@ -5,12 +5,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probmed.cli import main
 from probmed.benchmark.questions import generate_questions
-from probmed.core.records import write_predictions, write_questions
-from probmed.core.errors import RecordError
 from probmed.benchmark.review import export_review, read_verdicts, review_report
 from probmed.benchmark.sources.vqarad import load_vqarad
+from probmed.cli import main
+from probmed.core.errors import RecordError
+from probmed.core.records import write_predictions, write_questions
 
 
 def test_round_trip(shared_data: Path, repo_root: Path, tmp_path: Path) -> None:

@@ -10,7 +10,11 @@ import pytest
 from probmed.benchmark import truth
 from probmed.benchmark.audit.truthcheck import contradiction
 from probmed.benchmark.curation.tables import field_of_view, overlap_groups
-from probmed.benchmark.curation.vocabularies import CONDITIONS_BY_ORGAN, conditions_for, positions_for
+from probmed.benchmark.curation.vocabularies import (
+    CONDITIONS_BY_ORGAN,
+    conditions_for,
+    positions_for,
+)
 from probmed.benchmark.sources.chestxray14 import load_chestxray14
 from probmed.benchmark.sources.vqarad import load_vqarad, whole_image_vote
 from probmed.core.records import ImageRecord

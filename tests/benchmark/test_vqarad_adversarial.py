@@ -11,10 +11,10 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probmed.cli import main
-from probmed.core.release_format import read_question_file
 from probmed.benchmark.sources.vqarad import read_qa
 from probmed.benchmark.vqarad_adversarial import build_vqarad_adversarial
+from probmed.cli import main
+from probmed.core.release_format import read_question_file
 
 
 @pytest.fixture(scope="module")

@@ -8,8 +8,8 @@ from pathlib import Path
 import pandas as pd
 
 from probmed.cli import main
-from probmed.core.release_format import read_question_file
 from probmed.core.records import read_image_records, read_questions
+from probmed.core.release_format import read_question_file
 
 
 def test_curate_generate_stats(shared_data: Path, repo_root: Path, tmp_path: Path) -> None:

@@ -25,8 +25,7 @@ from __future__ import annotations
 
 import random
 from collections import Counter
-from dataclasses import dataclass, field
-from typing import Any, Hashable, Mapping, Sequence
+from typing import Any, Hashable, Mapping, NamedTuple, Sequence
 
 import numpy as np
 
@@ -36,18 +35,19 @@ KNOWN_ABSENT = "known_absent"
 ASSUMED_ABSENT = "assumed_absent"
 
 
-@dataclass(frozen=True)
-class Slot:
-    """One adversarial question to fill: the values the truth rules allow for it."""
+class Slot(NamedTuple):
+    """One adversarial question to fill: the values the truth rules allow for it (a named tuple: one per
+    adversarial question, hundreds of thousands per large set, and a tuple builds fastest)."""
 
     key: Hashable
     candidates: tuple[str, ...]
-    known_absent: frozenset[str] = field(default_factory=frozenset)
+    known_absent: frozenset[str] = frozenset()
     group: Hashable = None  # slots of one group (an image's pairs) never name the same value twice
 
 
-@dataclass(frozen=True)
-class Choice:
+class Choice(NamedTuple):
+    """The value an adversarial slot names, and why it is believed absent."""
+
     value: str
     evidence: str  # KNOWN_ABSENT | ASSUMED_ABSENT
 

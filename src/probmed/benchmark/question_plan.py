@@ -37,8 +37,20 @@ from dataclasses import dataclass, field
 from typing import Hashable, Sequence
 
 from probmed.benchmark import truth
-from probmed.benchmark.balance import ASSUMED_ABSENT, KNOWN_ABSENT, Choice, Slot, assign_balanced, balanced_subset
-from probmed.benchmark.curation.vocabularies import CARDIAC_POSITION, conditions_for, flip_side, positions_for
+from probmed.benchmark.balance import (
+    ASSUMED_ABSENT,
+    KNOWN_ABSENT,
+    Choice,
+    Slot,
+    assign_balanced,
+    balanced_subset,
+)
+from probmed.benchmark.curation.vocabularies import (
+    CARDIAC_POSITION,
+    conditions_for,
+    flip_side,
+    positions_for,
+)
 from probmed.core.records import ImageRecord
 from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
 
@@ -213,17 +225,17 @@ def _hard(plan: PairPlan, pop: Popularity) -> str | None:
 
 def _pope_choice(slot: Slot, category: str, strategy: str, rng: random.Random, pop: Popularity, hard: str | None,
                  used: set[str]) -> tuple[Choice | None, str]:
-    fresh = [c for c in slot.candidates if c not in used]  # no value twice in one image
+    fresh = [c for c in slot.candidates if c not in used] if used else slot.candidates  # no value twice in one image
     if not fresh:
         return None, strategy
-    pool = [c for c in fresh if c in slot.known_absent] or fresh
-    if strategy == "adversarial" and hard in fresh:
-        value, used = hard, "adversarial"
+    pool = ([c for c in fresh if c in slot.known_absent] or fresh) if slot.known_absent else fresh
+    if strategy == "adversarial" and hard is not None and hard in fresh:
+        value, how = hard, "adversarial"
     elif strategy == "popular":
-        value, used = max(pool, key=lambda c: (pop.counts.get((category, c), 0), c)), "popular"
+        value, how = max(pool, key=lambda c: (pop.counts.get((category, c), 0), c)), "popular"
     else:
-        value, used = pool[rng.randrange(len(pool))], "random"
-    return Choice(value, KNOWN_ABSENT if value in slot.known_absent else ASSUMED_ABSENT), used
+        value, how = pool[rng.randrange(len(pool))], "random"
+    return Choice(value, KNOWN_ABSENT if value in slot.known_absent else ASSUMED_ABSENT), how
 
 
 def _pope(plans: Sequence[PairPlan], singles: Sequence[Slot], strategy: str, seed: int, pop: Popularity) -> dict[Hashable, tuple[Choice | None, str]]:
@@ -231,10 +243,12 @@ def _pope(plans: Sequence[PairPlan], singles: Sequence[Slot], strategy: str, see
     rngs: dict[str, random.Random] = {}
     used: dict[Hashable, set[str]] = {}
     out: dict[Hashable, tuple[Choice | None, str]] = {}
-    for p in [*plans, *singles]:
-        slot, category, hard = (p.slot, p.category, _hard(p, pop)) if isinstance(p, PairPlan) else (p, "condition", None)
-        iid = slot.key[0]
-        rng = rngs.setdefault(iid, random.Random(f"{seed}:{iid}"))
+    items: list[PairPlan | Slot] = [*plans, *singles]
+    for p in items:
+        slot, category = (p.slot, p.category) if isinstance(p, PairPlan) else (p, "condition")
+        hard = _hard(p, pop) if strategy == "adversarial" and isinstance(p, PairPlan) else None  # read by it alone
+        iid: str = slot.key[0]  # type: ignore[index]  # every slot key is (image id, category, ...)
+        rng = rngs.get(iid) or rngs.setdefault(iid, random.Random(f"{seed}:{iid}"))  # seeded once per image
         taken = used.setdefault(slot.group, set()) if slot.group is not None else set()
         choice, how = out[slot.key] = _pope_choice(slot, category, strategy, rng, pop, hard, taken)
         if choice is not None:
@@ -298,7 +312,8 @@ def plan_questions(records: Sequence[ImageRecord], seed: int, strategy: str, rep
     if strategy == "balanced":
         plans, choices = _balanced(plans, singles, rng, report)
     else:
-        choices = _pope(plans, singles, strategy, seed, popularity or Popularity.of(records))
+        pop = popularity or (Popularity.of(records) if strategy != "random" else Popularity())  # random reads none
+        choices = _pope(plans, singles, strategy, seed, pop)
     plan = QuestionPlan(choices=choices, abnormality=_abnormality_subset(records, rng, report))
     for p in plans:
         if choices.get(p.slot.key, (None, ""))[0] is not None:

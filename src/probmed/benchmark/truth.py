@@ -27,7 +27,11 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from probmed.benchmark.curation.tables import field_of_view, overlap_groups, region_overlaps
+from probmed.benchmark.curation.tables import (
+    field_of_view,
+    overlap_groups,
+    region_overlaps,
+)
 from probmed.benchmark.curation.vocabularies import (
     BILATERAL_FORMS,
     CONDITION_SYNONYMS,
@@ -74,8 +78,13 @@ def _qa_pairs(rec: ImageRecord) -> list[tuple[str, str]]:
     return [(str(q), str(a)) for q, a, *_ in rec.provenance.get("qa") or []]
 
 
+_NO_MENTIONS = Mentions(frozenset(), frozenset(), ())
+
+
 def qa_mentions(rec: ImageRecord) -> Mentions:
     """Everything a QA pair of the image affirms: the question of a pair not answered "no", and open answers."""
+    if not rec.provenance.get("qa"):
+        return _NO_MENTIONS  # most records have no QA: the generator asks this per category and slot
     from probmed.benchmark.curation.extract_rules import find_conditions
 
     conds: set[str] = set()
@@ -113,6 +122,7 @@ def organ_adversaries(rec: ImageRecord) -> tuple[str, ...]:
 # --- conditions --------------------------------------------------------------------------------------------
 
 
+@lru_cache(maxsize=4096)
 def canonical_condition(name: str) -> str:
     """A condition name or synonym -> the canonical name ("pleural effusion" -> "effusion")."""
     key = str(name).lower().strip()
@@ -144,6 +154,12 @@ def overlapping(conditions: Iterable[str]) -> frozenset[str]:
     return frozenset(out)
 
 
+@lru_cache(maxsize=4096)
+def _overlapping_set(conditions: frozenset[str]) -> frozenset[str]:
+    """``overlapping`` of a set, cached: images share a few finding sets, and each is asked per slot."""
+    return overlapping(conditions)
+
+
 def present_conditions(rec: ImageRecord) -> frozenset[str]:
     """Known present: the findings and every condition the image's QA affirms (canonical names)."""
     return frozenset(canonical_condition(f.condition) for f in rec.findings) | qa_mentions(rec).conditions
@@ -151,16 +167,21 @@ def present_conditions(rec: ImageRecord) -> frozenset[str]:
 
 def condition_adversaries(rec: ImageRecord, vocabulary: Iterable[str]) -> tuple[str, ...]:
     """Vocabulary conditions whose "no" is true for the image (none when a nonspecific finding is present)."""
-    present = present_conditions(rec)
+    return _absent_of(present_conditions(rec), tuple(vocabulary))
+
+
+@lru_cache(maxsize=4096)
+def _absent_of(present: frozenset[str], vocabulary: tuple[str, ...]) -> tuple[str, ...]:
+    """``condition_adversaries`` of a set of present conditions, cached: images share a few such sets."""
     if overlaps_any(present):
         return ()
-    blocked = overlapping(present)
+    blocked = _overlapping_set(present)
     return tuple(c for c in vocabulary if c not in blocked)
 
 
 def known_absent_conditions(rec: ImageRecord) -> frozenset[str]:
     """Conditions a label table or a QA answer says are absent (and that nothing present overlaps)."""
-    blocked = overlapping(present_conditions(rec))
+    blocked = _overlapping_set(present_conditions(rec))
     return frozenset(canonical_condition(c) for c in rec.absent_conditions) - blocked
 
 
@@ -184,6 +205,7 @@ CHEST_REGION_ZONES: dict[str, tuple[str, ...]] = {
 _PLURALS = {v: k for k, v in BILATERAL_FORMS.items()}
 
 
+@lru_cache(maxsize=4096)
 def parse_position(phrase: str) -> tuple[str | None, str | None]:
     """``"bilateral lower lobes"`` -> ("bilateral", "lower lobe"); ``"left"`` -> ("left", None)."""
     words = str(phrase).lower().split()
@@ -197,6 +219,7 @@ def parse_position(phrase: str) -> tuple[str | None, str | None]:
     return side, region
 
 
+@lru_cache(maxsize=4096)
 def chest_cells(phrase: str) -> frozenset[str] | None:
     """Lung-field cells of a chest position, radiograph zone phrase or text phrase (None: unknown region)."""
     cells = cxr_footprint(phrase)
@@ -213,8 +236,11 @@ def chest_cells(phrase: str) -> frozenset[str] | None:
     return frozenset({f"{s}:{z}" for s in sides for z in zones} | extra)
 
 
+@lru_cache(maxsize=65536)
 def positions_overlap(organ: str, a: str, b: str) -> bool:
-    """True when two position phrases of an organ can name the same place (conservative when unsure)."""
+    """True when two position phrases of an organ can name the same place (conservative when unsure).
+
+    Cached: a pure function of three vocabulary phrases, asked per candidate of every position slot."""
     if a == b:
         return True
     if organ == "chest":
@@ -241,13 +267,21 @@ def occupied_positions(rec: ImageRecord, condition: str) -> tuple[list[str], fro
 def position_adversaries(rec: ImageRecord, condition: str, vocabulary: Iterable[str]) -> tuple[str, ...]:
     """Vocabulary positions that overlap no place where the condition is in this image."""
     places, cells = occupied_positions(rec, condition)
+    return _free_positions(rec.organ, tuple(places), cells if rec.organ == "chest" else frozenset(), tuple(vocabulary))
+
+
+@lru_cache(maxsize=65536)
+def _free_positions(organ: str, places: tuple[str, ...], chest_cells_taken: frozenset[str],
+                    vocabulary: tuple[str, ...]) -> tuple[str, ...]:
+    """The positions of ``vocabulary`` free of ``places`` (and of the chest cells boxes reach), cached: images
+    share a few such combinations, and each candidate is checked against each place."""
     out = []
     for p in vocabulary:
-        if any(positions_overlap(rec.organ, p, q) for q in places):
+        if any(positions_overlap(organ, p, q) for q in places):
             continue
-        if cells and rec.organ == "chest":
+        if chest_cells_taken:
             own = chest_cells(p)
-            if own is None or own & cells:
+            if own is None or own & chest_cells_taken:
                 continue
         out.append(p)
     return tuple(out)

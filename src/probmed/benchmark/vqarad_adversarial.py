@@ -55,10 +55,15 @@ from probmed.benchmark import truth
 from probmed.benchmark.curation.tables import condition_nouns
 from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, conditions_for
 from probmed.benchmark.lint import determined, indefinite
-from probmed.core.release_format import question_id
-from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.benchmark.sources.base import relative_path
-from probmed.benchmark.sources.vqarad import IMAGE_DIR, ORGANS, SOURCE, load_vqarad, read_qa
+from probmed.benchmark.sources.vqarad import (
+    IMAGE_DIR,
+    SOURCE,
+    load_vqarad,
+    read_qa,
+)
+from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
+from probmed.core.release_format import question_id
 from probmed.core.vocab import image_type
 
 # Category of a pair in the question table (the rule itself is in ``strategy``):

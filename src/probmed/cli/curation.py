@@ -73,9 +73,9 @@ def cmd_generate(args: argparse.Namespace) -> int:
     import sys
 
     from probmed.benchmark.audit import gate, run_audit
-    from probmed.core.records import read_image_records, write_questions
     from probmed.benchmark.questions import generate_questions
     from probmed.cli.audit import audit_settings, write_audit
+    from probmed.core.records import read_image_records, write_questions
     from probmed.core.release_format import write_question_file
 
     cfg = _params(args)
@@ -128,15 +128,24 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
+    from probmed.benchmark.vqarad_adversarial import (
+        Twin,
+        build_vqarad_adversarial,
+        official_records,
+        report_markdown,
+    )
     from probmed.core.records import write_questions
     from probmed.core.release_format import write_question_file
-    from probmed.benchmark.vqarad_adversarial import Twin, build_vqarad_adversarial, official_records, report_markdown
 
     cfg = _params(args)
     vcfg = cfg.questions.vqarad_adversarial
     llm = None
     if vcfg.use_llm and cfg.extract.llm.base_url:
-        from probmed.benchmark.curation.extract_llm import LLMAnswerError, LLMClient, LLMSettings
+        from probmed.benchmark.curation.extract_llm import (
+            LLMAnswerError,
+            LLMClient,
+            LLMSettings,
+        )
 
         client = LLMClient(LLMSettings.from_params(cfg.extract.llm))
         schema = {"type": "object", "required": ["question", "entity"], "properties": {"question": {"type": "string", "minLength": 5}, "entity": {"type": "string"}}}
@@ -214,7 +223,13 @@ def cmd_extract_eval(args: argparse.Namespace) -> int:
 
 def cmd_stats(args: argparse.Namespace) -> int:
     from probmed.core.records import read_image_records, read_questions
-    from probmed.reporting.table1 import balance, record_counts, table1, table1_vs_paper, to_markdown
+    from probmed.reporting.table1 import (
+        balance,
+        record_counts,
+        table1,
+        table1_vs_paper,
+        to_markdown,
+    )
 
     cfg = _params(args)
     q = read_questions(args.questions or cfg.questions.out)
@@ -237,8 +252,8 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
-    from probmed.core.records import read_predictions, read_questions
     from probmed.benchmark.review import export_review, read_verdicts, review_report
+    from probmed.core.records import read_predictions, read_questions
 
     cfg = _params(args)
     rcfg = cfg.questions.review
@@ -257,8 +272,8 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_import_release(args: argparse.Namespace) -> int:
-    from probmed.core.records import write_questions
     from probmed.benchmark.sources.probmed_release import import_release
+    from probmed.core.records import write_questions
 
     frame = import_release(Path(args.question_file), args.image_prefix)
     write_questions(frame, args.out)

@@ -19,7 +19,11 @@ from probmed.benchmark.audit.scores import blind_scores, fixed_policies, oracle_
 from probmed.benchmark.questions import generate_questions
 from probmed.benchmark.sources.vqarad import load_vqarad
 from probmed.cli import main
-from probmed.core.records import PREDICTION_COLUMNS, write_image_records, write_predictions
+from probmed.core.records import (
+    PREDICTION_COLUMNS,
+    write_image_records,
+    write_predictions,
+)
 from probmed.core.release_format import write_question_file
 
 

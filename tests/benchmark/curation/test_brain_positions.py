@@ -8,7 +8,11 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from probmed.benchmark.curation.brain_positions import brain_box_position, estimate_plane, outline_symmetry
+from probmed.benchmark.curation.brain_positions import (
+    brain_box_position,
+    estimate_plane,
+    outline_symmetry,
+)
 from probmed.benchmark.curation.positions import Box
 
 PLANES = Path(__file__).resolve().parents[2] / "fixtures" / "brain_planes.json"

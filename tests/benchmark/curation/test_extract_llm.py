@@ -9,8 +9,14 @@ from pathlib import Path
 
 import pytest
 
+from probmed.benchmark.curation.extract_llm import (
+    SCHEMA,
+    LLMAnswerError,
+    LLMExtractor,
+    LLMSettings,
+    parse_json_answer,
+)
 from probmed.cli import main
-from probmed.benchmark.curation.extract_llm import LLMAnswerError, LLMExtractor, LLMSettings, parse_json_answer, SCHEMA
 
 SECRET = "sk-test-do-not-leak-123"
 SCRIPT = {

@@ -64,7 +64,11 @@ ROCO_LABELS = Path(__file__).resolve().parents[2] / "fixtures" / "roco_images_ca
 
 def test_roco_images_labelled_set_meets_every_goal_on_both_parts(shared_data: Path) -> None:
     """>= 150 captions over every image type, a third held out; each part meets the issue's goals."""
-    from probmed.benchmark.curation.extract_eval import missed_goals, read_roco_captions, score_labelled_set
+    from probmed.benchmark.curation.extract_eval import (
+        missed_goals,
+        read_roco_captions,
+        score_labelled_set,
+    )
 
     labels = json.loads(ROCO_LABELS.read_text())["labels"]
     assert len(labels) >= 150 and len({l["id"] for l in labels}) == len(labels)

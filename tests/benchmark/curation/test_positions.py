@@ -11,7 +11,11 @@ from pathlib import Path
 import pytest
 
 from probmed.benchmark.curation.positions import Box, box_position, place_box
-from probmed.benchmark.curation.vocabularies import CXR14_LABELS, CXR_POSITIONS, cxr_footprint
+from probmed.benchmark.curation.vocabularies import (
+    CXR14_LABELS,
+    CXR_POSITIONS,
+    cxr_footprint,
+)
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "cxr_positions"
 

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from probmed.benchmark.sources.captions import load_medicat, load_roco, read_caption_tsv
 from probmed.cli import main
 from probmed.core.errors import SourceError
-from probmed.benchmark.sources.captions import load_medicat, load_roco, read_caption_tsv
 
 
 def test_roco_every_caption_accounted_for(shared_data: Path) -> None:

@@ -2,18 +2,17 @@
 
 from __future__ import annotations
 
-import gzip
 import shutil
 from pathlib import Path
 
 import pytest
 from PIL import Image
 
-from probmed.cli import main
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS
-from probmed.core.records import read_image_records
-from probmed.core.errors import SourceError
 from probmed.benchmark.sources.chestxray14 import load_chestxray14
+from probmed.cli import main
+from probmed.core.errors import SourceError
+from probmed.core.records import read_image_records
 
 
 @pytest.fixture(scope="module")

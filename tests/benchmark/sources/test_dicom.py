@@ -4,8 +4,8 @@ from pathlib import Path
 
 import pytest
 
-from probmed.core.errors import SourceError
 from probmed.benchmark.sources.dicom import load_dicom_dir, read_dicom, to_uint8
+from probmed.core.errors import SourceError
 
 
 def test_real_dicom_samples(shared_data: Path) -> None:

@@ -9,7 +9,10 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-from probmed.benchmark.sources.brain_mri import load_brats_sample, load_figshare_brain_tumor
+from probmed.benchmark.sources.brain_mri import (
+    load_brats_sample,
+    load_figshare_brain_tumor,
+)
 from probmed.benchmark.sources.covid_ct import load_covid_ct, own_notes
 from probmed.benchmark.sources.roco_images import load_roco_images
 from probmed.benchmark.sources.tabular import ImagePolicy

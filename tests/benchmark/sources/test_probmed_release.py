@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from probmed.cli import main
-from probmed.core.release_format import write_question_file
 from probmed.benchmark.questions import generate_questions
-from probmed.core.records import read_questions
 from probmed.benchmark.sources.probmed_release import import_release
 from probmed.benchmark.sources.vqarad import load_vqarad
+from probmed.cli import main
+from probmed.core.records import read_questions
+from probmed.core.release_format import write_question_file
 
 
 def test_import_release_round_trip(shared_data: Path, repo_root: Path, tmp_path: Path) -> None:

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from probmed.core.errors import SourceError
 from probmed.benchmark.sources.vqarad import QA_FILE, load_vqarad, read_qa
+from probmed.core.errors import SourceError
 
 
 @pytest.fixture(scope="module")

@@ -20,8 +20,8 @@ from typing import Any
 
 import jsonschema
 
-from probmed.core.errors import ConfigError
 from probmed.benchmark.curation.extract_rules import Extraction
+from probmed.core.errors import ConfigError
 from probmed.core.vocab import PAPER_MODALITY_VALUES, PAPER_ORGAN_VALUES
 
 PROMPT_VERSION = "v1"

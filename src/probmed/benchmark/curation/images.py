@@ -17,9 +17,9 @@ from pathlib import Path
 from typing import Iterable
 
 from PIL import Image
-from probmed.core.progress import progress
 
 from probmed.core.io import atomic_path
+from probmed.core.progress import progress
 
 FILTERS = {
     "lanczos": Image.Resampling.LANCZOS,

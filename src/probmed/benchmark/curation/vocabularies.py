@@ -8,6 +8,8 @@ scorer spell it.
 
 from __future__ import annotations
 
+from functools import lru_cache
+
 # ChestX-ray14's 14 image-level labels as spelled in the label table -> our names.
 CXR14_LABELS: dict[str, str] = {
     "Atelectasis": "atelectasis",
@@ -168,6 +170,7 @@ CONDITIONS_NOT_SHOWN.update({
 })
 
 
+@lru_cache(maxsize=None)
 def conditions_for(organ: str, modality: str) -> tuple[str, ...]:
     """The organ's condition vocabulary, less what this modality cannot show."""
     hidden = set(CONDITIONS_NOT_SHOWN.get((organ, modality), ()))
@@ -634,19 +637,23 @@ def cxr_position(side: str, zone: str | None) -> str:
     return f"{side} lung" if zone is None else f"{side} {zone} lung zone"
 
 
-def cxr_footprint(position: str) -> frozenset[str] | None:
-    """The cells a chest radiograph position covers, or None when it is not one of CXR_POSITIONS."""
-    if position == CARDIAC_POSITION:
-        return frozenset({"heart"})
-    if position == MEDIASTINAL_POSITION:
-        return frozenset({"mediastinum"})
+def _cxr_footprints() -> dict[str, frozenset[str]]:
+    """Every chest radiograph position -> the cells it covers (built once: overlap checks ask per candidate)."""
+    out = {CARDIAC_POSITION: frozenset({"heart"}), MEDIASTINAL_POSITION: frozenset({"mediastinum"})}
     for side in CXR_SIDES:
         sides = ("right", "left") if side == "both" else (side,)
         for zone in (*CXR_ZONES, None):
-            if cxr_position(side, zone) == position:
-                zones = CXR_ZONES if zone is None else (zone,)
-                return frozenset(f"{s}:{z}" for s in sides for z in zones)
-    return None
+            zones = CXR_ZONES if zone is None else (zone,)
+            out.setdefault(cxr_position(side, zone), frozenset(f"{s}:{z}" for s in sides for z in zones))
+    return out
+
+
+_CXR_FOOTPRINTS = _cxr_footprints()
+
+
+def cxr_footprint(position: str) -> frozenset[str] | None:
+    """The cells a chest radiograph position covers, or None when it is not one of CXR_POSITIONS."""
+    return _CXR_FOOTPRINTS.get(position)
 
 
 # Hallucinated-position candidates on chest radiographs (the heart is never one: it is always there).

@@ -17,8 +17,6 @@ from typing import Any, Callable, Mapping
 from probmed.core.errors import ConfigError, SourceError
 from probmed.core.records import ImageRecord
 
-
-
 CaptionExtractor = Callable[[str, str], Any]  # (caption id, caption) -> curation.extract_rules.Extraction
 
 

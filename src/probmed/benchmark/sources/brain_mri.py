@@ -16,14 +16,18 @@ from __future__ import annotations
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from probmed.core.progress import progress
-
 from probmed.benchmark.curation.brain_positions import BrainPosition, brain_box_position
 from probmed.benchmark.curation.positions import Box
 from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
-from probmed.benchmark.sources.tabular import ImagePolicy, parse_box, read_metadata, write_images
+from probmed.benchmark.sources.tabular import (
+    ImagePolicy,
+    parse_box,
+    read_metadata,
+    write_images,
+)
 from probmed.core.errors import SourceError
+from probmed.core.progress import progress
 from probmed.core.records import Finding, ImageRecord
 
 FIGSHARE = "figshare brain tumor"

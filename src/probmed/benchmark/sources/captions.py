@@ -13,13 +13,18 @@ import json
 from pathlib import Path
 from typing import Callable, Iterable
 
-from probmed.core.progress import progress
-
-from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules, is_empty
+from probmed.benchmark.curation.extract_rules import Extraction, is_empty
+from probmed.benchmark.curation.extract_rules import extract as extract_rules
+from probmed.benchmark.sources.base import (
+    SourceContext,
+    SourceResult,
+    relative_path,
+    require_file,
+)
 from probmed.core.errors import ConfigError, SourceError
 from probmed.core.licences import MEDICAT as MEDICAT_LICENCE
+from probmed.core.progress import progress
 from probmed.core.records import Finding, ImageRecord
-from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
 
 Extractor = Callable[[str, str], Extraction]
 
@@ -60,7 +65,7 @@ def run_extractor(
         except ConfigError:
             raise  # the endpoint as a whole is unusable: stop (answers so far are cached)
         except ValueError as exc:  # invalid LLM answer: reported, not crashed on
-            result.exclude(f"extractor error", f"{cid}: {exc}")
+            result.exclude("extractor error", f"{cid}: {exc}")
             continue
         if is_empty(ex):
             result.exclude("nothing extractable", cid)

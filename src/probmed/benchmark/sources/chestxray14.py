@@ -24,10 +24,15 @@ from pathlib import Path
 from probmed.benchmark.curation.images import normalise_many
 from probmed.benchmark.curation.positions import Box, place_box
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS, CXR14_LABELS
+from probmed.benchmark.sources.base import (
+    SourceContext,
+    SourceResult,
+    relative_path,
+    require_file,
+)
+from probmed.core.errors import SourceError
 from probmed.core.licences import CHESTXRAY14 as LICENCE
 from probmed.core.records import Finding, ImageRecord
-from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
-from probmed.core.errors import SourceError
 
 SOURCE = "ChestX-ray14"
 BOX_FILE = "BBox_List_2017.csv"
@@ -59,7 +64,7 @@ def read_boxes(path: Path, result: SourceResult) -> list[RawBox]:
                 continue
             name, label, *coords = values
             if label not in CXR14_LABELS:
-                result.exclude(f"unknown box label", f"{tag}: {label}")
+                result.exclude("unknown box label", f"{tag}: {label}")
                 continue
             try:
                 x, y, w, h = (float(c) for c in coords)

@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pydicom
 
-from probmed.core.records import ImageRecord
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.core.errors import SourceError
+from probmed.core.records import ImageRecord
 
 DICOM_MODALITY = {"CT": "ct", "MR": "mri", "CR": "x-ray", "DX": "x-ray", "RF": "x-ray", "MG": "x-ray", "XA": "x-ray"}
 BODY_PART = {"CHEST": "chest", "THORAX": "chest", "LUNG": "chest", "HEAD": "brain", "BRAIN": "brain", "SKULL": "brain",

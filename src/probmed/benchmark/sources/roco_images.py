@@ -19,13 +19,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from probmed.core.progress import progress
-
-from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules, normalise_finding
+from probmed.benchmark.curation.extract_rules import Extraction, normalise_finding
+from probmed.benchmark.curation.extract_rules import extract as extract_rules
 from probmed.benchmark.curation.profiles import PAPER, Profile
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.benchmark.sources.tabular import ImagePolicy, read_metadata, write_images
 from probmed.core.errors import ConfigError, SourceError
+from probmed.core.progress import progress
 from probmed.core.records import Finding, ImageRecord
 
 SOURCE = "ROCO"

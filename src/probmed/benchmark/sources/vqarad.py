@@ -38,10 +38,15 @@ from pathlib import Path
 from typing import Any
 
 from probmed.benchmark.curation.extract_rules import find_conditions, find_modality
+from probmed.benchmark.sources.base import (
+    SourceContext,
+    SourceResult,
+    relative_path,
+    require_file,
+)
+from probmed.core.errors import SourceError
 from probmed.core.licences import VQARAD as LICENCE
 from probmed.core.records import Finding, ImageRecord
-from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path, require_file
-from probmed.core.errors import SourceError
 
 SOURCE = "VQA-RAD"
 QA_FILE = "VQA_RAD Dataset Public.json"
