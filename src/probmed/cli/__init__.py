@@ -40,6 +40,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "probmed.cli.pipeline",
     "probmed.cli.finetuning",
     "probmed.cli.audit",
+    "probmed.cli.release",
 )
 
 
@@ -54,6 +55,7 @@ COMMANDS: dict[str, str] = {
     **dict.fromkeys(("models", "pin"), "probmed.cli.models"),
     **dict.fromkeys(("finetune", "transfer"), "probmed.cli.finetuning"),
     "audit": "probmed.cli.audit",
+    "release": "probmed.cli.release",
 }
 
 
