@@ -52,7 +52,7 @@ class ReleaseResult:
 
     folder: Path
     release: Release
-    created: bool  # False: the same content was already released under this version
+    created: bool  # False: the same content was already released under this version (its description refreshed)
 
 
 def audit_path(opts: ReleaseOptions) -> Path:

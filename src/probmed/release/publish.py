@@ -6,8 +6,9 @@ A release is written whole into a hidden staging folder beside its final place
 versions as they were and no half folder under a version name. The content
 hash covers the data (Parquet files, images, test.json), not the card, Croissant
 or CITATION.cff that describe it and carry the version; a version that exists
-with other content is refused (bump ``release.version``), one that exists with
-the same content is left untouched.
+with other content is refused (bump ``release.version``); one that exists with
+the same content keeps its data files and gets the new describing files (each
+replaced atomically), so a better card never needs a new version.
 """
 
 from __future__ import annotations
@@ -75,9 +76,9 @@ def staging_folder(parent: Path, version: str) -> Path:
 
 
 def publish(staging: Path, target: Path, digest: str) -> bool:
-    """Rename ``staging`` onto ``target``; False (staging removed) when target holds the same content already.
-
-    ReleaseExistsError when ``target`` exists with other content.
+    """Rename ``staging`` onto ``target``; False when target holds the same content already (then only the
+    describing files, everything outside the content, are replaced). ReleaseExistsError when ``target`` exists
+    with other content. ``staging`` is gone afterwards either way.
     """
     try:
         if not target.exists():
@@ -89,6 +90,9 @@ def publish(staging: Path, target: Path, digest: str) -> bool:
                 f"release {target} exists with other content (content hash {existing[:HASH_DIGITS]}, this one "
                 f"{digest[:HASH_DIGITS]}); bump release.version (e.g. release.version=X.Y.Z) or remove {target}"
             )
+        for path in staging.iterdir():
+            if path.is_file() and path.name not in CONTENT_FILES:
+                os.replace(path, target / path.name)
         return False
     finally:
         if staging.exists():
