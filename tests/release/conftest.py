@@ -47,3 +47,24 @@ def small_set(tmp_path_factory, shared_data: Path) -> dict:
     (root / "passing" / "audit.json").write_text(json.dumps(passing(audit)))
     return {"questions": path, "frame": questions, "image_root": shared_data, "audit": root / "small.audit",
             "passing_audit": root / "passing" / "audit.json"}
+
+
+@pytest.fixture(scope="session")
+def mock_set(tmp_path_factory, shared_data: Path) -> dict:
+    """20 VQA-RAD images for the harness runs: those with an abnormality question first, then images with condition
+    pairs (the units that can come out right under the mock server's fixed answers), in image order."""
+    root = tmp_path_factory.mktemp("mock_set")
+    records = load_vqarad(shared_data / "vqa-rad", shared_data).records
+    questions = generate_questions(records, seed=0)[0]
+    order = list(dict.fromkeys(questions["image_id"]))
+    by_cat = questions.groupby("image_id")["category"].agg(set)
+    abnormal = [i for i in order if "abnormality" in by_cat[i]]
+    condition = [i for i in order if "condition" in by_cat[i] and i not in abnormal]
+    ids = (abnormal + condition)[:IMAGES]
+    questions = questions[questions["image_id"].isin(ids)].reset_index(drop=True)
+    path = root / "mockset.parquet"
+    write_questions(questions, path)
+    audit = run_audit(questions, records)
+    (root / "passing").mkdir()
+    (root / "passing" / "audit.json").write_text(json.dumps(passing(audit)))
+    return {"questions": path, "frame": questions, "image_root": shared_data, "passing_audit": root / "passing" / "audit.json"}

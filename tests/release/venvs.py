@@ -33,3 +33,6 @@ def venv(name: str, requirements: tuple[str, ...], timeout: int = 1500) -> Path:
                    timeout=timeout, capture_output=True)
     (folder / ".complete").write_text("\n".join(requirements) + "\n")
     return folder / "bin"
+
+INSPECT_AI = ("inspect-ai==0.3.285", "openai==3.57.0", "datasets==5.2.0", "pillow==13.0.0")
+LMMS_EVAL = ("lmms-eval==0.7.3", "torch==2.13.0", "datasets==5.2.0", "pillow==13.0.0")

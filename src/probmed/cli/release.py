@@ -9,20 +9,23 @@ import argparse
 import json
 from pathlib import Path
 
-from probmed.cli.options import add_params_arguments, params_of
+from probmed.cli.options import add_params_arguments, command_params, params_of
 
 
 def cmd_release(args: argparse.Namespace) -> int:
     """Release one question set and print its summary as one JSON line."""
+    from probmed.inference.prompting import PromptSet
     from probmed.release.build import ReleaseOptions, build_release
 
     params = params_of(args)
+    prompt = PromptSet.from_params(command_params(args).get("settings")).vanilla
     opts = ReleaseOptions(
         questions=Path(args.questions),
         semver=params.release.version,
         out_dir=Path(args.out_dir or params.release.out_dir),
         image_root=Path(args.image_root or params.curate.image_root),
         max_oracle_margin=params.audit.max_oracle_margin,
+        prompt=prompt,
         audit=Path(args.audit) if args.audit else None,
         name=args.name,
         allow_unaudited=args.allow_unaudited,

@@ -41,6 +41,7 @@ class ReleaseOptions:
     out_dir: Path
     image_root: Path
     max_oracle_margin: float
+    prompt: str  # the vanilla prompt template (settings.vanilla) the harness tasks show
     audit: Path | None = None  # audit.json or its folder; default: <questions without suffix>.audit/
     name: str | None = None  # default: the question file's stem
     allow_unaudited: bool = False
@@ -92,8 +93,8 @@ def check_gate(opts: ReleaseOptions, audit: dict[str, Any] | None) -> tuple[dict
     return verdict, reason
 
 
-def write_content(questions: pd.DataFrame, folder: Path, image_root: Path) -> tuple[list[ConfigInfo], list[str]]:
-    """images/, test.json and the Parquet partitions into ``folder``; (configs written, configs left out)."""
+def write_content(questions: pd.DataFrame, folder: Path, image_root: Path) -> tuple[list[ConfigInfo], list[str], dict[str, Path]]:
+    """images/, test.json and the Parquet partitions into ``folder``; (configs written, configs left out, images)."""
     sources = image_sources(questions, image_root)
     image_files = copy_images(sources, folder)
     image_bytes = {i: (folder / rel).read_bytes() for i, rel in image_files.items()}
@@ -108,14 +109,18 @@ def write_content(questions: pd.DataFrame, folder: Path, image_root: Path) -> tu
         mask = pd.concat([masks[p] for p in parts], axis=1).any(axis=1)
         configs.append(ConfigInfo(name, CONFIG_DESCRIPTIONS[name], CONFIGS[name][1], [shards[p] for p in parts],
                                   questions=int(mask.sum()), images=int(questions.loc[mask, "image_id"].nunique())))
-    return configs, [n for n in CONFIGS if n not in {c.name for c in configs}]
+    omitted = [n for n in CONFIGS if n not in {c.name for c in configs}]
+    return configs, omitted, {i: folder / rel for i, rel in image_files.items()}
 
 
-def describe(release: Release, folder: Path) -> None:
-    """The files that describe the content: SHA256SUMS, README.md, croissant.json, CITATION.cff, release.json."""
+def describe(release: Release, folder: Path, images: dict[str, Path], prompt: str) -> None:
+    """What describes the content: SHA256SUMS, README.md, croissant.json, CITATION.cff, release.json, harness/."""
     from probmed.release.card import bibtex, card_text
     from probmed.release.cff import citation_cff
     from probmed.release.croissant import croissant
+    from probmed.release.harness.files import write_harness
+
+    write_harness(folder, release.questions, images, release.name, release.version, prompt, [c.name for c in release.configs])
 
     write_text_atomic(publish.manifest_text(release.files), folder / "SHA256SUMS")
     write_text_atomic(card_text(release), folder / "README.md")
@@ -135,14 +140,14 @@ def build_release(opts: ReleaseOptions) -> ReleaseResult:
     parent = opts.out_dir / name
     staging = publish.staging_folder(parent, opts.semver)
     try:
-        configs, omitted = write_content(questions, staging, opts.image_root)
+        configs, omitted, images = write_content(questions, staging, opts.image_root)
         files = publish.content_manifest(staging)
         digest = publish.content_hash(files)
         release = Release(name=name, semver=opts.semver, digest=digest, version=publish.version_string(opts.semver, digest),
                           questions=questions, configs=configs, files=files,
                           file_sizes={p: (staging / p).stat().st_size for p in files}, audit=audit, gate=verdict,
                           unaudited_reason=unaudited, omitted_configs=omitted)
-        describe(release, staging)
+        describe(release, staging, images, opts.prompt)
     except BaseException:
         import shutil
 

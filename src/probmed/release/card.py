@@ -139,6 +139,18 @@ def _sources_section(release: Release) -> list[str]:
             "licence allows commercial use.", "", markdown_table(pd.DataFrame(rows))]
 
 
+def _harness_section(release: Release) -> list[str]:
+    from probmed.release.harness.files import task_name
+
+    task = task_name(release.name)
+    return ["## Run in a harness", "",
+            "`harness/` holds tasks that show the image and the vanilla prompt, parse answers and score strict pairs as "
+            "`probmed score` does (`harness/README.md`):", "", "```bash",
+            "inspect eval harness/inspect_task.py --model openai/<model> -M responses_api=false   # -T config=commercial",
+            f"lmms-eval --include_path harness/lmms_eval --tasks {task} --model <model> --model_args ...   # from this folder",
+            "```", "", f"`harness/vlmevalkit/{task}.tsv` is the same set as a VLMEvalKit yes/no TSV.", ""]
+
+
 def bibtex(release: Release) -> str:
     """The BibTeX entry of this exact version (its content hash in the note)."""
     key = f"probmed_{release.name}_{release.semver}".replace("-", "_").replace(".", "_")
@@ -160,5 +172,6 @@ def card_text(release: Release) -> str:
     categories = ", ".join(f"{c.name} ({'pairs' if c.paired else 'single questions'})" for c in CATEGORY_SPECS)
     body = (_head(release) + _load_section(release) + built_section(release, categories) + _audit_section(release)
             + _mix_section(release) + ["## Known limitations", "", *[f"- {x}" for x in LIMITATIONS], ""]
-            + ["## How to score", "", SCORING, ""] + _sources_section(release) + _cite_section(release))
+            + ["## How to score", "", SCORING, ""] + _harness_section(release) + _sources_section(release)
+            + _cite_section(release))
     return "---\n" + front + "---\n\n" + "\n".join(body).rstrip("\n") + "\n"

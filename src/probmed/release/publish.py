@@ -90,10 +90,23 @@ def publish(staging: Path, target: Path, digest: str) -> bool:
                 f"release {target} exists with other content (content hash {existing[:HASH_DIGITS]}, this one "
                 f"{digest[:HASH_DIGITS]}); bump release.version (e.g. release.version=X.Y.Z) or remove {target}"
             )
-        for path in staging.iterdir():
-            if path.is_file() and path.name not in CONTENT_FILES:
-                os.replace(path, target / path.name)
+        _refresh_description(staging, target)
         return False
     finally:
         if staging.exists():
             shutil.rmtree(staging, ignore_errors=True)
+
+
+def _refresh_description(staging: Path, target: Path) -> None:
+    """Move everything outside the content from ``staging`` into ``target`` (a file atomically, a folder whole)."""
+    for path in staging.iterdir():
+        if path.name in CONTENT_FILES or path.name in CONTENT_DIRS:
+            continue
+        if path.is_file():
+            os.replace(path, target / path.name)
+            continue
+        old = target / f".{path.name}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
+        if (target / path.name).exists():
+            os.rename(target / path.name, old)
+        os.rename(path, target / path.name)
+        shutil.rmtree(old, ignore_errors=True)

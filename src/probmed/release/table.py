@@ -103,3 +103,10 @@ def config_partitions(present: list[Partition]) -> dict[str, list[Partition]]:
     """Each config's partitions among those present; a config with none is left out."""
     out = {name: [p for p in present if member(p)] for name, (member, _) in CONFIGS.items()}
     return {name: parts for name, parts in out.items() if parts}
+
+
+def release_order(questions: pd.DataFrame) -> list[int]:
+    """Row positions in the order config ``all`` serves them (partition by partition, each in question order):
+    the ``doc_id`` order of a harness that loads the release."""
+    masks = partition_masks(questions.reset_index(drop=True))
+    return [i for mask in masks.values() for i in mask.to_numpy().nonzero()[0].tolist()]
