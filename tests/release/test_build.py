@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import base64
 import hashlib
 import json
 import os
@@ -173,3 +174,36 @@ def test_a_missing_image_is_named_and_nothing_is_written(small_set, repo_root, t
     err = capsys.readouterr().err
     assert q["image_id"].iat[0] in err and "not found" in err
     assert not (tmp_path / "out" / "broken").exists() or not list((tmp_path / "out" / "broken").iterdir())
+
+
+def test_the_harness_folder_and_the_vlmevalkit_tsv(released, small_set):
+    harness = released / "harness"
+    spec = json.loads((harness / "probmed_task.json").read_text())
+    assert spec["prompt"] == "{question} Answer with a single word: yes or no." and spec["task"] == "probmed_small"
+    assert (harness / "probmed_answer_parser.py").read_text().startswith('"""Free-text model response')
+    task = yaml.load((harness / "lmms_eval" / "probmed_small.yaml").read_text(), Loader=yaml.BaseLoader)  # !function kept
+    assert task["dataset_path"] == "." and task["dataset_name"] == "all" and task["doc_to_target"] == "answer"
+    assert [m["metric"] for m in task["metric_list"]] == ["strict_overall"] + [f"strict_{c}" for c in spec["categories"]]
+    assert "!function utils.process_results" in " ".join((harness / "lmms_eval" / "probmed_small.yaml").read_text().replace("'", "").split())
+    lines = (harness / "vlmevalkit" / "probmed_small.tsv").read_text().splitlines()
+    head, rows = lines[0].split("\t"), [dict(zip(lines[0].split("\t"), line.split("\t"))) for line in lines[1:]]
+    assert head[:5] == ["index", "image", "question", "answer", "category"] and len(rows) == len(small_set["frame"])
+    first = {}
+    for row in rows:
+        assert row["answer"] in ("Yes", "No")
+        if row["image_id"] in first:
+            assert row["image"] == first[row["image_id"]]  # the index of the row holding its base64
+        else:
+            first[row["image_id"]] = row["index"]
+            assert base64.b64decode(row["image"]) == (released / "images" / f"{row['image_id']}.jpg").read_bytes()
+
+
+def test_a_same_content_release_refreshes_what_describes_it(small_set, repo_root, tmp_path):
+    out = tmp_path / "out"
+    assert release(small_set, out, repo_root) == 0
+    folder = out / "small" / "1.0.0"
+    data = {k: v for k, v in tree(folder).items() if k.startswith(("data/", "images/")) or k == "test.json"}
+    assert release(small_set, out, repo_root, "settings.vanilla='{question} Reply yes or no.'") == 0
+    assert json.loads((folder / "harness" / "probmed_task.json").read_text())["prompt"] == "{question} Reply yes or no."
+    assert {k: v for k, v in tree(folder).items() if k in data} == data
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]

@@ -15,15 +15,16 @@ import pandas as pd
 import yaml
 
 from probmed.core.io import write_text_atomic
+from probmed.inference import answer_parser
+from probmed.release.harness import strict_pairs
 from probmed.release.harness.strict_pairs import CATEGORIES
 
 HARNESS_DIR = "harness"
-_HERE = Path(__file__).resolve().parent
-_PARSER = _HERE.parent.parent / "inference" / "answer_parser.py"
+_HERE = Path(__file__).resolve().parent  # the task files import their harness, so they are read, never imported
 # file in the release -> the source copied verbatim
 COPIED: dict[str, Path] = {
-    "probmed_answer_parser.py": _PARSER,
-    "probmed_strict.py": _HERE / "strict_pairs.py",
+    "probmed_answer_parser.py": Path(answer_parser.__file__),
+    "probmed_strict.py": Path(strict_pairs.__file__),
     "inspect_task.py": _HERE / "inspect_task.py",
     "lmms_eval/utils.py": _HERE / "lmms_eval_utils.py",
 }
