@@ -182,7 +182,8 @@ def test_the_harness_folder_and_the_vlmevalkit_tsv(released, small_set):
     assert spec["prompt"] == "{question} Answer with a single word: yes or no." and spec["task"] == "probmed_small"
     assert (harness / "probmed_answer_parser.py").read_text().startswith('"""Free-text model response')
     task = yaml.load((harness / "lmms_eval" / "probmed_small.yaml").read_text(), Loader=yaml.BaseLoader)  # !function kept
-    assert task["dataset_path"] == "." and task["dataset_name"] == "all" and task["doc_to_target"] == "answer"
+    assert task["dataset_path"] == "parquet" and task["doc_to_target"] == "answer"
+    assert task["dataset_kwargs"]["data_files"]["test"] == json.loads((released / "release.json").read_text())["configs"]["all"]["files"]
     assert [m["metric"] for m in task["metric_list"]] == ["strict_overall"] + [f"strict_{c}" for c in spec["categories"]]
     assert "!function utils.process_results" in " ".join((harness / "lmms_eval" / "probmed_small.yaml").read_text().replace("'", "").split())
     lines = (harness / "vlmevalkit" / "probmed_small.tsv").read_text().splitlines()

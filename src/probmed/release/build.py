@@ -120,7 +120,8 @@ def describe(release: Release, folder: Path, images: dict[str, Path], prompt: st
     from probmed.release.croissant import croissant
     from probmed.release.harness.files import write_harness
 
-    write_harness(folder, release.questions, images, release.name, release.version, prompt, [c.name for c in release.configs])
+    write_harness(folder, release.questions, images, release.name, release.version, prompt,
+                  {c.name: [s.path for s in c.shards] for c in release.configs})
 
     write_text_atomic(publish.manifest_text(release.files), folder / "SHA256SUMS")
     write_text_atomic(card_text(release), folder / "README.md")

@@ -9,7 +9,7 @@ import os
 import subprocess
 
 import pytest
-from venvs import INSPECT_AI, venv
+from venvs import INSPECT_AI, LMMS_EVAL, LMMS_EVAL_FIXES, venv
 
 from probmed.cli import main
 from probmed.core.categories import CATEGORIES
@@ -65,3 +65,20 @@ def test_inspect_ai_reproduces_probmed_score(run):
     assert result["status"] == "success" and result["results"]["completed_samples"] == len(result["samples"])
     (scores,) = result["results"]["scores"]
     same({k: v["value"] for k, v in scores["metrics"].items()}, run["expected"])
+
+
+def test_lmms_eval_reproduces_probmed_score(run):
+    bin_dir = venv("lmms-eval", LMMS_EVAL, fixes=LMMS_EVAL_FIXES)
+    out = run["root"] / "lmms-out"
+    env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(run["root"] / "hf-lmms")}
+    args = f"model=mock,base_url={run['server'].base_url},api_key=mock-key"
+    proc = subprocess.run([str(bin_dir / "python"), "-m", "lmms_eval", "--model", "openai", "--model_args", args,
+                           "--tasks", "probmed_mockset", "--include_path", "harness/lmms_eval", "--batch_size", "1",
+                           "--output_path", str(out), "--log_samples"],
+                          cwd=run["folder"], env=env, capture_output=True, text=True, timeout=900)
+    assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-3000:]
+    (results,) = out.rglob("*_results.json")
+    got = json.loads(results.read_text())["results"]["probmed_mockset"]
+    same({name: got[f"{name},none"] for name in run["expected"]}, run["expected"])
+    (samples,) = out.rglob("*_samples_probmed_mockset.jsonl")
+    assert len(samples.read_text().splitlines()) == len(json.loads((run["folder"] / "test.json").read_text()))

@@ -53,11 +53,13 @@ class _TaskDumper(yaml.SafeDumper):
 _TaskDumper.add_representer(_Function, lambda dumper, value: dumper.represent_scalar("!function", str(value)))
 
 
-def lmms_eval_yaml(name: str, version: str) -> str:
-    """The lmms-eval task: the release folder through `datasets` (run lmms-eval from the release folder)."""
+def lmms_eval_yaml(name: str, version: str, files: list[str]) -> str:
+    """The lmms-eval task: config ``all``'s Parquet files through `datasets` (paths relative to the release folder,
+    where lmms-eval runs)."""
     metrics = [{"metric": f"strict_{c}", "aggregation": _Function(f"utils.aggregate_{c}"), "higher_is_better": True}
                for c in ["overall", *CATEGORIES]]
-    doc = {"task": task_name(name), "dataset_path": ".", "dataset_name": "all", "dataset_kwargs": {}, "test_split": "test",
+    doc = {"task": task_name(name), "dataset_path": "parquet", "dataset_kwargs": {"data_files": {"test": files}},
+           "test_split": "test",
            "output_type": "generate_until", "doc_to_visual": _Function("utils.doc_to_visual"),
            "doc_to_text": _Function("utils.doc_to_text"), "doc_to_target": "answer",
            "generation_kwargs": {"max_new_tokens": 16, "temperature": 0, "do_sample": False},
@@ -83,14 +85,14 @@ def vlmevalkit_tsv(questions: pd.DataFrame, image_files: dict[str, Path]) -> str
 
 
 def write_harness(folder: Path, questions: pd.DataFrame, image_files: dict[str, Path], name: str, version: str,
-                  prompt: str, configs: list[str]) -> None:
-    """The harness folder of a release folder."""
+                  prompt: str, configs: dict[str, list[str]]) -> None:
+    """The harness folder of a release folder; ``configs``: each config's Parquet files."""
     harness = folder / HARNESS_DIR
-    spec = task_spec(name, version, prompt, configs)
+    spec = task_spec(name, version, prompt, list(configs))
     write_text_atomic(json.dumps(spec, indent=2) + "\n", harness / "probmed_task.json")
     for rel, source in COPIED.items():
         write_text_atomic(source.read_text(encoding="utf-8"), harness / rel)
-    write_text_atomic(lmms_eval_yaml(name, version), harness / "lmms_eval" / f"{spec['task']}.yaml")
+    write_text_atomic(lmms_eval_yaml(name, version, configs["all"]), harness / "lmms_eval" / f"{spec['task']}.yaml")
     write_text_atomic(vlmevalkit_tsv(questions, image_files), harness / "vlmevalkit" / f"{spec['task']}.tsv")
     write_text_atomic(harness_readme(str(spec["task"]), name), harness / "README.md")
 
@@ -106,7 +108,7 @@ the paper's weighted overall (`probmed_strict.py`): the same numbers as `probmed
 - **inspect_ai** (`pip install inspect-ai datasets pillow`):
   `inspect eval harness/inspect_task.py --model openai/<model> [-T config=commercial]`
   (an OpenAI-compatible server: `OPENAI_BASE_URL`, `-M responses_api=false`).
-- **lmms-eval**, run from the release folder (the task loads it as `dataset_path: .`):
+- **lmms-eval**, run from the release folder (the task reads config `all`'s Parquet files by relative path):
   `lmms-eval --include_path harness/lmms_eval --tasks {task} --model <model> --model_args ... --log_samples`.
 - **VLMEvalKit** (not on PyPI; not run here): `vlmevalkit/{task}.tsv` has VLMEvalKit's yes/no columns
   (`index, image, question, answer, category`; an image's later rows give the index of the row holding

@@ -41,7 +41,7 @@ def lmms_eval_records(questions: pd.DataFrame, predictions: pd.DataFrame, prompt
         doc, response = docs[i], responses[i]["response"]
         text = prompt.format(question=doc["question"])
         record = {**{k: doc[k] for k in UNIT_FIELDS}, "label": parse_answer(response)}
-        out.append({"doc_id": doc_id, "doc": doc, "target": doc["answer"], "arguments": [text],
+        out.append({"doc_id": doc_id, "doc": doc, "target": doc["answer"], "arguments": [text], "input": text,
                     "resps": [[response]], "filtered_resps": [response],
                     "doc_hash": _sha256(json.dumps(doc, indent=2, ensure_ascii=False)), "prompt_hash": _sha256(text),
                     "target_hash": _sha256(doc["answer"]),
