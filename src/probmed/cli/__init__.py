@@ -41,6 +41,7 @@ COMMAND_MODULES: tuple[str, ...] = (
     "probmed.cli.pipeline",
     "probmed.cli.finetuning",
     "probmed.cli.audit",
+    "probmed.cli.release",
 )
 
 

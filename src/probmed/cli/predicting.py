@@ -66,7 +66,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     e = sub.add_parser("export-responses", help="write predictions in the original ProbMed response format")
     e.add_argument("questions", help="question table (Parquet or original JSON)")
     e.add_argument("predictions", help="prediction table (Parquet)")
-    e.add_argument("--out", required=True, help="response file (JSON)")
+    e.add_argument("--out", required=True, help="response file (JSON; JSONL for lmms-eval)")
+    e.add_argument("--format", choices=("probmed", "lmms-eval"), default="probmed",
+                   help="probmed: the original ProbMed response file; lmms-eval: its --log_samples JSONL (probmed.release)")
     e.set_defaults(func=cmd_export)
 
     t = sub.add_parser("build-tiny-model", help="build the tiny offline LLaVA (untrained) into a directory")
@@ -232,7 +234,14 @@ def cmd_export(args: argparse.Namespace) -> int:
     from probmed.core.release_format import write_response_file
 
     questions = _read_questions(args.questions)
-    missing = write_response_file(questions, read_predictions(args.predictions), args.out)
+    if args.format == "lmms-eval":
+        from probmed.inference.prompting import PromptSet
+        from probmed.release.harness.lmms_eval_log import write_lmms_eval_log
+
+        prompt = PromptSet.from_params(command_params(args).get("settings")).vanilla
+        missing = write_lmms_eval_log(questions, read_predictions(args.predictions), prompt, args.out)
+    else:
+        missing = write_response_file(questions, read_predictions(args.predictions), args.out)
     print(json.dumps({"records": len(questions), "missing": missing, "out": args.out}))
     return 0
 

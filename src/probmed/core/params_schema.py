@@ -549,6 +549,20 @@ class Report(Section):
     log_to_mlflow: bool = True
 
 
+SemVer = Annotated[str, Check(lambda v: len(v.split(".")) == 3 and all(p.isascii() and p.isdigit() for p in v.split(".")),
+                              "a semantic version MAJOR.MINOR.PATCH (e.g. 1.0.0)")]
+
+
+@section
+class Release(Section):
+    """`probmed release`: the versioned, citable dataset folder of a question set."""
+
+    version: SemVer = "1.0.0"
+    """The semantic version; the folder's content hash is added to it (1.0.0+<hash>). Bump it when the content changes."""
+    out_dir: str = "build/release"
+    """Releases go to <out_dir>/<set>/<version>/."""
+
+
 @section
 class Params(Section):
     """params.yaml as a whole."""
@@ -576,6 +590,7 @@ class Params(Section):
     pipeline: Pipeline = default(Pipeline())
     tracking: Tracking = default(Tracking())
     report: Report = default(Report())
+    release: Release = default(Release())
 
 
 # --- the check -------------------------------------------------------------------------

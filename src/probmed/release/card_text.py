@@ -1,0 +1,69 @@
+"""The dataset card's fixed prose: what each field means, how the set is built and scored, its limitations.
+
+Kept apart from probmed.release.card (which assembles the card from a release's
+numbers) so the wording can be reviewed on its own.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from probmed.release.manifest import Release
+
+FIELD_MEANINGS: dict[str, str] = {
+    "qid": "question id: stable hash of the image, the original qa_type and the question (ties answers to `probmed score`)",
+    "image_id": "image id (source prefix + the source's own id)",
+    "source": "the dataset the image comes from (Sources below)",
+    "category": "modality, organ, abnormality, condition or position",
+    "pair_id": "shared by a ground-truth question and its adversarial twin; `<image_id>:abnormality` / "
+               "`<image_id>:entity_hallu` mark single questions",
+    "question": "the closed question, the only text a prompt shows",
+    "answer": "yes or no (the label)",
+    "entity": "the modality, organ, condition or position the question asks about (as the question names it)",
+    "image_type": "the original release's image type, e.g. `X-ray - Chest`",
+    "evidence": "for a \"no\": `known_absent` (a label table or QA says so) or `assumed_absent` (not mentioned); "
+                "empty for a \"yes\" (a label: never show it to a model)",
+    "licence": "the image's licence as its source states it",
+    "modality": "x-ray, ct, mri or unknown (from image_type)",
+    "organ": "abdomen, brain, chest, spine or unknown (from image_type)",
+    "image": "the image (datasets.Image: PNG or JPEG bytes as curated)",
+}
+
+SCORING = (
+    "Strict accuracy with adversarial pairs, as the paper defines it: a modality or organ pair is right only when "
+    "both of its questions are; condition and position are all-or-nothing per image over all of that image's pairs of "
+    "the category; abnormality is scored per question; a normal image's single hallucinated-condition question "
+    "(`pair_id` ending in `entity_hallu`) is reported beside condition, never inside it. The paper's overall is the "
+    "mean of the five categories weighted by `num`: the images with a pair for modality and organ, the questions for "
+    "abnormality, every image of the set for condition and position. Exact random (each unit of m questions right "
+    "with probability 2^-m) is the yardstick. In this repository: `probmed score QUESTIONS PREDICTIONS` (questions: "
+    "`test.json`, or the Parquet table); `test.json` with the original release's `calculate_score.py` (or "
+    "`probmed score-official`) gives the original tools' numbers."
+)
+
+LIMITATIONS: tuple[str, ...] = (
+    "Labels come from each source's own annotations (label tables, boxes, QA answers, caption extraction), not from "
+    "new expert reads; a \"no\" marked `assumed_absent` rests on the finding not being mentioned.",
+    "Images are downscaled (256 px long side) and re-encoded as PNG for the curated sources, so file format and "
+    "size do not leak the label; VQA-RAD and MedICaT images are the source files, with burned-in text.",
+    "The image-type mix differs from the paper's (table above): compare per image type, not only overall.",
+    "The `paper` and `commercial` configs are slices of this set by image type and licence; the audit above is the "
+    "whole set's (a slice keeps every image's questions together, but its per-text balance is not re-audited).",
+    "`qid` hashes the original qa_type (which says gt or hallu): show ids to no model.",
+    "Positions follow the radiological convention (image left = patient right); no side is asserted on a sagittal "
+    "or unknown plane.",
+)
+
+
+def built_section(release: "Release", categories: str) -> list[str]:
+    """How the set was built: sources -> records -> balanced, truthful question pairs."""
+    sources = ", ".join(sorted(release.questions["source"].unique()))
+    return ["## How it was built", "",
+            f"probmed curates image records from {sources} (modality, organ, findings, positions and known-absent "
+            "conditions from each source's labels), then asks per image (the paper's Appendix B): "
+            f"{categories}. Each adversarial value is drawn from one controlled vocabulary per organ and must be true "
+            "for its image: another modality; an organ outside the field of view; a condition not known present nor in "
+            "the clinical overlap group of a present finding; a position free of the finding. Values are asked as "
+            "hallucinations as often as they are ground truth, so no question text predicts its answer, and image types "
+            "are capped so none dominates. Every question set is audited before it is written (below).", ""]

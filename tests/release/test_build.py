@@ -1,0 +1,210 @@
+"""`probmed release` on a real 20-image set: the folder, loading it with `datasets`, the gate, versions, atomicity."""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from probmed.cli import main
+from probmed.core.records import write_questions
+from probmed.core.release_format import read_question_file
+from probmed.release.table import RELEASE_COLUMNS
+
+
+def release(small_set, out: Path, repo_root: Path, *extra: str, questions: Path | None = None, audit: str = "passing_audit"):
+    args = ["release", str(questions or small_set["questions"]), "--out-dir", str(out), "--image-root",
+            str(small_set["image_root"]), "--params", str(repo_root / "params.yaml")]
+    if audit:
+        args += ["--audit", str(small_set[audit])]
+    return main(args + list(extra))
+
+
+def tree(folder: Path) -> dict[str, str]:
+    return {p.relative_to(folder).as_posix(): hashlib.sha256(p.read_bytes()).hexdigest()
+            for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def card_parts(folder: Path) -> tuple[dict, list[str]]:
+    _, front, body = (folder / "README.md").read_text().split("---\n", 2)
+    return yaml.safe_load(front), body.strip().splitlines()
+
+
+@pytest.fixture(scope="module")
+def released(small_set, repo_root, tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("release")
+    assert release(small_set, out, repo_root) == 0
+    return out / "small" / "1.0.0"
+
+
+def test_the_folder_holds_data_card_croissant_citation_and_the_original_format(released):
+    names = {p.relative_to(released).as_posix() for p in released.rglob("*") if p.is_file()}
+    assert {"README.md", "croissant.json", "CITATION.cff", "test.json", "SHA256SUMS", "release.json"} <= names
+    assert {n for n in names if n.startswith("data/")} == {
+        "data/test-commercial-paper.parquet", "data/test-commercial-other.parquet", "data/test-noncommercial-paper.parquet"}
+    assert len([n for n in names if n.startswith("images/")]) == 20
+    meta, body = card_parts(released)
+    assert meta["license"] == "other" and meta["task_categories"] == ["visual-question-answering"]
+    assert meta["annotations_creators"] == ["machine-generated"] and meta["size_categories"] == ["n<1K"]
+    assert [c["config_name"] for c in meta["configs"]] == ["all", "commercial", "paper"]
+    assert body[0].startswith("# small 1.0.0+")  # audited: nothing before the title
+    for heading in ("## Audit", "## Image-type mix beside the paper's Table 1", "## Known limitations", "## How to score",
+                    "## Sources, licences and citations", "## Citation"):
+        assert heading in body
+    info = json.loads((released / "release.json").read_text())
+    cff = yaml.safe_load((released / "CITATION.cff").read_text())
+    crois = json.loads((released / "croissant.json").read_text())
+    assert info["version"] == cff["version"] == crois["version"] and info["version"] in body[0]
+
+
+def test_version_is_the_semver_plus_the_hash_of_the_listed_files(released):
+    info = json.loads((released / "release.json").read_text())
+    sums = (released / "SHA256SUMS").read_text()
+    assert hashlib.sha256(sums.encode()).hexdigest() == info["content_sha256"]
+    assert info["version"] == "1.0.0+" + info["content_sha256"][:12]
+    listed = dict(reversed(line.split("  ", 1)) for line in sums.splitlines())
+    assert listed == {k: v for k, v in tree(released).items() if k.startswith(("data/", "images/")) or k == "test.json"}
+    crois = json.loads((released / "croissant.json").read_text())
+    shas = {d["contentUrl"]: d["sha256"] for d in crois["distribution"] if d["@type"] == "cr:FileObject"}
+    assert shas and all(listed[p] == s for p, s in shas.items())
+    assert crois["conformsTo"] == "http://mlcommons.org/croissant/1.1" and crois["citeAs"].startswith("@misc{")
+    assert {"rai:dataCollection", "rai:dataBiases", "rai:dataLimitations", "rai:personalSensitiveInformation"} <= set(crois)
+
+
+def test_datasets_loads_every_config_offline_with_decoded_images(released, small_set, tmp_path, monkeypatch):
+    import datasets
+
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    q = small_set["frame"]
+    expected = {"all": len(q), "commercial": int((q["licence"] != "CC BY-NC 4.0").sum()),
+                "paper": int((q["image_type"] != "Unknown - Brain").sum())}
+    assert datasets.get_dataset_config_names(str(released)) == list(expected)
+    for config, n in expected.items():
+        ds = datasets.load_dataset(str(released), config, split="test", cache_dir=str(tmp_path / "hf"))
+        assert len(ds) == n and list(ds.features) == list(RELEASE_COLUMNS)
+        assert isinstance(ds.features["image"], datasets.Image)
+    ds = datasets.load_dataset(str(released), split="test", cache_dir=str(tmp_path / "hf"))  # the default: all
+    by_qid = {r["qid"]: r for r in q.to_dict("records")}
+    for row in ds.select(range(0, len(ds), 7)):
+        src = by_qid[row["qid"]]
+        assert (row["answer"], row["pair_id"], row["category"], row["licence"]) == (
+            src["answer"], src["pair_id"], src["category"], src["licence"])
+        with open(small_set["image_root"] / src["image_path"], "rb") as f:
+            from PIL import Image
+
+            original = Image.open(f)
+            original.load()
+        image = row["image"]
+        assert image.size == original.size and image.tobytes() == original.tobytes()
+
+
+def test_test_json_is_the_original_format_of_the_same_questions(released, small_set):
+    back = read_question_file(released / "test.json")
+    q = small_set["frame"]
+    assert back["qid"].tolist() == q["qid"].tolist() and back["answer"].tolist() == q["answer"].tolist()
+    assert all((released / p).is_file() for p in back["image_path"].unique())
+
+
+def test_a_set_that_fails_its_gate_is_refused_unless_allowed(small_set, repo_root, tmp_path, capsys):
+    assert release(small_set, tmp_path, repo_root, audit="audit") == 2
+    err = capsys.readouterr().err
+    assert "failed its audit gate" in err and "oracle" in err and "--allow-unaudited" in err
+    assert not (tmp_path / "small" / "1.0.0").exists()
+    assert not [p for p in (tmp_path / "small").iterdir()] if (tmp_path / "small").exists() else True
+    assert release(small_set, tmp_path, repo_root, "--allow-unaudited", audit="audit") == 0
+    meta, body = card_parts(tmp_path / "small" / "1.0.0")
+    assert body[0].startswith("**UNAUDITED: released with --allow-unaudited; the set failed its audit gate: modality")
+    assert "UNAUDITED" in meta["pretty_name"]
+
+
+def test_a_set_without_an_audit_is_refused(small_set, repo_root, tmp_path, capsys):
+    lone = tmp_path / "lone.parquet"
+    lone.write_bytes(small_set["questions"].read_bytes())
+    assert release(small_set, tmp_path / "out", repo_root, questions=lone, audit="") == 2
+    assert "has no audit" in capsys.readouterr().err and not (tmp_path / "out" / "lone" / "1.0.0").exists()
+
+
+def test_same_content_is_kept_other_content_needs_a_new_version(released, small_set, repo_root, tmp_path, capsys):
+    out = released.parent.parent
+    before = tree(released)
+    assert release(small_set, out, repo_root) == 0  # the same content again: nothing changes
+    assert '"created": false' in capsys.readouterr().out and tree(released) == before
+    q = small_set["frame"]
+    fewer = tmp_path / "small.parquet"
+    write_questions(q[q["image_id"] != q["image_id"].iat[0]].reset_index(drop=True), fewer)
+    assert release(small_set, out, repo_root, questions=fewer) == 2
+    assert "exists with other content" in capsys.readouterr().err and tree(released) == before
+    assert release(small_set, out, repo_root, "release.version=1.0.1", questions=fewer) == 0
+    assert json.loads((out / "small" / "1.0.1" / "release.json").read_text())["version"].startswith("1.0.1+")
+    assert sorted(p.name for p in (out / "small").iterdir()) == ["1.0.0", "1.0.1"]
+
+
+def test_a_killed_release_leaves_the_previous_version_intact(small_set, repo_root, tmp_path):
+    out = tmp_path / "out"
+    assert release(small_set, out, repo_root) == 0
+    before = tree(out / "small" / "1.0.0")
+    script = ("import os, sys; import probmed.release.build as b; "
+              "b.describe = lambda *a: os.kill(os.getpid(), 9); "
+              "from probmed.cli import main; sys.exit(main(sys.argv[1:]))")
+    args = ["release", str(small_set["questions"]), "--out-dir", str(out), "--image-root", str(small_set["image_root"]),
+            "--audit", str(small_set["passing_audit"]), "--params", str(repo_root / "params.yaml"), "release.version=2.0.0"]
+    proc = subprocess.run([sys.executable, "-c", script, *args], env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
+                          capture_output=True, text=True)
+    assert proc.returncode == -9
+    left = sorted(p.name for p in (out / "small").iterdir())
+    assert "2.0.0" not in left and "1.0.0" in left and any(n.startswith(".2.0.0.") for n in left)  # staging only
+    assert tree(out / "small" / "1.0.0") == before
+    assert release(small_set, out, repo_root, "release.version=2.0.0") == 0  # the next run clears the staging folder
+    assert sorted(p.name for p in (out / "small").iterdir()) == ["1.0.0", "2.0.0"]
+
+
+def test_a_missing_image_is_named_and_nothing_is_written(small_set, repo_root, tmp_path, capsys):
+    q = small_set["frame"].copy()
+    q.loc[q.index[:2], "image_path"] = "vqa-rad/VQA_RAD Image Folder/no-such-image.jpg"
+    broken = tmp_path / "broken.parquet"
+    write_questions(q, broken)
+    assert release(small_set, tmp_path / "out", repo_root, questions=broken) == 2
+    err = capsys.readouterr().err
+    assert q["image_id"].iat[0] in err and "not found" in err
+    assert not (tmp_path / "out" / "broken").exists() or not list((tmp_path / "out" / "broken").iterdir())
+
+
+def test_the_harness_folder_and_the_vlmevalkit_tsv(released, small_set):
+    harness = released / "harness"
+    spec = json.loads((harness / "probmed_task.json").read_text())
+    assert spec["prompt"] == "{question} Answer with a single word: yes or no." and spec["task"] == "probmed_small"
+    assert (harness / "probmed_answer_parser.py").read_text().startswith('"""Free-text model response')
+    task = yaml.load((harness / "lmms_eval" / "probmed_small.yaml").read_text(), Loader=yaml.BaseLoader)  # !function kept
+    assert task["dataset_path"] == "parquet" and task["doc_to_target"] == "answer"
+    assert task["dataset_kwargs"]["data_files"]["test"] == json.loads((released / "release.json").read_text())["configs"]["all"]["files"]
+    assert [m["metric"] for m in task["metric_list"]] == ["strict_overall"] + [f"strict_{c}" for c in spec["categories"]]
+    assert "!function utils.process_results" in " ".join((harness / "lmms_eval" / "probmed_small.yaml").read_text().replace("'", "").split())
+    lines = (harness / "vlmevalkit" / "probmed_small.tsv").read_text().splitlines()
+    head, rows = lines[0].split("\t"), [dict(zip(lines[0].split("\t"), line.split("\t"))) for line in lines[1:]]
+    assert head[:5] == ["index", "image", "question", "answer", "category"] and len(rows) == len(small_set["frame"])
+    first = {}
+    for row in rows:
+        assert row["answer"] in ("Yes", "No")
+        if row["image_id"] in first:
+            assert row["image"] == first[row["image_id"]]  # the index of the row holding its base64
+        else:
+            first[row["image_id"]] = row["index"]
+            assert base64.b64decode(row["image"]) == (released / "images" / f"{row['image_id']}.jpg").read_bytes()
+
+
+def test_a_same_content_release_refreshes_what_describes_it(small_set, repo_root, tmp_path):
+    out = tmp_path / "out"
+    assert release(small_set, out, repo_root) == 0
+    folder = out / "small" / "1.0.0"
+    data = {k: v for k, v in tree(folder).items() if k.startswith(("data/", "images/")) or k == "test.json"}
+    assert release(small_set, out, repo_root, "settings.vanilla='{question} Reply yes or no.'") == 0
+    assert json.loads((folder / "harness" / "probmed_task.json").read_text())["prompt"] == "{question} Reply yes or no."
+    assert {k: v for k, v in tree(folder).items() if k in data} == data
+    assert not [p for p in folder.iterdir() if p.name.startswith(".")]
