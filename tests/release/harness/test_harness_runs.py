@@ -15,7 +15,7 @@ from probmed.cli import main
 from probmed.core.categories import CATEGORIES
 from probmed.inference.models.mock_server import MockChatServer
 
-pytestmark = pytest.mark.slow
+pytestmark = [pytest.mark.slow, pytest.mark.harness]
 
 
 @pytest.fixture(scope="module")
