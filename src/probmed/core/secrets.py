@@ -1,4 +1,4 @@
-"""Secrets stay in the environment: never in params, never in anything probmed writes.
+r"""Secrets stay in the environment: never in params, never in anything probmed writes.
 
 Two guards. :func:`refuse_secrets` runs when parameters are loaded (params.yaml
 and every dotted override), before any work: a key named like a credential
@@ -54,13 +54,14 @@ def looks_like_key(value: Any) -> bool:
     return isinstance(value, str) and _PROVIDER_KEY.search(value) is not None
 
 
-def _walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+def leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) for every leaf of a tree of mappings and lists (``a.b[0]``)."""
     if isinstance(obj, Mapping):
         for key, value in obj.items():
-            yield from _walk(value, f"{prefix}.{key}" if prefix else str(key))
+            yield from leaves(value, f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(obj, (list, tuple)):
         for i, value in enumerate(obj):
-            yield from _walk(value, f"{prefix}[{i}]")
+            yield from leaves(value, f"{prefix}[{i}]")
     else:
         yield prefix, obj
 
@@ -68,7 +69,7 @@ def _walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 def find_secrets(params: Any) -> list[str]:
     """Dotted keys of params that are or hold a secret (a credential name with a value, or a key-shaped value)."""
     found = []
-    for key, value in _walk(params):
+    for key, value in leaves(params):
         named = is_secret_name(key) and value not in (None, "", False)
         if named or looks_like_key(value):
             found.append(key)
@@ -93,7 +94,7 @@ def refuse_secrets(params: Any, where: str) -> None:
 
 
 def _char_forms(ch: str) -> str:
-    """A regex matching one character as is, percent-encoded or \\u-escaped."""
+    r"""A regex matching one character as is, percent-encoded or \\u-escaped."""
     forms = [re.escape(ch), _percent(ch)]
     if ord(ch) < 0x10000:
         forms.append(rf"\\u(?i:{ord(ch):04x})")
