@@ -47,10 +47,12 @@ os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 from probmed.inference.models.base import Item  # noqa: E402
 from probmed.inference.models.registry import build_backend  # noqa: E402
 from probmed.inference.models.tiny import REALISTIC, build_tiny_llava  # noqa: E402
-from probmed.inference.predict import run_predictions  # noqa: E402
+from probmed.core.settings import SETTINGS  # noqa: E402
+from probmed.inference.predict import PredictJob, run_predictions  # noqa: E402
 from probmed.inference.prompting import PromptSet  # noqa: E402
 
 PROMPTS = PromptSet.from_params({})
+VANILLA = SETTINGS["vanilla"]
 PATHS = ("per question", "per-image batch", "shared prefix")
 CXR14_PIXELS = {"original_1024": "images", "thumbnail_256": "thumbnails_256"}  # else images_no_finding
 
@@ -140,8 +142,8 @@ def predict_run(model_dir: Path, q, root: Path, store: Path) -> tuple[float, flo
     path, one grouped append and fsync per image."""
     backend = build_backend({"m": {"backend": "hf", "model_id": str(model_dir), "mode": "logits"}}, "m")
     backend.load()
-    qps, cpu_qps, _ = rate(len(q), lambda: run_predictions(q, backend, "vanilla", PROMPTS, root, store,
-                                                            progress=False), 1)
+    job = PredictJob.in_folders(VANILLA, PROMPTS, root, store)
+    qps, cpu_qps, _ = rate(len(q), lambda: run_predictions(q, backend, job, progress=False), 1)
     backend.close()
     return qps, cpu_qps
 
@@ -188,13 +190,14 @@ def api_section(q, its: list[Item], data: Path, tmp: Path, n_questions: int, max
         for name in ("seq", "c16"):
             b = build_backend(api_models, name)
             b.answer(its[:2])  # connect and warm up outside the timing
-            res = run_predictions(api_q, b, "vanilla", PROMPTS, data, tmp / f"store-{name}", batch_size=len(api_q),
-                                  progress=False)
+            job = PredictJob.in_folders(VANILLA, PROMPTS, data, tmp / f"store-{name}", batch_size=len(api_q))
+            res = run_predictions(api_q, b, job, progress=False)
             out[f"api_{name}_qps"] = len(api_q) / res.elapsed_s
             b.close()
         before = server_requests(base_url)
         b = build_backend(api_models, "c16")
-        res = run_predictions(api_q, b, "vanilla", PROMPTS, data, tmp / "store-c16", progress=False)
+        job = PredictJob.in_folders(VANILLA, PROMPTS, data, tmp / "store-c16")
+        res = run_predictions(api_q, b, job, progress=False)
         b.close()
         out["cached_rerun_requests"] = server_requests(base_url) - before
         out["cached_rerun_cached"] = res.n_cached

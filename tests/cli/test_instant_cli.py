@@ -14,11 +14,12 @@ from pathlib import Path
 
 import pytest
 
-from probmed.cli import COMMANDS, build_parser
+from probmed.cli import build_parser, commands
 
 # What no command may import to print its help: every library that takes more than a few milliseconds.
 HEAVY = ("torch", "transformers", "peft", "lightning", "pandas", "numpy", "pyarrow", "omegaconf", "mlflow", "dvc",
          "PIL", "tqdm", "matplotlib", "huggingface_hub", "tokenizers")
+COMMANDS = commands()  # command -> the module whose register() declares it
 MODEL_LIBRARIES = ("torch", "transformers", "peft", "lightning", "tokenizers")
 
 DRIVER = """
@@ -53,11 +54,13 @@ def test_every_command_is_covered():
 
 
 def test_each_command_is_mapped_to_the_module_that_registers_it():
-    """`probmed COMMAND` imports only COMMANDS[COMMAND]; a stale entry would make the command unknown."""
+    """`probmed COMMAND` imports no command module after COMMANDS[COMMAND]; the table comes from register()."""
     assert set(COMMANDS) == set(command_names())
     for name, module in COMMANDS.items():
         sub = next(a for a in build_parser(name)._actions if a.dest == "command")
         assert name in sub.choices, (name, module)
+        last = [COMMANDS[c] for c in sub.choices][-1]
+        assert last == module, (name, module, last)  # the parser stopped at the module that declares it
 
 
 @pytest.mark.parametrize("args", [["--help"]] + [[name, "--help"] for name in command_names()],

@@ -8,19 +8,25 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from probmed.core.config import load_params
+from probmed.core.config import load_params, to_plain
 from probmed.core.errors import ConfigError
+from probmed.core.params_schema import Params, parse_params
 from probmed.finetune.train import BASE_POINTER, PARENT_TAG, finetune_params, run_stage
 
 
 @pytest.fixture()
 def params(repo_root: Path, small_overrides):
-    """load_params(params.yaml) with the small CPU overrides plus the test's own."""
+    """load_params(params.yaml) with the small CPU overrides plus the test's own, typed."""
 
     def load(tmp: Path, **extra: str):
-        return load_params(repo_root / "params.yaml", small_overrides(tmp, **extra))
+        return typed(load_params(repo_root / "params.yaml", small_overrides(tmp, **extra)))
 
     return load
+
+
+def typed(cfg) -> Params:
+    """The typed params the fine-tuning entry points take."""
+    return parse_params(to_plain(cfg))
 
 
 def point_at(model_dir: Path, out_dir: Path) -> None:
@@ -30,13 +36,13 @@ def point_at(model_dir: Path, out_dir: Path) -> None:
 
 
 def test_gpu_profile_merges_over_defaults(repo_root: Path):
-    cfg = load_params(repo_root / "params.yaml", ["finetune.profile=gpu"])
+    cfg = typed(load_params(repo_root / "params.yaml", ["finetune.profile=gpu"]))
     f = finetune_params(cfg)
     assert f.trainer.accelerator == "gpu" and f.trainer.precision == "bf16-mixed"
     assert f.pretrain.enabled is False
-    assert f.split.eval_fraction == finetune_params(load_params(repo_root / "params.yaml")).split.eval_fraction
+    assert f.split.eval_fraction == finetune_params(typed(load_params(repo_root / "params.yaml"))).split.eval_fraction
     with pytest.raises(ConfigError, match="finetune.profiles.tpu"):
-        finetune_params(load_params(repo_root / "params.yaml", ["finetune.profile=tpu"]))
+        finetune_params(typed(load_params(repo_root / "params.yaml", ["finetune.profile=tpu"])))
 
 
 def test_unknown_target_module_fails_before_training(params, tmp_path, workspace, shared_data, tiny_model_dir):

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import json
-import math
 
-import pandas as pd
 import pytest
 
-from probmed.finetune import data
-from probmed.finetune.transfer import comparison, compact_metrics, group_table, held_out_questions, to_markdown
 from probmed.core.io import write_parquet
+from probmed.finetune import data
+from probmed.finetune.transfer import compact_metrics, comparison, group_table, held_out_questions, to_markdown
 
 DOMAIN = {"source": "ChestX-ray14", "modality": "x-ray", "organ": "chest"}
 
@@ -85,3 +83,24 @@ def test_transfer_headline_splits_in_domain_from_elsewhere(image_records, questi
     assert headline["finetune-base"]["in_domain"] == 0.0  # always-yes gets no pair right
     only_domain = frame[frame["source"] == "chestxray14"]
     assert transfer_headline(only_domain, {"finetune-base": truth}, domain)["finetune-base"]["other_domains"] is None
+
+
+def test_one_renderer_draws_the_study_and_the_report_layouts() -> None:
+    """finetune.transfer_figure: panels of model bars with the paired difference above each tick."""
+    import matplotlib.pyplot as plt
+
+    from probmed.finetune.transfer_figure import REPORT_LAYOUT, STUDY_LAYOUT, TransferPanel, TransferSeries, draw_transfer
+
+    series = [TransferSeries(name, "#1f77b4", [40.0, float("nan")], [30.0, None], [50.0, None], [10, None])
+              for name in ("base", "adapted")]
+    panel = TransferPanel("modality", ["a", "b"], series, ["+1 [-2, 4]", None])
+    study = draw_transfer([panel, panel], "accuracy", STUDY_LAYOUT, suptitle="transfer")
+    report = draw_transfer([panel], "accuracy", REPORT_LAYOUT)
+    try:
+        assert len(study.axes) == 2 and len(report.axes) == 1
+        ax = report.axes[0]
+        assert len(ax.patches) == 2  # one bar per model; the NaN value is an "n/a" mark, never a bar
+        assert [t.get_text() for t in ax.texts if t.get_text() == "+1 [-2, 4]"] == ["+1 [-2, 4]"]
+    finally:
+        plt.close(study)
+        plt.close(report)

@@ -11,10 +11,10 @@ from ablation_helpers import IgnoresImage, PixelOracle, pixel_hash, two_type_que
 from PIL import Image
 
 from probmed.core.errors import ConfigError
-from probmed.core.settings import IMAGE_CONTROLS, SETTINGS
+from probmed.core.settings import IMAGE_CONTROLS, SETTINGS, get_setting
 from probmed.inference.ablation import blank_image, mean_grey, shuffle_donors
 from probmed.inference.answer_store import file_hash
-from probmed.inference.predict import run_predictions
+from probmed.inference.predict import PredictJob, Shard, run_predictions
 from probmed.inference.prompting import PromptSet
 
 
@@ -64,8 +64,9 @@ def test_blank_is_uniform_mean_grey_of_the_original_size(tmp_path, shared_data):
 
 
 def run(questions, backend, setting, shared_data, store, seed=0):
-    return run_predictions(questions, backend, setting, PromptSet.from_params(None), shared_data, store,
-                           progress=False, fsync=False, control_seed=seed)
+    return run_predictions(questions, backend,
+        PredictJob.in_folders(get_setting(setting), PromptSet.from_params(None), shared_data, store, control_seed=seed,
+                   fsync=False), progress=False)
 
 
 def test_the_backend_sees_the_control_image_and_the_key_carries_its_hash(tmp_path, shared_data):
@@ -101,8 +102,9 @@ def test_shuffled_is_the_same_under_sharding(tmp_path, shared_data):
     parts = []
     for i in range(2):
         backend = IgnoresImage()
-        run_predictions(questions, backend, "shuffled", PromptSet.from_params(None), shared_data, tmp_path / "parts",
-                        shard=(i, 2), progress=False, fsync=False)
+        run_predictions(questions, backend,
+            PredictJob.in_folders(get_setting("shuffled"), PromptSet.from_params(None), shared_data, tmp_path / "parts",
+                       shard=Shard(i, 2), fsync=False), progress=False)
         parts += backend.seen
     assert sorted(map(str, parts)) == sorted(map(str, whole.seen))
 

@@ -4,7 +4,6 @@ validation with quarantine, one writer per file, a write that fails on a full di
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
@@ -12,7 +11,7 @@ import time
 
 import pytest
 
-from probmed.core.errors import DiskFullError, StoreLockedError
+from probmed.core.errors import StoreLockedError
 from probmed.inference.answer_store import AnswerStore, cache_key
 
 

@@ -9,6 +9,7 @@ import pytest
 from probmed.cli import main
 from probmed.core.config import load_params, to_plain
 from probmed.core.errors import ConfigError
+from probmed.core.params_schema import parse_params
 from probmed.pipeline.plan import evaluations, write_plan
 
 
@@ -35,7 +36,7 @@ def test_bad_run_config_names_the_key(cfg, override, message):
     params, root = cfg
     params["pipeline"]["runs"]["probmed-tiny-vanilla"].update(override)
     with pytest.raises(ConfigError, match=message):
-        write_plan(params, root / "plan", root)
+        write_plan(parse_params(params), root / "plan", root)
     assert not (root / "plan").exists()  # nothing written before the check passes
 
 
@@ -43,10 +44,10 @@ def test_missing_dataset_names_the_key(cfg):
     params, root = cfg
     shutil.rmtree(root / "data" / "vqa-rad")
     with pytest.raises(ConfigError, match=r"datasets\.sources\.vqarad: raw data .*vqa-rad not found"):
-        write_plan(params, root / "plan", root)
+        write_plan(parse_params(params), root / "plan", root)
     params["datasets"]["question_sets"]["probmed"]["sources"].append("roco")
     with pytest.raises(ConfigError, match=r"datasets\.question_sets\.probmed\.sources lists 'roco'"):
-        write_plan(params, root / "plan", root)
+        write_plan(parse_params(params), root / "plan", root)
 
 
 def test_plan_checks_every_registry_key(cfg):
@@ -54,23 +55,23 @@ def test_plan_checks_every_registry_key(cfg):
     params, root = cfg
     params["models"]["llava-med"]["backend"] = "hugging-face"
     with pytest.raises(ConfigError, match=r"models\.llava-med\.backend = 'hugging-face' is not a known model backend"):
-        write_plan(params, root / "plan", root)
+        write_plan(parse_params(params), root / "plan", root)
     params["models"]["llava-med"]["backend"] = "hf"
     params["datasets"]["sources"]["xrays"] = {"dir": "chestxray14"}
     with pytest.raises(ConfigError, match=r"datasets\.sources\.xrays is not a known data source; .*'vqarad'"):
-        write_plan(params, root / "plan", root)
+        write_plan(parse_params(params), root / "plan", root)
     assert not (root / "plan").exists()
 
 
 def test_plan_lists_every_evaluation_and_writes_a_constant_gate(cfg):
     params, root = cfg
-    plan = write_plan(params, root / "plan", root)
-    names = {e.name for e in evaluations(params)}
+    plan = write_plan(parse_params(params), root / "plan", root)
+    names = {e.name for e in evaluations(parse_params(params))}
     assert {e["name"] for e in plan["evaluations"]} == names
     assert names == set(params["pipeline"]["runs"]) | set(params["pipeline"]["described_runs"])
     gate = (root / "plan" / "gate").read_text()
     params["models"]["tiny"]["max_new_tokens"] = 3
-    write_plan(params, root / "plan", root)
+    write_plan(parse_params(params), root / "plan", root)
     assert (root / "plan" / "gate").read_text() == gate  # model params never invalidate every stage
 
 

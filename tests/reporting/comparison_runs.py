@@ -14,7 +14,8 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from probmed.scoring.run import ScoreSettings, evaluate, per_image, write_run
+from probmed.core.params_schema import Score
+from probmed.scoring.run import evaluate, per_image, write_run
 from probmed.scoring.synthetic import synthetic_questions
 
 QUESTION_SET = "probmed"
@@ -47,7 +48,7 @@ def write_scores(root: Path, n_images: int = 80, resamples: int = 200) -> pd.Dat
     questions = synthetic_questions(n_images=n_images, n_questions=9 * n_images, seed=2)
     for (model, setting), labels in runs(questions).items():
         preds = pd.DataFrame({"qid": questions["qid"].to_numpy(), "model": model, "setting": setting, "label": labels})
-        metrics = evaluate(questions, preds, ScoreSettings(bootstrap_resamples=resamples, subset_fractions=(1.0,)),
+        metrics = evaluate(questions, preds, Score(bootstrap_resamples=resamples, subset_fractions=[1.0]),
                            name=f"{model} ({setting})")
         write_run(metrics, root / QUESTION_SET / model / setting, per_image_sums=per_image(questions, preds))
     return questions

@@ -10,7 +10,7 @@ from comparison_runs import QUESTION_SET, write_scores
 from probmed.reporting import comparison_plots
 from probmed.reporting.comparisons import compare_runs, differences_table, reliance_table, warnings
 from probmed.reporting.report import discover_runs
-from probmed.reporting.style import model_colours
+from probmed.core.figure_style import model_colours
 from probmed.scoring.compare import Bootstrap
 
 
@@ -96,12 +96,14 @@ def test_differences_figure_has_a_bar_per_comparison_and_category(scored):
 
 @pytest.fixture(scope="module")
 def report(tmp_path_factory):
-    from probmed.reporting.report import ReportOptions, build_report
+    from probmed.core.params_schema import Report
+    from probmed.reporting.report import build_report
 
     tmp = tmp_path_factory.mktemp("report")
     write_scores(tmp / "scores")
-    options = ReportOptions(Bootstrap(300, 0), [("looker", "blind")], model_colours(["looker", "blind"]), 5)
-    manifest = build_report(tmp / "scores", tmp / "out", options=options, transfer_models=["blind", "looker"])
+    report = Report(model_comparisons=[["looker", "blind"]], transfer_models=["blind", "looker"], min_images_per_cell=5)
+    manifest = build_report(tmp / "scores", tmp / "out", report=report, bootstrap=Bootstrap(300, 0),
+                            palette=model_colours(["looker", "blind"]))
     return tmp / "out", manifest
 
 

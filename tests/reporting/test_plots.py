@@ -3,6 +3,7 @@ heatmaps with a colour bar, n per cell and greyed-out sparse cells, and the tran
 
 from __future__ import annotations
 
+import dataclasses
 import math
 
 import matplotlib.pyplot as plt
@@ -11,11 +12,12 @@ import pytest
 from comparison_runs import QUESTION_SET, write_scores
 
 from probmed.core.categories import PAIRED_CATEGORIES
+from probmed.core.params_schema import Report
 from probmed.reporting import plots
 from probmed.reporting.comparisons import compare_runs
 from probmed.reporting.report import discover_runs
 from probmed.reporting.runs import FigureInput
-from probmed.reporting.style import MISSING_COLOUR, bars, model_colours
+from probmed.core.figure_style import MISSING_COLOUR, bars, model_colours
 from probmed.scoring.compare import Bootstrap
 
 MODELS = ["looker", "blind"]
@@ -28,7 +30,8 @@ def data(tmp_path_factory):
     runs = discover_runs(root)
     comp = compare_runs(runs, Bootstrap(200, 0), model_pairs=[("looker", "blind")]).for_set(QUESTION_SET)
     vanilla = [r for r in runs if r.setting == "vanilla"]
-    return FigureInput(QUESTION_SET, vanilla, None, ("blind", "looker"), "condition", comp, model_colours(MODELS), 5)
+    report = Report(transfer_models=["blind", "looker"], transfer_category="condition", min_images_per_cell=5)
+    return FigureInput(QUESTION_SET, vanilla, None, comp, model_colours(MODELS), report)
 
 
 def _texts(fig, start: str) -> list[str]:
@@ -81,7 +84,7 @@ def test_heatmap_has_a_colour_bar_n_per_cell_and_greys_sparse_cells(data):
     counts = np.array([[data.runs[0].scores.value("modality", "n_images", it)] for it in image_types])
     assert (counts > 0).all()
     plt.close(fig)
-    sparse = FigureInput(**{**data.__dict__, "min_images": int(counts.max()) + 1})
+    sparse = dataclasses.replace(data, report=dataclasses.replace(data.report, min_images_per_cell=int(counts.max()) + 1))
     fig = plots.build_per_image_type(sparse)
     masks = [np.ma.getmaskarray(ax.images[0].get_array()) for ax in fig.axes if ax.images]
     assert all(mask.all() for mask in masks)  # every cell has fewer images than the threshold: all grey

@@ -12,8 +12,9 @@ import pytest
 from metrics_factory import make_metrics
 from png_checks import assert_nontrivial_png
 
-from probmed.reporting.report import build_report, discover_runs, table_adversarial_drop, to_markdown
 from probmed.core.errors import ReportError, ScoresError
+from probmed.core.params_schema import Report
+from probmed.reporting.report import build_report, discover_runs, table_adversarial_drop, to_markdown
 
 RUNS = [
     ("probmed", "tiny", "vanilla"),
@@ -41,9 +42,8 @@ def report(tmp_path_factory):
         }
     )
     questions.to_parquet(tmp / "q.parquet")
-    manifest = build_report(
-        tmp / "scores", tmp / "out", questions={"probmed": tmp / "q.parquet"}, transfer_models=["tiny", "tiny-lora"]
-    )
+    manifest = build_report(tmp / "scores", tmp / "out", questions={"probmed": tmp / "q.parquet"},
+                            report=Report(transfer_models=["tiny", "tiny-lora"], model_comparisons=[]))
     return tmp / "out", manifest
 
 

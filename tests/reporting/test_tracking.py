@@ -10,18 +10,16 @@ import pytest
 from metrics_factory import make_metrics
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
-from probmed.core.errors import ScoresError
 from probmed.core.clock import epoch_ms
-from probmed.reporting.run_metrics import MAX_METRICS
+from probmed.core.errors import ScoresError, TrackingError
+from probmed.core.tracking_store import EXPERIMENT_KIND, unique_run_name
+from probmed.reporting.run_metrics import MAX_METRICS, metrics_from_scores
 from probmed.reporting.tracking import (
-    EXPERIMENT_KIND,
     RunSpec,
     Tracker,
     clean_params,
     file_md5,
     log_model_runs,
-    metrics_from_scores,
-    unique_run_name,
 )
 
 WORK = {"answering": {"started_at": "2026-01-02T03:04:05.000Z", "finished_at": "2026-01-02T03:05:00.500Z"},
@@ -200,6 +198,29 @@ def _spec(tmp: Path, setting: str = "vanilla") -> RunSpec:
     pd.DataFrame({"qid": ["a", "b"]}).to_parquet(questions)
     return RunSpec(model="tiny", setting=setting, question_set="probmed", metrics_path=metrics,
                    questions_path=questions, predictions_path=preds, params={"model": {"revision": "r1"}, "seed": 0})
+
+
+def test_a_run_whose_writing_fails_is_failed_and_completed_next_call(tmp_path):
+    """One lifecycle for every run (core.tracking_store.writing_run): an error while writing marks it FAILED."""
+    spec = _spec(tmp_path)
+    predictions = spec.predictions_path
+    spec.predictions_path = tmp_path / "absent.parquet"
+    with Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "probmed-test", tmp_path / "mlruns") as tracker:
+        with pytest.raises(TrackingError, match="not found"):
+            tracker.log(spec)
+        (failed,) = tracker.client.search_runs([tracker.experiment_id])
+        assert failed.info.status == "FAILED"
+        spec.predictions_path = predictions
+        assert tracker.log(spec) == failed.info.run_id
+        assert tracker.client.get_run(failed.info.run_id).info.status == "FINISHED"
+        report = tmp_path / "report"
+        report.mkdir()
+        (report / "metrics.json").write_text("{}")
+        first = tracker.log_report(report)
+        assert tracker.log_report(report) == first and tracker.log_audit({"a": 1.0}, report, "probmed") != first
+        statuses = {r.info.run_name: r.info.status for r in tracker.client.search_runs([tracker.experiment_id])}
+        assert statuses == {"probmed/tiny/vanilla": "FINISHED", "report/all": "FINISHED",
+                            "audit/probmed": "FINISHED"}
 
 
 def _mlflow_db(tmp: Path) -> Path:

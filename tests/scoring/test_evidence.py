@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pandas as pd
 
-from probmed.core.records import ImageRecord, Finding
 from probmed.benchmark.questions import generate_questions
+from probmed.core.records import Finding, ImageRecord
 from probmed.scoring.baselines import always_yes, random_predictions
 from probmed.scoring.evidence import known_absent_questions
 from probmed.scoring.run import evaluate
@@ -32,7 +32,7 @@ def test_subset_drops_every_pair_whose_no_is_assumed() -> None:
 
 def test_scored_beside_the_full_set() -> None:
     q = _questions()
-    m = evaluate(q, always_yes(q))
+    m = evaluate(q, always_yes(q)).to_dict()
     ka = m["known_absent"]
     assert ka["n_questions"] + ka["n_dropped"] == len(q) and ka["n_dropped"] > 0
     assert ka["by_category"]["modality"]["accuracy_adv_pairs"] == 0.0  # always-yes is 0 on every pair, here too

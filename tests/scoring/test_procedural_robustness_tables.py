@@ -6,11 +6,13 @@ import numpy as np
 import pytest
 from scoring_helpers import build, pair
 
+from probmed.core.params_schema import Score
 from probmed.scoring.bootstrap import interval, resample_weights
 from probmed.scoring.metrics import prepare
 from probmed.scoring.procedural import procedural
 from probmed.scoring.robustness import subset_robustness
-from probmed.scoring.run import ScoreSettings, evaluate, write_run
+from probmed.scoring.run import evaluate, write_run
+from probmed.scoring.score_report import ScoreReport
 from probmed.scoring.synthetic import synthetic_labels, synthetic_questions
 from probmed.scoring.tables import render_all, table2, table3, table4, table_image_types
 
@@ -68,9 +70,9 @@ def test_subset_robustness_nested_and_full() -> None:
     rows = subset_robustness(questions, preds, (0.2, 0.5, 1.0), seed=7)
     assert [r["n_images"] for r in rows] == [20, 50, 100]
     assert rows[-1]["n_questions"] == 950
-    full = evaluate(questions, preds, ScoreSettings(bootstrap_resamples=0))
+    full = evaluate(questions, preds, Score(bootstrap_resamples=0))
     assert rows[-1]["accuracy_adv_pairs_original_weighting"] == pytest.approx(
-        full["overall"]["accuracy_adv_pairs_original_weighting"]
+        full.overall["accuracy_adv_pairs_original_weighting"]
     )
     assert rows == subset_robustness(questions, preds, (0.2, 0.5, 1.0), seed=7)  # seeded
     with pytest.raises(ValueError, match="fraction"):
@@ -89,16 +91,16 @@ def test_resample_weights() -> None:
 
 
 @pytest.fixture(scope="module")
-def run_metrics() -> dict:
+def run_metrics() -> ScoreReport:
     questions, predictions = build(PROCEDURAL)
-    return evaluate(questions, predictions, ScoreSettings(bootstrap_resamples=100), name="fixture-model")
+    return evaluate(questions, predictions, Score(bootstrap_resamples=100), name="fixture-model")
 
 
-def test_tables_layouts(run_metrics: dict) -> None:
+def test_tables_layouts(run_metrics: ScoreReport) -> None:
     t3 = table3({"m": run_metrics})
     assert t3["model"].tolist() == ["Random Choice", "m"]
     assert t3.loc[0, "modality"] == 25.0 and t3.loc[0, "abnormality"] == 50.0
-    assert t3.loc[1, "overall"] == round(run_metrics["overall"]["accuracy_adv_pairs_original_weighting"], 2)
+    assert t3.loc[1, "overall"] == round(run_metrics.overall["accuracy_adv_pairs_original_weighting"], 2)
     t2 = table2({"m": run_metrics})
     assert t2.loc[0, "drop"] == pytest.approx(t2.loc[0, "accuracy_adv_pairs"] - t2.loc[0, "averaged_accuracy"], abs=0.011)
     t4 = table4({"m": run_metrics})
@@ -114,7 +116,7 @@ def test_tables_layouts(run_metrics: dict) -> None:
     assert texts["table_image_types.md"].count("/") >= 1
 
 
-def test_write_run(tmp_path, run_metrics: dict) -> None:
+def test_write_run(tmp_path, run_metrics: ScoreReport) -> None:
     written = write_run(run_metrics, tmp_path / "out")
     names = sorted(p.name for p in written)
     assert "metrics.json" in names and "table3.csv" in names and "table4.md" in names
@@ -127,7 +129,7 @@ def test_write_run(tmp_path, run_metrics: dict) -> None:
     assert not list((tmp_path / "out").glob(".*tmp"))
 
 
-def test_table2_side_by_side(run_metrics: dict) -> None:
+def test_table2_side_by_side(run_metrics: ScoreReport) -> None:
     vq = {"meta": {"question_set": "vqarad"}, "by_category": {},
           "overall": {"averaged_accuracy": 69.915, "accuracy_adv_pairs": 55.08, "accuracy_adv_pairs_original_weighting": 1.0}}
     t = table2({"m": run_metrics, "other": run_metrics}, vqarad_runs={"m": vq})

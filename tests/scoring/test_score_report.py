@@ -6,12 +6,13 @@ import json
 import math
 
 import pytest
-
-from probmed.core.errors import ProbmedError, ScoresError
-from probmed.scoring.run import ScoreSettings, evaluate, write_run
-from probmed.core.config import flatten
-from probmed.scoring.score_report import ScoreReport, number
 from scoring_helpers import build
+
+from probmed.core.config import flatten
+from probmed.core.errors import ProbmedError, ScoresError
+from probmed.core.params_schema import Score
+from probmed.scoring.run import evaluate, write_run
+from probmed.scoring.score_report import ScoreReport, number
 
 IMAGES = [
     ("a", "X-ray - Chest", [("modality_gt", "yes", "yes"), ("modality_hallu", "no", "no"),
@@ -24,9 +25,9 @@ IMAGES = [
 @pytest.fixture()
 def scored(tmp_path):
     questions, predictions = build(IMAGES)
-    metrics = evaluate(questions, predictions, ScoreSettings(bootstrap_resamples=10))
+    metrics = evaluate(questions, predictions, Score(bootstrap_resamples=10))
     write_run(metrics, tmp_path)
-    return metrics, tmp_path / "metrics.json"
+    return metrics.to_dict(), tmp_path / "metrics.json"
 
 
 def test_a_scored_run_reads_back_with_its_categories_and_numbers(scored) -> None:
@@ -91,3 +92,29 @@ def test_number_and_flatten() -> None:
     assert [number(v) for v in (3, 2.5, None, True, "4", float("nan"), float("inf"))] == [3.0, 2.5, None, None, None, None, None]
     assert flatten({"a": {"b": 1, "c": [1, 2]}, "d": None}) == {"a.b": 1, "a.c": [1, 2], "d": None}
     assert flatten({"x": {}}, "p") == {}
+
+
+def test_the_result_is_typed_and_written_as_it_reads_back(scored) -> None:
+    """evaluate's ScoreReport: typed meta, subset rows and known-absent part; metrics.json is its to_dict."""
+    from probmed.scoring.run import per_image, score_run
+    from probmed.scoring.score_report import ScoreMeta, ScoreSection, SubsetScore
+
+    metrics, path = scored
+    questions, predictions = build(IMAGES)
+    scored_run = score_run(questions, predictions, Score(bootstrap_resamples=10))
+    result = scored_run.result
+    assert result.to_dict() == metrics and result == ScoreReport.load(path)  # the path is not part of the scores
+    assert isinstance(result.meta, ScoreMeta) and result.meta.n_questions == 7 and result.meta.bootstrap_resamples == 10
+    assert result.subset_robustness and all(isinstance(row, SubsetScore) for row in result.subset_robustness)
+    assert result.subset_robustness[-1].fraction == 1.0 and result.known_absent is None  # no evidence column values
+    assert isinstance(result.random_baseline, ScoreSection) and result.random_baseline.categories == result.categories
+    assert scored_run.per_image.equals(per_image(questions, predictions))  # the same sums from the one join
+    assert path.read_text() == json.dumps(result.to_dict(), indent=2) + "\n"
+
+
+def test_unknown_meta_keys_are_refused(scored) -> None:
+    metrics, _ = scored
+    broken = json.loads(json.dumps(metrics))
+    broken["meta"]["colour"] = "red"
+    with pytest.raises(ScoresError, match=r"meta: unknown key\(s\) \['colour'\]"):
+        ScoreReport.from_dict(broken)

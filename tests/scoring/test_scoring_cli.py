@@ -12,8 +12,8 @@ import pytest
 from scoring_helpers import build, pair
 
 from probmed.cli import main
-from probmed.core.release_format import write_question_file
 from probmed.core.records import read_predictions, write_predictions
+from probmed.core.release_format import write_question_file
 
 CHEST = "X-ray - Chest"
 SPEC = [

@@ -147,7 +147,7 @@ def test_extra_and_duplicate_predictions() -> None:
     extra = pd.concat([predictions, pd.DataFrame({"qid": ["nope"], "label": ["yes"]})], ignore_index=True)
     from probmed.scoring.run import evaluate
 
-    assert evaluate(questions, extra)["meta"]["extra_predictions"] == 1
+    assert evaluate(questions, extra).to_dict()["meta"]["extra_predictions"] == 1
     bad = predictions.copy()
     bad.loc[2, "label"] = None
     with pytest.raises(RecordError, match=r"record 2 \(qid .*\): field 'label'"):
@@ -229,7 +229,8 @@ def test_failed_answers_are_counted_apart_from_unparsed(tmp_path) -> None:
                   ("b", CHEST, pair("modality", "unparsed", "no") + pair("body_part", "yes", MISSING))])
     p["response"] = ["Yes.", "No.", "Yes.", "No.", "maybe", "", "No.", "Yes."]
     p["error"] = ["", "", "", "", "", "gave up after 7 attempts: HTTP 500 server error", "", ""]
-    m = evaluate(q, p)
+    result = evaluate(q, p)
+    m = result.to_dict()
     assert m["by_category"]["modality"]["failed"] == 1 and m["by_category"]["modality"]["unparsed_rate"] == 0.0
     assert m["by_category"]["abnormality"]["unparsed_rate"] == 100.0 and m["by_category"]["abnormality"]["failed"] == 0
     assert m["by_category"]["organ"]["missing"] == 1 and m["by_category"]["organ"]["failed"] == 0
@@ -237,7 +238,7 @@ def test_failed_answers_are_counted_apart_from_unparsed(tmp_path) -> None:
     assert m["meta"]["n_failed"] == 1 and m["meta"]["n_missing"] == 1
     assert m["by_category"]["modality"]["accuracy_adv_pairs"] == 50.0  # a failure is still a wrong answer
     assert {"failed", "failed_rate"} <= set(METRIC_KEYS)
-    write_run(m, tmp_path)
+    write_run(result, tmp_path)
     table = pd.read_csv(tmp_path / "table_responses.csv").set_index("category")
     assert table.loc["modality", "failed"] == 1 and table.loc["overall", "failed"] == 1
     assert table.loc["organ", "missing"] == 1 and table.loc["abnormality", "unparsed_rate"] == 100.0

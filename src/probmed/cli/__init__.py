@@ -31,7 +31,8 @@ from probmed.core.stopping import ParentExited
 # OS errors that say the machine cannot go on (exit 3), not that an input is wrong.
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.ENOMEM, errno.EFBIG})
 
-# Modules that define `register(subparsers)`, in the order `probmed --help` lists them.
+# Modules that define `register(subparsers)`, in the order `probmed --help` lists them. Each module's
+# register() is the one place its commands are declared; nothing else lists them.
 COMMAND_MODULES: tuple[str, ...] = (
     "probmed.cli.scoring",
     "probmed.cli.curation",
@@ -43,30 +44,30 @@ COMMAND_MODULES: tuple[str, ...] = (
 )
 
 
-# The module that registers each command: `probmed COMMAND ...` imports that module only, so a command starts
-# without the others' imports. A command missing here still works (every module is then imported).
-COMMANDS: dict[str, str] = {
-    **dict.fromkeys(("score", "score-responses", "score-official", "baseline"), "probmed.cli.scoring"),
-    **dict.fromkeys(("curate", "generate", "vqarad-adversarial", "extract", "extract-eval", "stats", "review",
-                     "import-release"), "probmed.cli.curation"),
-    **dict.fromkeys(("predict", "describe", "merge", "export-responses", "build-tiny-model"), "probmed.cli.predicting"),
-    **dict.fromkeys(("fetch-data", "plan", "subset", "track", "report"), "probmed.cli.pipeline"),
-    **dict.fromkeys(("models", "pin"), "probmed.cli.models"),
-    **dict.fromkeys(("finetune", "transfer"), "probmed.cli.finetuning"),
-    "audit": "probmed.cli.audit",
-}
-
-
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The `probmed` parser: every command, or only the module that registers `command` when it is known."""
+    """The `probmed` parser: modules register in COMMAND_MODULES order, up to the one that declares `command`
+    (every module for help or an unknown command), so `probmed COMMAND` imports no command module after its own.
+    Command modules import their libraries inside the handlers: registering one costs milliseconds."""
     parser = argparse.ArgumentParser(prog="probmed", description=__doc__.splitlines()[0])
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for name in [COMMANDS[command]] if command in COMMANDS else COMMAND_MODULES:
+    for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
-    for command in _leaf_parsers(parser):
-        if "params" not in {a.dest for a in command._actions}:
-            add_params_arguments(command)
+        if command is not None and command in sub.choices:
+            break
+    for leaf in _leaf_parsers(parser):
+        if "params" not in {a.dest for a in leaf._actions}:
+            add_params_arguments(leaf)
     return parser
+
+
+def commands() -> dict[str, str]:
+    """Every command -> the module whose register() declares it, read from the register() calls themselves."""
+    sub = argparse.ArgumentParser().add_subparsers()
+    owner: dict[str, str] = {}
+    for name in COMMAND_MODULES:
+        importlib.import_module(name).register(sub)
+        owner.update({command: name for command in sub.choices if command not in owner})
+    return owner
 
 
 def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:

@@ -11,10 +11,13 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, command_params
+from probmed.cli.options import add_params_arguments, command_params, params_of
 from probmed.core.errors import UserError
+
+if TYPE_CHECKING:
+    from probmed.core.params_schema import Params
 
 
 def read_question_set(path: str | Path) -> Any:
@@ -60,13 +63,13 @@ def _blind(args: argparse.Namespace, cfg: Any, questions: Any) -> Any:
     return None
 
 
-def _track(cfg: Any, headline: dict[str, float], out_dir: Path, name: str) -> bool:
-    tracking = cfg.get("tracking") or {}
-    if not tracking.get("enabled", True) or not (cfg.get("audit") or {}).get("log_to_mlflow", True):
+def _track(params: Params, headline: dict[str, float], out_dir: Path, name: str) -> bool:
+    tracking = params.tracking
+    if not tracking.enabled or not params.audit.log_to_mlflow:
         return False
     from probmed.reporting.tracking import Tracker
 
-    with Tracker(str(tracking["uri"]), str(tracking["experiment"]), str(tracking.get("artifact_root", "mlruns"))) as tracker:
+    with Tracker(tracking.uri, tracking.experiment, tracking.artifact_root) as tracker:
         tracker.log_audit(headline, out_dir, name)  # the tracking store's lock is held until here
     return True
 
@@ -83,7 +86,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         if not Path(p).is_file():
             raise UserError(f"record table {p} not found")
         records += read_image_records(p)
-    image_root = None if args.no_pixels else Path(args.image_root or cfg.curate.image_root)
+    image_root = None if args.no_pixels else Path(args.image_root or params_of(args).curate.image_root)
     audit = run_audit(questions, records or None, image_root, settings, _blind(args, cfg, questions), str(args.questions))
     result = gate(audit, settings.max_oracle_margin, settings.enforce).to_json()
     out_dir = Path(args.out_dir or Path(args.questions).with_suffix("").as_posix() + ".audit")
@@ -93,7 +96,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         from probmed.core.headline import write_headline
 
         write_headline({name: headline}, args.headline)
-    tracked = args.track and _track(cfg, headline, out_dir, name)
+    tracked = args.track and _track(params_of(args), headline, out_dir, name)
     print(json.dumps({"gate": "passed" if result["passed"] else "failed", "failures": result["failures"], **headline,
                       "out": str(out_dir), "mlflow": bool(tracked)}, indent=1))
     return 1 if args.strict and result["enforced"] and not result["passed"] else 0

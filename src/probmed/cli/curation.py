@@ -182,12 +182,25 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_extract_eval(args: argparse.Namespace) -> int:
-    from probmed.benchmark.curation.extract_eval import missed_goals, read_roco_captions, score_labelled_set, scores_markdown
+    from functools import partial
+
+    from probmed.benchmark.curation.extract_eval import (
+        LABELLED_SETS,
+        missed_goals,
+        read_roco_captions,
+        score_labelled_set,
+        scores_markdown,
+    )
 
     cfg = _params(args)
-    if not Path(args.captions).is_file():
-        raise UserError(f"caption table {args.captions} not found (roco-images/metadata.csv)")
-    scores = score_labelled_set(args.labels, read_roco_captions(args.captions), _extractor(cfg, args.method))
+    labelled = LABELLED_SETS[args.set]
+    captions = args.captions or f"data/{labelled.captions}"
+    if not Path(captions).is_file():
+        raise UserError(f"caption table {captions} not found ({labelled.captions})")
+    extractor = _extractor(cfg, args.method)
+    if args.method == "rules":  # the rules read the set in its profile (the LLM answers in the paper's values)
+        extractor = partial(extractor, profile=labelled.profile)
+    scores = score_labelled_set(args.labels or labelled.labels, read_roco_captions(captions), extractor)
     table = scores_markdown(scores)
     if args.out:
         write_json_atomic(scores, args.out)
@@ -290,9 +303,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(p)
     p.set_defaults(func=cmd_extract)
 
-    p = sub.add_parser("extract-eval", help="score a caption extractor on the hand-labelled roco-images captions (dev and held-out)")
-    p.add_argument("--labels", default="tests/fixtures/roco_images_caption_labels.json")
-    p.add_argument("--captions", default="data/roco-images/metadata.csv", help="roco-images metadata.csv (captions)")
+    p = sub.add_parser("extract-eval", help="score a caption extractor on hand-labelled captions (dev and held-out)")
+    p.add_argument("--set", choices=("roco-images", "roco-extended"), default="roco-images",
+                   help="the labelled set: its labels, captions and caption profile")
+    p.add_argument("--labels", help="the set's labels (default: its fixture under tests/fixtures)")
+    p.add_argument("--captions", help="the set's metadata.csv (default: data/<set>/metadata.csv)")
     p.add_argument("--method", choices=("rules", "llm"), default="rules")
     p.add_argument("--out", help="scores as JSON")
     _common(p)

@@ -11,8 +11,10 @@ import argparse
 import json
 from pathlib import Path
 
-from probmed.cli.options import add_params_arguments, command_params
+from probmed.cli.options import add_params_arguments, params_of
 from probmed.core.errors import MissingFileError
+from probmed.core.params_schema import Params
+from probmed.finetune.stages import STAGES
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -25,7 +27,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 def register(sub: argparse._SubParsersAction) -> None:
     f = sub.add_parser("finetune", help="train the base model (pretrain) or a LoRA adapter on the domain (adapt)")
     _common(f)
-    f.add_argument("--stage", required=True, choices=("pretrain", "adapt"),
+    f.add_argument("--stage", required=True, choices=STAGES,
                    help="pretrain: brief full training on the general split; adapt: LoRA on finetune.domain")
     f.add_argument("--records", nargs="+", help="image record tables (Parquet); default finetune.records")
     f.set_defaults(func=cmd_finetune)
@@ -38,26 +40,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.set_defaults(func=cmd_transfer)
 
 
-def _paths(args: argparse.Namespace, cfg) -> tuple[str, str, Path]:
+def _paths(args: argparse.Namespace, params: Params) -> tuple[str, str, Path]:
     from probmed.finetune.train import finetune_params
 
-    fcfg = finetune_params(cfg)
-    questions = args.questions or str(fcfg.questions)
-    image_root = args.image_root or str(fcfg.image_root)
-    out_dir = Path(args.out_dir or str(fcfg.out_dir))
+    fcfg = finetune_params(params)
+    questions = args.questions or fcfg.questions
+    image_root = args.image_root or fcfg.image_root
+    out_dir = Path(args.out_dir or fcfg.out_dir)
     if not Path(questions).is_file():
         raise MissingFileError(f"question table {questions} not found")
     return questions, image_root, out_dir
 
 
 def cmd_finetune(args: argparse.Namespace) -> int:
-    from probmed.core.config import to_plain
     from probmed.finetune.train import finetune_params, run_stage
 
-    cfg = command_params(args)
-    questions, image_root, out_dir = _paths(args, cfg)
-    records = args.records or to_plain(finetune_params(cfg).records)
-    result = run_stage(cfg, args.stage, questions, records, image_root, out_dir)
+    params = params_of(args)
+    questions, image_root, out_dir = _paths(args, params)
+    records = args.records or finetune_params(params).records
+    result = run_stage(params, args.stage, questions, records, image_root, out_dir)
     print(json.dumps({k: v for k, v in result.to_json().items() if k != "metrics"}))
     return 0
 
@@ -65,10 +66,10 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 def cmd_transfer(args: argparse.Namespace) -> int:
     from probmed.finetune.transfer import run_transfer
 
-    cfg = command_params(args)
-    questions, image_root, out_dir = _paths(args, cfg)
+    params = params_of(args)
+    questions, image_root, out_dir = _paths(args, params)
     target = Path(args.transfer_dir) if args.transfer_dir else out_dir / "transfer"
-    result = run_transfer(cfg, questions, image_root, out_dir, target, progress=not args.no_progress)
+    result = run_transfer(params, questions, image_root, out_dir, target, progress=not args.no_progress)
     if args.headline:
         from probmed.core.headline import write_headline
 

@@ -16,11 +16,15 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, command_params
+from probmed.cli.options import add_params_arguments, command_params, params_of
 from probmed.core.config import to_plain
 from probmed.core.errors import ConfigError, UserError
+
+if TYPE_CHECKING:
+    from probmed.core.params_schema import Params, Tracking
+    from probmed.reporting.tracking import Tracker
 
 
 def _params(p: argparse.ArgumentParser) -> None:
@@ -86,7 +90,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 def cmd_plan(args: argparse.Namespace) -> int:
     from probmed.pipeline.plan import write_plan
 
-    plan = write_plan(_cfg(args), args.out_dir)
+    plan = write_plan(params_of(args), args.out_dir)
     print(json.dumps({"evaluations": len(plan["evaluations"]), "out": args.out_dir}))
     return 0
 
@@ -95,30 +99,27 @@ def cmd_subset(args: argparse.Namespace) -> int:
     from probmed.benchmark.subsets import drop_training_images, subset_questions
     from probmed.core.records import read_questions, write_questions
 
-    cfg = _cfg(args)
+    params = params_of(args)
     key = f"datasets.question_sets.{args.question_set}"
-    qset = ((cfg.get("datasets") or {}).get("question_sets") or {}).get(args.question_set)
+    qset = params.datasets.question_sets.get(args.question_set)
     if qset is None:
         raise ConfigError(f"params: {key} is missing")
-    max_images = qset.get("max_images")
-    if max_images is not None and (not isinstance(max_images, int) or max_images <= 0):
-        raise ConfigError(f"params: {key}.max_images = {max_images!r}, expected a positive integer or null")
-    seed = qset.get("seed", cfg.get("seed", 0))
+    seed = params.seed if qset.seed is None else qset.seed
     if not Path(args.questions).is_file():
         raise UserError(f"question file {args.questions} not found")
     full = read_questions(args.questions)
     pool = full
-    if qset.get("exclude_training_images"):
+    if qset.exclude_training_images:
         if not args.splits or not Path(args.splits).is_file():
             raise UserError(f"{key}.exclude_training_images is set but no split table was given (--splits)")
         import pandas as pd
 
         pool = drop_training_images(full, pd.read_parquet(args.splits))
-    if qset.get("commercial_only"):  # drop the images whose licence forbids commercial use (core.licences)
+    if qset.commercial_only:  # drop the images whose licence forbids commercial use (core.licences)
         from probmed.core.licences import commercial_use
 
         pool = pool[pool["licence"].map(commercial_use)].reset_index(drop=True)
-    frame = subset_questions(pool, max_images, int(seed or 0))
+    frame = subset_questions(pool, qset.max_images, seed)
     write_questions(frame, args.out)
     if args.official:
         from probmed.core.release_format import write_question_file
@@ -129,18 +130,20 @@ def cmd_subset(args: argparse.Namespace) -> int:
     return 0
 
 
-def _tracker(cfg: dict[str, Any]):
+def _tracker(tracking: Tracking) -> Tracker:
     from probmed.reporting.tracking import Tracker
 
-    tracking = cfg.get("tracking") or {}
     for key in ("uri", "experiment"):
-        if not tracking.get(key):
-            raise ConfigError(f"params: tracking.{key} is missing")
-    return Tracker(str(tracking["uri"]), str(tracking["experiment"]), tracking.get("artifact_root", "mlruns"))
+        if not getattr(tracking, key):
+            raise ConfigError(f"params: tracking.{key} is empty")
+    return Tracker(tracking.uri, tracking.experiment, tracking.artifact_root)
 
 
 def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, Any]:
-    """What an MLflow run records as params: model entry, prompt version, seed, sampling strategy."""
+    """What an MLflow run records as params: model entry, prompt version, seed, sampling strategy.
+
+    Read as params.yaml states them, not typed: the run's key fingerprints these values, and a default
+    filled in where the file states none would make every earlier run a new one."""
     settings = cfg.get("settings") or {}
     qset = ((cfg.get("datasets") or {}).get("question_sets") or {}).get(question_set) or {}
     return {
@@ -154,17 +157,17 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, 
 
 
 def cmd_track(args: argparse.Namespace) -> int:
-    from probmed.pipeline.plan import evaluations
     from probmed.core.io import write_json_atomic
+    from probmed.pipeline.plan import evaluations
     from probmed.reporting.tracking import RunSpec, log_model_runs
 
-    cfg = _cfg(args)
-    if not (cfg.get("tracking") or {}).get("enabled", True):
+    cfg, params = _cfg(args), params_of(args)
+    if not params.tracking.enabled:
         write_json_atomic({}, args.out)
         print(json.dumps({"runs": 0, "tracking": "disabled"}))
         return 0
     by_model: dict[tuple[str, str], list[RunSpec]] = {}
-    for ev in evaluations(cfg):
+    for ev in evaluations(params):
         score_dir = Path(args.scores_root) / ev.question_set / ev.model / ev.setting
         spec = RunSpec(
             model=ev.model,
@@ -180,41 +183,23 @@ def cmd_track(args: argparse.Namespace) -> int:
         )
         by_model.setdefault((ev.question_set, ev.model), []).append(spec)
     ids: dict[str, str] = {}
-    with _tracker(cfg) as tracker:  # one `track` at a time; a run killed half-written is completed here
+    with _tracker(params.tracking) as tracker:  # one `track` at a time; a run killed half-written is completed here
         for (qset, model), specs in by_model.items():
             for setting, run_id in log_model_runs(tracker, specs).items():
                 ids[f"{qset}-{model}-{setting}"] = run_id
     write_json_atomic(ids, args.out)
-    print(json.dumps({"runs": len(ids), "experiment": cfg["tracking"]["experiment"], "out": args.out}))
+    print(json.dumps({"runs": len(ids), "experiment": params.tracking.experiment, "out": args.out}))
     return 0
 
 
-def report_options(cfg: dict[str, Any]):
-    """The report's options from params: the scorer's bootstrap (``score``) for every paired difference,
-    ``report.model_comparisons``, one colour per model (``models`` order) and ``report.min_images_per_cell``."""
-    from probmed.reporting.report import ReportOptions
-    from probmed.reporting.style import palette_from_params
+def cmd_report(args: argparse.Namespace) -> int:
+    from probmed.core.figure_style import palette_from_params
+    from probmed.reporting.report import build_report
     from probmed.scoring.compare import Bootstrap
 
-    score = cfg.get("score") or {}
-    rcfg = cfg.get("report") or {}
-    pairs = rcfg.get("model_comparisons") or []
-    for i, pair in enumerate(pairs):
-        if not isinstance(pair, (list, tuple)) or len(pair) != 2:
-            raise ConfigError(f"params: report.model_comparisons[{i}] = {pair!r}, expected a pair [model_a, model_b]")
-    boot = Bootstrap(int(score.get("bootstrap_resamples", 1000)), int(score.get("seed", 0)),
-                     float(score.get("ci_level", 0.95)))
-    return ReportOptions(boot, [tuple(map(str, p)) for p in pairs], palette_from_params(cfg),
-                         int(rcfg.get("min_images_per_cell", 5)))
-
-
-def cmd_report(args: argparse.Namespace) -> int:
-    from probmed.reporting.report import build_report
-
-    cfg = _cfg(args)
-    rcfg = cfg.get("report") or {}
+    params = params_of(args)
     qroot = Path(args.questions_root)
-    question_sets = (cfg.get("datasets") or {}).get("question_sets") or {}
+    question_sets = params.datasets.question_sets
     questions = {name: qroot / f"{name}.parquet" for name in question_sets if (qroot / f"{name}.parquet").is_file()}
     audits = {}
     for item in args.audit or []:
@@ -222,28 +207,23 @@ def cmd_report(args: argparse.Namespace) -> int:
         if not sep or not name or not directory:
             raise UserError(f"--audit {item!r}: expected NAME=DIR (e.g. probmed-full=build/audit/probmed-full)")
         audits[name] = Path(directory)
+    cfg = _cfg(args)
+    # a set with a full table is one whose image_types the file states (typed params fill the default in)
+    written = (cfg.get("datasets") or {}).get("question_sets") or {}
     full = {name: qroot / f"{name}-full.parquet" for name in question_sets
-            if (question_sets[name] or {}).get("image_types") is not None and (qroot / f"{name}-full.parquet").is_file()}
+            if (written.get(name) or {}).get("image_types") is not None and (qroot / f"{name}-full.parquet").is_file()}
     roots = args.scores_root or ["build/scores"]
     started_ms = int(time.time() * 1000)
-    manifest = build_report(
-        roots,
-        args.out_dir,
-        questions=questions,
-        full_questions=full,
-        transfer_models=rcfg.get("transfer_models") or [],
-        transfer_category=rcfg.get("transfer_category", "condition"),
-        title=rcfg.get("title", "ProbMed probing evaluation"),
-        audits=audits,
-        options=report_options(cfg),
-    )
+    manifest = build_report(roots, args.out_dir, questions=questions, full_questions=full, audits=audits,
+                            report=params.report, bootstrap=Bootstrap.of(params.score),
+                            palette=palette_from_params(cfg))
     if args.headline:
-        _write_evaluation_headline(cfg, roots, args.headline)
+        _write_evaluation_headline(params, roots, args.headline)
     report_run = None
-    if (cfg.get("tracking") or {}).get("enabled", True) and rcfg.get("log_to_mlflow", True):
+    if params.tracking.enabled and params.report.log_to_mlflow:
         tracked = json.loads(Path(args.runs).read_text()) if args.runs and Path(args.runs).is_file() else {}
         reliance = Path(args.out_dir) / "visual_reliance.csv"  # on each model's vanilla run, parent of its controls
-        with _tracker(cfg) as tracker:
+        with _tracker(params.tracking) as tracker:
             report_run = tracker.log_report(args.out_dir, started_ms)  # once, in its own run
             if reliance.is_file():
                 import pandas as pd
@@ -256,13 +236,13 @@ def cmd_report(args: argparse.Namespace) -> int:
     return 0
 
 
-def _write_evaluation_headline(cfg: dict[str, Any], roots: list[str], path: str) -> None:
+def _write_evaluation_headline(params: Params, roots: list[str], path: str) -> None:
     """metrics/evaluation.json: the headline of the evaluations `pipeline.runs` plans (all runs without a plan)."""
     from probmed.core.headline import write_headline
     from probmed.pipeline.plan import evaluations
     from probmed.reporting.headline import evaluation_headline
     from probmed.reporting.report import discover_runs
 
-    planned = (cfg.get("pipeline") or {}).get("runs")
-    evaluated = {(e.question_set, e.model, e.setting) for e in evaluations(cfg)} if planned else None
+    planned = params.pipeline.runs
+    evaluated = {(e.question_set, e.model, e.setting) for e in evaluations(params)} if planned else None
     write_headline(evaluation_headline(discover_runs(roots), evaluated), path)

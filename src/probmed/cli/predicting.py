@@ -13,13 +13,18 @@ from __future__ import annotations
 
 import argparse
 import json
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, command_params
-from probmed.core.config import to_plain
+from probmed.cli.options import add_params_arguments, params_of
 from probmed.core.errors import ConfigError, UserError
-from probmed.core.settings import BASE_SETTING, get_setting
+from probmed.core.settings import Setting, get_setting
+
+if TYPE_CHECKING:  # annotations only: `probmed --help` must not import the inference stack
+    from probmed.core.params_schema import Params, Predict
+    from probmed.inference.predict import PredictJob, Shard
+    from probmed.inference.prompting import PromptSet
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -37,7 +42,9 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from probmed.inference.models.tiny_families import BUILDERS  # light: no torch until a model is built
+    from probmed.inference.models.tiny_families import (
+        BUILDERS,  # light: no torch until a model is built
+    )
 
     p = sub.add_parser("predict", help="answer a question table with a model (resumable, cached)")
     _common(p)
@@ -72,47 +79,60 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_questions(path: str):
-    from probmed.core.release_format import read_question_file
     from probmed.core.records import read_questions
+    from probmed.core.release_format import read_question_file
 
     if not Path(path).is_file():
         raise UserError(f"question file {path} not found")
     return read_question_file(path) if str(path).endswith(".json") else read_questions(path)
 
 
-def _setup(args: argparse.Namespace):
+@dataclass(frozen=True)
+class CommandInputs:
+    """What `predict` and `describe` read from params.yaml and their command line, resolved once."""
+
+    params: Params
+    predict: Predict  # params.predict with the command line's --image-root and --wait-lock in it
+    prompts: PromptSet
+    setting: Setting
+    questions_path: str
+    shard: Shard
+    context: dict[str, Any]  # run-wide backend values: seed, pricing table, system prompt
+
+    def job(self) -> PredictJob:
+        """The run of `predict`: this setting, these prompts and stores, this shard."""
+        from probmed.inference.predict import PredictJob
+
+        return PredictJob(self.setting, self.prompts, self.predict, shard=self.shard, control_seed=self.params.seed)
+
+
+def _setup(args: argparse.Namespace) -> CommandInputs:
+    from probmed.inference.predict import parse_shard
     from probmed.inference.prompting import PromptSet
 
-    cfg = command_params(args)
-    predict_cfg = to_plain(cfg.get("predict")) or {}
-    models = to_plain(cfg.get("models")) or {}
-    if not models:
+    params = params_of(args)
+    if not params.models:
         raise ConfigError("params: section 'models' is missing")
-    prompts = PromptSet.from_params(to_plain(cfg.get("settings")))
-    setting = get_setting(str(cfg.get("setting", BASE_SETTING))).name
-    questions_path = args.questions or predict_cfg.get("questions")
+    prompts = PromptSet.from_settings(params.settings)
+    setting = get_setting(params.setting)
+    questions_path = args.questions or params.predict.questions
     if not questions_path:
         raise ConfigError("no question table: pass --questions or set predict.questions")
-    image_root = args.image_root or predict_cfg.get("image_root", ".")
-    context = {"seed": int(cfg.get("seed", 0)), "pricing": to_plain(cfg.get("pricing")) or {},
-               "system_prompt": prompts.system_prompt}
-    return cfg, predict_cfg, models, prompts, setting, questions_path, image_root, context
+    return CommandInputs(
+        params=params, predict=_predict_section(params.predict, args), prompts=prompts, setting=setting,
+        questions_path=questions_path, shard=parse_shard(args.shard),
+        context={"seed": params.seed, "pricing": {name: asdict(price) for name, price in params.pricing.items()},
+                 "system_prompt": prompts.system_prompt},
+    )
 
 
-def store_options(pc: dict[str, Any], args: argparse.Namespace):
-    """The answer-store options of the ``predict:`` section (lock wait, disk reserve, response cap)."""
-    from probmed.inference.predict import StoreOptions
-
-    defaults = StoreOptions()
-    wait = args.wait_lock if getattr(args, "wait_lock", None) is not None else pc.get("lock_wait_s", 0)
-    reserve_mb = pc.get("disk_reserve_mb", defaults.reserve_bytes / 2**20)
-    cap = pc.get("max_response_chars", defaults.max_response_chars)
-    for key, value in (("lock_wait_s", wait), ("disk_reserve_mb", reserve_mb), ("max_response_chars", cap)):
-        if value is not None and (isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0):
-            raise ConfigError(f"params: predict.{key} = {value!r}, expected a non-negative number or null")
-    return StoreOptions(fsync=bool(pc.get("fsync", True)), lock_wait_s=None if wait is None else float(wait),
-                        reserve_bytes=int(float(reserve_mb or 0) * 2**20),
-                        max_response_chars=None if cap is None else int(cap))
+def _predict_section(predict: Predict, args: argparse.Namespace) -> Predict:
+    """The ``predict:`` section with what the command line sets instead (--image-root, --wait-lock)."""
+    wait = getattr(args, "wait_lock", None)
+    if wait is not None and wait < 0:
+        raise ConfigError(f"--wait-lock {wait!r}: expected a non-negative number of seconds")
+    changes = {"image_root": args.image_root, "lock_wait_s": wait}
+    return replace(predict, **{key: value for key, value in changes.items() if value is not None})
 
 
 def _backend(models: dict, name: str, context: dict):
@@ -138,41 +158,26 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 def _predict(args: argparse.Namespace) -> int:
     from probmed.core.records import write_predictions
-    from probmed.inference.predict import parse_shard, run_predictions
+    from probmed.inference.predict import run_predictions
 
-    cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
-    options = store_options(pc, args)
-    name = str(cfg.get("model", ""))
+    inputs = _setup(args)
+    name = inputs.params.model
     if not name:
         raise ConfigError("params: key 'model' is missing (e.g. model=tiny)")
-    shard = parse_shard(args.shard)
-    questions = _read_questions(qpath)
-    backend = _backend(models, name, context)
+    questions = _read_questions(inputs.questions_path)
+    backend = _backend(inputs.params.models, name, inputs.context)
     describer = None
     try:
-        if get_setting(setting).description_by == "describer":
-            describer = _backend(models, prompts.describer, context)
-        result = run_predictions(
-            questions, backend, setting, prompts, image_root,
-            store_dir=pc.get("store_dir", "build/answers"),
-            describer=describer,
-            describe_dir=pc.get("describe_dir", "build/descriptions"),
-            shard=shard,
-            batch_size=int(pc.get("batch_size", 64)),
-            progress=not args.no_progress,
-            options=options,
-            control_seed=int(cfg.get("seed", 0)),
-        )
+        if inputs.setting.description_by == "describer":
+            describer = _backend(inputs.params.models, inputs.prompts.describer, inputs.context)
+        result = run_predictions(questions, backend, inputs.job(), describer=describer, progress=not args.no_progress)
     finally:
         backend.close()
         if describer is not None:
             describer.close()
-    out = args.out
-    if not out:
-        suffix = "" if shard[1] == 1 else f".shard-{shard[0]:03d}-of-{shard[1]:03d}"
-        out = str(Path(pc.get("out_dir", "build/predictions")) / f"{name}-{setting}{suffix}.parquet")
+    out = args.out or str(Path(inputs.predict.out_dir) / f"{name}-{inputs.setting.name}{inputs.shard.suffix}.parquet")
     write_predictions(result.predictions, out)
-    print(json.dumps({"model": name, "setting": setting, "out": out, **result.summary()}, default=str))
+    print(json.dumps({"model": name, "setting": inputs.setting.name, "out": out, **result.summary()}, default=str))
     return 1 if result.n_failed else 0
 
 
@@ -183,29 +188,28 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 def _describe(args: argparse.Namespace) -> int:
     from probmed.core.process import ParentExited, stop_reason
-    from probmed.inference.describe import describe_images, export_descriptions
-    from probmed.inference.predict import parse_shard, resolve_images, shard_questions, store_file_name
     from probmed.core.progress import progress
+    from probmed.inference.answer_store import open_store
+    from probmed.inference.describe import describe_images, export_descriptions
+    from probmed.inference.predict import resolve_images, shard_questions
 
-    cfg, pc, models, prompts, setting, qpath, image_root, context = _setup(args)
-    name = args.describer or prompts.describer
-    shard = parse_shard(args.shard)
-    questions = shard_questions(_read_questions(qpath), *shard)
-    images = resolve_images(questions, Path(image_root))
-    store = store_options(pc, args).open(Path(pc.get("describe_dir", "build/descriptions")) / name,
-                                         store_file_name(shard))
+    inputs = _setup(args)
+    name = args.describer or inputs.prompts.describer
+    questions = shard_questions(_read_questions(inputs.questions_path), inputs.shard)
+    images = resolve_images(questions, Path(inputs.predict.image_root))
+    store = open_store(Path(inputs.predict.describe_dir) / name, inputs.shard.file_name, inputs.predict)
     try:
-        backend = _backend(models, name, context)
+        backend = _backend(inputs.params.models, name, inputs.context)
         try:
             with progress(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
-                got = describe_images(backend, list(images.items()), prompts, store, on_progress=bar.update)
+                got = describe_images(backend, list(images.items()), inputs.prompts, store, on_progress=bar.update)
         finally:
             backend.close()
     finally:
         store.close()
     if backend.stop_requested:
         raise ParentExited(f"{stop_reason()}; the descriptions received are stored")
-    out = args.out or str(Path(pc.get("describe_dir", "build/descriptions")) / f"{name}.parquet")
+    out = args.out or str(Path(inputs.predict.describe_dir) / f"{name}.parquet")
     export_descriptions(store, out)
     failed = sum(v is None for v in got.values())
     print(json.dumps({"describer": name, "images": len(got), "failed": failed, "out": out}))
@@ -224,8 +228,8 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from probmed.core.release_format import write_response_file
     from probmed.core.records import read_predictions
+    from probmed.core.release_format import write_response_file
 
     questions = _read_questions(args.questions)
     missing = write_response_file(questions, read_predictions(args.predictions), args.out)

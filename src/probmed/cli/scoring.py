@@ -6,35 +6,32 @@ import argparse
 import sys
 from pathlib import Path
 
-from probmed.cli.options import add_params_arguments
-from probmed.core.config import to_plain
+from probmed.cli.options import add_params_arguments, params_of
+from probmed.core.params_schema import Score
 
 
-def _score_settings(args: argparse.Namespace):
-    """The `score:` section of the checked params; the scorer's defaults without a params.yaml."""
-    from probmed.scoring.run import ScoreSettings
-
-    if args.cfg is None:
-        return ScoreSettings()
-    return ScoreSettings.from_mapping(to_plain(args.cfg.get("score")))
+def _score_section(args: argparse.Namespace) -> Score:
+    """The typed `score:` section of the params; its defaults without a params.yaml."""
+    return Score() if args.cfg is None else params_of(args).score
 
 
 def cmd_score(args: argparse.Namespace) -> int:
     from probmed.core.clock import iso_time
-    from probmed.core.release_format import read_questions_any
     from probmed.core.records import read_predictions
-    from probmed.scoring.run import evaluate, per_image, write_run, write_work
+    from probmed.core.release_format import read_questions_any
+    from probmed.scoring.run import score_run, write_run, write_work
 
-    settings = _score_settings(args)
+    score = _score_section(args)
     started = iso_time()
     questions = read_questions_any(args.questions)
     predictions = read_predictions(args.predictions)
-    metrics = evaluate(questions, predictions, settings, name=args.name)
-    write_run(metrics, args.out_dir, label=args.name, per_image_sums=per_image(questions, predictions))
+    scored = score_run(questions, predictions, score, name=args.name)
+    write_run(scored.result, args.out_dir, label=args.name, per_image_sums=scored.per_image)
     write_work(args.out_dir, predictions.attrs.get("answering"), started)
-    o = metrics["overall"]
+    o = scored.result.overall
+    model = scored.result.meta.model if scored.result.meta else None
     print(
-        f"{metrics['meta']['model']}: accuracy with adversarial pairs {o['accuracy_adv_pairs_original_weighting']:.2f}% "
+        f"{model}: accuracy with adversarial pairs {o['accuracy_adv_pairs_original_weighting']:.2f}% "
         f"(original weighting), {o['accuracy_adv_pairs_question_weighting']:.2f}% (question weighting); "
         f"averaged accuracy {o['averaged_accuracy']:.2f}%; failed {o['failed']}, missing {o['missing']} of "
         f"{o['n_questions']}; "
@@ -52,14 +49,14 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 def cmd_score_responses(args: argparse.Namespace) -> int:
     from probmed.core.release_format import read_response_file
-    from probmed.scoring.run import evaluate, from_response_records, per_image, write_run
+    from probmed.scoring.run import from_response_records, score_run, write_run
 
-    settings = _score_settings(args)
+    score = _score_section(args)
     questions, predictions = from_response_records(read_response_file(args.responses), str(args.responses))
-    metrics = evaluate(questions, predictions, settings, name=args.name or Path(args.responses).stem)
-    write_run(metrics, args.out_dir, label=args.name or Path(args.responses).stem,
-              per_image_sums=per_image(questions, predictions))
-    o = metrics["overall"]
+    label = args.name or Path(args.responses).stem
+    scored = score_run(questions, predictions, score, name=label)
+    write_run(scored.result, args.out_dir, label=label, per_image_sums=scored.per_image)
+    o = scored.result.overall
     print(
         f"{len(questions)} responses: accuracy with adversarial pairs "
         f"{_fmt(o['accuracy_adv_pairs_original_weighting'])}% (original weighting), averaged accuracy "
@@ -97,8 +94,8 @@ def cmd_score_official(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
-    from probmed.core.release_format import read_questions_any
     from probmed.core.records import write_predictions
+    from probmed.core.release_format import read_questions_any
     from probmed.scoring.baselines import always_no, always_yes, random_predictions
 
     questions = read_questions_any(args.questions)

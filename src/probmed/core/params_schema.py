@@ -69,8 +69,10 @@ class Section:
 
 
 S = TypeVar("S", bound=type)
+T = TypeVar("T")
 
 
+@typing.dataclass_transform(kw_only_default=True, frozen_default=True)
 def section(cls: S) -> S:
     """A params section: a frozen, keyword-only dataclass (fields = keys, with type, default and docstring)."""
     return dataclass(frozen=True, kw_only=True)(cls)  # type: ignore[return-value]
@@ -86,6 +88,8 @@ def default(value: Any) -> Any:
 
 @section
 class Paths(Section):
+    """Where raw inputs and derived files live."""
+
     data: str = "data"
     """Raw inputs: the DVC-tracked copy of the source data (data.dvc)."""
     build: str = "build"
@@ -94,12 +98,16 @@ class Paths(Section):
 
 @section
 class CurateSource(Section):
+    """A source read in place from its folder (`probmed curate <source>`)."""
+
     data: str
     """The source's folder."""
 
 
 @section
 class CurateDicom(Section):
+    """The DICOM sample folder and the licence of its files."""
+
     data: str = "data/pydicom-samples"
     licence: str | None = "MIT"
     """Of every file in the folder (SPDX or the licence's name)."""
@@ -110,6 +118,8 @@ Resample = Literal["lanczos", "bicubic", "bilinear", "nearest", "box", "hamming"
 
 @section
 class CurateChestXray14(Section):
+    """ChestX-ray14: the box list and label table, every image re-written by one policy."""
+
     data: str = "data/chestxray14"
     images_dir: str = "build/images/chestxray14"
     """Curated PNGs (decode, grayscale, square, one filter)."""
@@ -137,6 +147,8 @@ def _images(name: str, folder: str) -> Any:
 
 @section
 class Curate(Section):
+    """`probmed curate`: where records go and how each source is read."""
+
     image_root: str = "."
     """Question image_path values are relative to this (the repository root)."""
     records_dir: str = "build/records"
@@ -153,10 +165,14 @@ class Curate(Section):
     covid_ct: CurateImages = _images("covid_ct", "covid-chestxray-ct")
     figshare: CurateImages = _images("figshare", "figshare-brain-tumor")
     brats: CurateImages = _images("brats", "brats2015-deepmedic-sample")
+    roco_extended: CurateImages = _images("roco_extended", "roco-extended")
+    """More ROCO figures: ultrasound and the organs beyond the paper's four (not yet in `all` or a question set)."""
 
 
 @section
 class VqaradAdversarial(Section):
+    """The paper's VQA-RAD adversarial ablation set (`probmed vqarad-adversarial`)."""
+
     out: str = "build/questions/vqarad_adversarial.parquet"
     official: str = "build/questions/vqarad_adversarial.json"
     report: str = "build/questions/vqarad_adversarial_report.md"
@@ -166,6 +182,8 @@ class VqaradAdversarial(Section):
 
 @section
 class Review(Section):
+    """The expert-review sheet (`probmed review export`)."""
+
     n_images: PositiveInt = 100
     seed: int = 0
     out_dir: str = "build/review"
@@ -176,6 +194,8 @@ RECORD_TABLES = ["chestxray14", "vqarad", "medicat", "roco_images", "covid_ct", 
 
 @section
 class Questions(Section):
+    """`probmed generate`: which records become questions, and how adversaries are drawn."""
+
     records: list[str] = default([f"build/records/{name}.parquet" for name in RECORD_TABLES])
     strategy: Literal["balanced", "random", "popular", "adversarial"] = "balanced"
     """balanced (each text answered yes as often as no) | random | popular | adversarial (POPE)."""
@@ -192,6 +212,8 @@ class Questions(Section):
 
 @section
 class Audit(Section):
+    """`probmed audit` and the gate of question generation."""
+
     max_oracle_margin: NonNegativeFloat = 5.0
     """Points the text-only oracle may score above exact random (strict), per category and overall."""
     enforce: bool = True
@@ -209,6 +231,8 @@ class Audit(Section):
 
 @section
 class ExtractLLM(Section):
+    """The LLM caption extractor's endpoint and cache."""
+
     base_url: str | None = None
     """OpenAI-compatible endpoint; the LLM extractor runs only when set."""
     model: str = "gpt-4o-2024-08-06"
@@ -223,6 +247,8 @@ class ExtractLLM(Section):
 
 @section
 class Extract(Section):
+    """How captions become records (`extract.method`)."""
+
     method: Literal["rules", "llm"] = "rules"
     llm: ExtractLLM = default(ExtractLLM())
 
@@ -232,6 +258,8 @@ class Extract(Section):
 
 @section
 class Predict(Section):
+    """`probmed predict`: question file, answer store and run-loop options."""
+
     questions: str = "build/questions/questions.parquet"
     image_root: str = "."
     """Question image_path values are relative to this."""
@@ -254,6 +282,8 @@ class Predict(Section):
 
 @section
 class Settings(Section):
+    """The prompt templates of the settings (probmed.core.settings) and the describer."""
+
     prompt_version: str = "v1"
     """Bump when a template changes meaning; part of every cache key."""
     system_prompt: str | None = None
@@ -277,6 +307,8 @@ class ProfileModel(Section):
 
 @section
 class Pricing(Section):
+    """API prices, for the cost estimate of a run."""
+
     input_per_mtok: NonNegativeFloat = 0.0
     """USD per million prompt tokens."""
     output_per_mtok: NonNegativeFloat = 0.0
@@ -285,6 +317,8 @@ class Pricing(Section):
 
 @section
 class Score(Section):
+    """`probmed score`: bootstrap intervals and subset robustness."""
+
     bootstrap_resamples: NonNegativeInt = 1000
     """Images resampled with replacement for the intervals (0: none)."""
     ci_level: OpenUnit = 0.95
@@ -300,6 +334,8 @@ class Score(Section):
 
 @section
 class Domain(Section):
+    """The fine-tuning domain: records matching every field that is set."""
+
     source: str | None = "ChestX-ray14"
     modality: str | None = "x-ray"
     organ: str | None = "chest"
@@ -307,6 +343,8 @@ class Domain(Section):
 
 @section
 class Split(Section):
+    """How patients are split for fine-tuning and transfer."""
+
     eval_fraction: OpenUnit = 0.5
     """Patients per (source, modality, organ) group held out for transfer."""
     val_fraction: Fraction = 0.1
@@ -315,12 +353,16 @@ class Split(Section):
 
 @section
 class AnswerTexts(Section):
+    """The answer strings the model is trained to produce."""
+
     yes: str = "yes"
     no: str = "no"
 
 
 @section
 class Lora(Section):
+    """The LoRA adapter (peft.LoraConfig)."""
+
     r: PositiveInt = 8
     alpha: PositiveFloat = 16
     dropout: Fraction = 0.05
@@ -330,6 +372,8 @@ class Lora(Section):
 
 @section
 class TrainStage(Section):
+    """One training stage (finetune.pretrain, finetune.adapt)."""
+
     enabled: bool = True
     epochs: NonNegativeInt = 3
     lr: PositiveFloat = 0.001
@@ -359,6 +403,8 @@ class Trainer(Section):
 
 @section
 class Transfer(Section):
+    """The transfer study: base vs adapted model per image group."""
+
     batch_size: PositiveInt = 64
     """Questions per forward pass (logit mode)."""
     device: str = "cpu"
@@ -370,6 +416,8 @@ class Transfer(Section):
 
 @section
 class FinetuneMLflow(Section):
+    """Where fine-tuning runs are logged."""
+
     experiment: str = "probmed-finetune"
 
 
@@ -405,6 +453,8 @@ class FinetuneProfile(Section):
 
 @section
 class Finetune(FinetuneProfile):
+    """`finetune`: the section and its named profiles (``finetune.profile`` picks one)."""
+
     profiles: dict[str, Annotated[dict[str, Any], PartialOf(FinetuneProfile)]] = default({})
     """Named overrides of this section (a mapping merges into the mapping it overrides)."""
 
@@ -414,6 +464,8 @@ class Finetune(FinetuneProfile):
 
 @section
 class DataSource(Section):
+    """A raw source folder under paths.data."""
+
     dir: str | None = None
     """The source's folder under paths.data (None: the source's name)."""
 
@@ -429,6 +481,8 @@ class ImageTypeCaps(Section):
 
 @section
 class QuestionSet(Section):
+    """One question set `dvc repro` generates and evaluates (build/questions/<name>.parquet)."""
+
     sources: list[str]
     image_types: ImageTypeCaps = default(ImageTypeCaps())
     max_images: PositiveInt | None = None
@@ -442,12 +496,16 @@ class QuestionSet(Section):
 
 @section
 class Datasets(Section):
+    """The raw sources and the question sets built from them."""
+
     sources: dict[str, DataSource] = default({})
     question_sets: dict[str, QuestionSet] = default({})
 
 
 @section
 class Run(Section):
+    """One evaluation: a question set, a model and a setting."""
+
     question_set: str
     model: str
     setting: str
@@ -455,6 +513,8 @@ class Run(Section):
 
 @section
 class Pipeline(Section):
+    """What `dvc repro` evaluates."""
+
     runs: dict[str, Run] = default({})
     described_runs: dict[str, Run] = default({})
     describe: list[str] = default([])
@@ -463,6 +523,8 @@ class Pipeline(Section):
 
 @section
 class Tracking(Section):
+    """MLflow: store, artifact root and experiment."""
+
     enabled: bool = True
     uri: str = "sqlite:///mlflow.db"
     artifact_root: str = "mlruns"
@@ -474,6 +536,8 @@ ModelPair = Annotated[list[str], Check(lambda v: len(v) == 2, "a pair [model_a, 
 
 @section
 class Report(Section):
+    """The HTML report, its tables and figures."""
+
     title: str = "ProbMed probing evaluation"
     transfer_models: list[str] = default(["finetune-base", "finetune-adapted"])
     """Figure 5: base vs fine-tuned per image type."""
@@ -534,7 +598,7 @@ def build_section(value: Mapping[str, Any], cls: type[T], key: str, base: T | No
     `base` is the section standing at that place by default, so a partial
     mapping merges into it (``curate.vqarad: {}`` keeps ``data/vqa-rad``).
     """
-    hints = keys_of(cls)
+    hints = keys_of(cls)  # type: ignore[arg-type]
     built: dict[str, Any] = {}
     for f in dataclasses.fields(cls):  # type: ignore[arg-type]
         name = f.name
@@ -546,9 +610,6 @@ def build_section(value: Mapping[str, Any], cls: type[T], key: str, base: T | No
         elif f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
             raise ConfigError(f"params: {_join(key, name)} is required ({describe(hints[name])})")
     return cls(**built)
-
-
-T = TypeVar("T")
 
 
 def _field_default(f: dataclasses.Field[Any]) -> Any:

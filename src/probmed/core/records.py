@@ -223,7 +223,7 @@ def read_questions(path: str | Path) -> pd.DataFrame:
 PREDICTION_COLUMNS: tuple[str, ...] = (
     "qid",
     "model",  # registry name of the model
-    "setting",  # vanilla | cot | described
+    "setting",  # a name of probmed.core.settings.SETTINGS
     "response",  # raw text ("" when scored by logits or failed)
     "label",  # yes | no | refusal | unparsed (parsed from response or from p_yes)
     "p_yes",  # P(yes) / (P(yes) + P(no)) in logit mode; NaN otherwise

@@ -7,11 +7,19 @@ same thing the same way.
 
 from __future__ import annotations
 
-# Values a record may carry; only the "askable" ones produce questions.
-MODALITIES: tuple[str, ...] = ("x-ray", "ct", "mri", "other", "unknown")
+# Values a record may carry; only the "askable" ones produce questions. The askable ones are the paper's
+# three modalities and four organs; the extended ones (issue 20) are what a source beyond the paper's scope
+# (roco_extended) may record: ultrasound, and the organs the fine body regions of its captions merge into
+# (curation/tables/organ_regions.csv). They produce no question until a question set asks them.
 ASKABLE_MODALITIES: tuple[str, ...] = ("x-ray", "ct", "mri")
-ORGANS: tuple[str, ...] = ("abdomen", "brain", "chest", "spine", "other", "unknown")
+EXTENDED_MODALITIES: tuple[str, ...] = ASKABLE_MODALITIES + ("ultrasound",)
+MODALITIES: tuple[str, ...] = EXTENDED_MODALITIES + ("other", "unknown")
 ASKABLE_ORGANS: tuple[str, ...] = ("abdomen", "brain", "chest", "spine")
+EXTENDED_ORGANS: tuple[str, ...] = ASKABLE_ORGANS + ("pelvis", "knee", "hand", "shoulder", "foot", "head and neck")
+ORGANS: tuple[str, ...] = EXTENDED_ORGANS + ("other", "unknown")
+# The values the paper's scope names (the LLM extractor's answer schema keeps to them).
+PAPER_MODALITY_VALUES: tuple[str, ...] = ASKABLE_MODALITIES + ("other", "unknown")
+PAPER_ORGAN_VALUES: tuple[str, ...] = ASKABLE_ORGANS + ("other", "unknown")
 
 POLARITIES: tuple[str, ...] = ("gt", "adversarial", "single")
 LABELS: tuple[str, ...] = ("yes", "no", "refusal", "unparsed")

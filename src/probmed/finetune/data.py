@@ -23,9 +23,9 @@ import numpy as np
 import pandas as pd
 import torch
 from torch.utils.data import DataLoader, Dataset
-from probmed.core.progress import progress
 
 from probmed.core.errors import ConfigError, RecordError
+from probmed.core.progress import progress
 
 GROUP_KEYS: tuple[str, ...] = ("source", "modality", "organ")
 IGNORE_INDEX = -100

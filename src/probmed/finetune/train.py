@@ -16,6 +16,7 @@ Outputs (all under `finetune.out_dir`):
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import shutil
@@ -26,15 +27,19 @@ from pathlib import Path
 from typing import Any, Mapping, Sequence
 
 import pandas as pd
-from omegaconf import DictConfig, OmegaConf
 
-from probmed.core.config import flatten, to_plain
+from probmed.core.config import flatten
 from probmed.core.errors import ConfigError, MissingFileError
-from probmed.finetune import data
-from probmed.core.records import image_records_to_frame, read_image_records, read_questions
 from probmed.core.io import write_json_atomic, write_parquet
+from probmed.core.params_schema import FinetuneProfile, Params, Tracking, TrainStage, as_mapping, selected_finetune
+from probmed.core.records import (
+    image_records_to_frame,
+    read_image_records,
+    read_questions,
+)
+from probmed.finetune import data
+from probmed.finetune.stages import BASE_STAGE, StageSpec, stage_spec
 
-STAGES: tuple[str, ...] = ("pretrain", "adapt")
 PARENT_TAG = "probmed.parent_training_run"
 BASE_POINTER = "base.json"
 
@@ -42,38 +47,34 @@ BASE_POINTER = "base.json"
 # --- configuration ---------------------------------------------------------------
 
 
-def finetune_params(cfg: DictConfig) -> DictConfig:
-    """The `finetune` section with its selected profile (`finetune.profile`) merged on top.
+def finetune_params(params: Params) -> FinetuneProfile:
+    """The `finetune` section with its selected profile (`finetune.profile`) merged on top, its seed resolved.
 
-    A copy, completed from the top level: `seed` null means the top-level seed,
-    and `mlflow` gains `tracking_uri` / `artifact_root` from `tracking.uri` /
-    `tracking.artifact_root` (params.yaml holds each value once and no
+    `seed` null means the top-level seed (params.yaml holds each value once and no
     interpolation, which `dvc exp run -S` would resolve for good).
     """
-    section = cfg.get("finetune")
-    if section is None:
-        raise ConfigError("params: section 'finetune' is missing")
-    profile = str(section.get("profile", "cpu"))
-    profiles = section.get("profiles") or {}
-    if profile != "cpu" and profile not in profiles:
-        raise ConfigError(f"finetune.profile = {profile!r}: no finetune.profiles.{profile} (have: cpu, {', '.join(profiles)})")
-    section = OmegaConf.merge(section, profiles[profile] if profile != "cpu" else {})
-    for key in ("domain", "split", "lora", "pretrain", "adapt", "trainer", "answer_texts", "mlflow"):
-        if section.get(key) is None:
-            raise ConfigError(f"params: required key 'finetune.{key}' is missing")
-    if section.get("seed") is None:
-        section.seed = int(cfg.get("seed") or 0)
-    tracking = cfg.get("tracking") or {}
-    section.mlflow.tracking_uri = str(tracking.get("uri") or "sqlite:///mlflow.db")
-    section.mlflow.artifact_root = str(tracking.get("artifact_root") or "mlruns")
-    return section
+    profile = selected_finetune(params.finetune)
+    return dataclasses.replace(profile, seed=params.seed if profile.seed is None else profile.seed)
 
 
-def prompt_set(cfg: DictConfig):
+def seed_of(fcfg: FinetuneProfile) -> int:
+    """The profile's seed (:func:`finetune_params` resolves a null one to the top-level seed)."""
+    if fcfg.seed is None:
+        raise ConfigError("finetune.seed is unresolved: read the section with finetune_params")
+    return fcfg.seed
+
+
+def _stage_params(fcfg: FinetuneProfile, spec: StageSpec) -> TrainStage:
+    """The stage's section, ``finetune.<stage name>``."""
+    stage: TrainStage = getattr(fcfg, spec.name)
+    return stage
+
+
+def prompt_set(params: Params):
     """The evaluation prompts (params `settings`), so training sees what probing asks."""
     from probmed.inference.prompting import PromptSet
 
-    return PromptSet.from_params(to_plain(cfg.get("settings")) if cfg.get("settings") is not None else None)
+    return PromptSet.from_params(as_mapping(params.settings))
 
 
 # --- inputs ----------------------------------------------------------------------
@@ -88,7 +89,7 @@ def read_records(records_paths: str | Path | Sequence[str | Path]) -> pd.DataFra
 
 
 def load_split_questions(
-    questions_path: str | Path, records_paths: str | Path | Sequence[str | Path], fcfg: DictConfig
+    questions_path: str | Path, records_paths: str | Path | Sequence[str | Path], fcfg: FinetuneProfile
 ) -> pd.DataFrame:
     """The question table joined with group keys, patient key and train/val/eval split.
 
@@ -97,10 +98,10 @@ def load_split_questions(
     """
     questions = read_questions(questions_path)
     images = data.image_table(read_records(records_paths))
-    seed = int(fcfg.seed)
+    seed = seed_of(fcfg)
     splits = data.assign_splits(images, float(fcfg.split.eval_fraction), seed)
     frame = data.attach_images(questions, images, splits)
-    val_fraction = float(fcfg.split.get("val_fraction", 0.0) or 0.0)
+    val_fraction = float(fcfg.split.val_fraction)
     if val_fraction > 0:
         train_images = images[images["image_id"].isin(splits.index[splits == "train"])]
         inner = data.assign_splits(train_images, val_fraction, seed + 1)
@@ -109,29 +110,30 @@ def load_split_questions(
     return frame.reset_index(drop=True)
 
 
-def select_training(frame: pd.DataFrame, stage: str, fcfg: DictConfig) -> tuple[pd.DataFrame, pd.DataFrame]:
+def select_training(frame: pd.DataFrame, stage: str, fcfg: FinetuneProfile) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(train, val) question rows for a stage: all groups for pretrain, the domain for adapt; balanced, capped."""
-    scfg = fcfg[stage]
-    seed = int(fcfg.seed)
-    if stage == "adapt":
-        domain = to_plain(fcfg.domain)
+    spec = stage_spec(stage)
+    scfg = _stage_params(fcfg, spec)
+    seed = seed_of(fcfg)
+    if spec.domain_only:
+        domain = as_mapping(fcfg.domain)
         frame = frame[data.domain_mask(frame, domain)]
         if frame.empty:
             raise ConfigError(f"finetune.domain {domain} matches no question; check source/modality/organ spelling")
     parts = {}
     for split in ("train", "val"):
         part = frame[frame["split"] == split]
-        if fcfg.get("balance", True):
+        if fcfg.balance:
             part = data.balance_answers(part, seed)
-        part = _cap(part, scfg.get("max_per_group"), seed)
-        limit = scfg.get("max_examples")  # caps the validation slice too
+        part = _cap(part, scfg.max_per_group, seed)
+        limit = scfg.max_examples  # caps the validation slice too
         if limit is not None and len(part) > int(limit):
             part = part.sample(n=int(limit), random_state=seed).sort_index()
         parts[split] = part
     if parts["train"].empty:
         raise ConfigError(
             f"fine-tuning {stage}: the training split is empty "
-            f"(domain {to_plain(fcfg.domain) if stage == 'adapt' else 'all'}, eval_fraction {fcfg.split.eval_fraction})"
+            f"(domain {as_mapping(fcfg.domain) if spec.domain_only else 'all'}, eval_fraction {fcfg.split.eval_fraction})"
         )
     return parts["train"], parts["val"]
 
@@ -163,9 +165,10 @@ def resolve_base(pretrain_dir: str | Path) -> tuple[str, str | None]:
     if pointer.is_file():
         spec = json.loads(pointer.read_text())
         return str(spec["model_id"]), spec.get("revision")
-    model_dir = pretrain_dir / "model"
+    model_dir = pretrain_dir / BASE_STAGE.weights_dir
     if not (model_dir / "config.json").is_file():
-        raise MissingFileError(f"no pretrained model in {pretrain_dir} (run `probmed finetune --stage pretrain` first)")
+        raise MissingFileError(
+            f"no pretrained model in {pretrain_dir} (run `probmed finetune --stage {BASE_STAGE.name}` first)")
     return str(model_dir), None
 
 
@@ -189,25 +192,30 @@ class StageResult:
         return asdict(self)
 
 
-def make_logger(fcfg: DictConfig, run_name: str, tags: Mapping[str, str]):
+def make_logger(fcfg: FinetuneProfile, tracking: Tracking, run_name: str, tags: Mapping[str, str]):
     """Lightning's MLflow logger, into an experiment marked as model development, under a unique run name."""
     from lightning.pytorch.loggers import MLFlowLogger
     from mlflow import MlflowClient
 
-    from probmed.reporting.tracking import (DVC_EXPERIMENT_TAG, check_tracking_db, dvc_experiment, ensure_experiment,
-                                            unique_run_name)
+    from probmed.core.tracking_store import (
+        DVC_EXPERIMENT_TAG,
+        check_tracking_db,
+        dvc_experiment,
+        ensure_experiment,
+        unique_run_name,
+    )
 
     m = fcfg.mlflow
-    check_tracking_db(str(m.tracking_uri))  # an empty or corrupt tracking DB is refused, never replaced
-    client = MlflowClient(tracking_uri=str(m.tracking_uri))
-    experiment_id = ensure_experiment(client, str(m.experiment), str(m.artifact_root))
+    check_tracking_db(tracking.uri)  # an empty or corrupt tracking DB is refused, never replaced
+    client = MlflowClient(tracking_uri=tracking.uri)
+    experiment_id = ensure_experiment(client, m.experiment, tracking.artifact_root)
     extra = {DVC_EXPERIMENT_TAG: dvc_experiment()} if dvc_experiment() else {}
     return MLFlowLogger(
-        experiment_name=str(m.experiment),
+        experiment_name=m.experiment,
         run_name=unique_run_name(client, experiment_id, run_name),
-        tracking_uri=str(m.tracking_uri),
+        tracking_uri=tracking.uri,
         tags={**tags, **extra},
-        artifact_location=Path(str(m.artifact_root)).resolve().as_uri(),
+        artifact_location=Path(tracking.artifact_root).resolve().as_uri(),
     )
 
 
@@ -228,7 +236,7 @@ def quiet_lightning() -> None:
     warnings.filterwarnings("ignore", message=r"`isinstance\(treespec, LeafSpec\)` is deprecated", category=FutureWarning)
 
 
-def make_trainer(fcfg: DictConfig, epochs: int, logger):
+def make_trainer(fcfg: FinetuneProfile, epochs: int, logger):
     """A Lightning Trainer: a bar on a terminal, one line per epoch in a log (probmed.finetune.module.EpochLog)."""
     import lightning as L
 
@@ -240,16 +248,16 @@ def make_trainer(fcfg: DictConfig, epochs: int, logger):
     bar = interactive()
     return L.Trainer(
         max_epochs=epochs,
-        accelerator=str(t.accelerator),
+        accelerator=t.accelerator,
         devices=t.devices,
-        strategy=str(t.strategy),
-        precision=str(t.precision),
-        accumulate_grad_batches=int(t.get("accumulate_grad_batches", 1)),
-        gradient_clip_val=t.get("gradient_clip_val"),
+        strategy=t.strategy,
+        precision=t.precision,
+        accumulate_grad_batches=t.accumulate_grad_batches,
+        gradient_clip_val=t.gradient_clip_val,
         logger=logger,
         enable_checkpointing=False,
-        deterministic=_deterministic(t.get("deterministic", True)),
-        log_every_n_steps=int(t.get("log_every_n_steps", 10)),
+        deterministic=_deterministic(t.deterministic),
+        log_every_n_steps=t.log_every_n_steps,
         num_sanity_val_steps=0,
         enable_model_summary=False,
         enable_progress_bar=bar,
@@ -275,21 +283,21 @@ def _publish(tmp: Path, final: Path) -> None:
     os.replace(tmp, final)
 
 
-def _stage_model(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any, staging: Path,
-                 out_dir: Path) -> tuple[Path, str, dict[str, str]]:
-    """(model directory, training mode, MLflow tags naming the parent run) of a stage."""
-    if stage == "pretrain":
-        describe = bool(fcfg[stage].get("describe", False))
-        return _initial_model(fcfg, frame, prompts, staging / "init", describe), "full", {}
-    model_dir, _revision = resolve_base(out_dir / "pretrain")
+def _stage_model(spec: StageSpec, fcfg: FinetuneProfile, frame: pd.DataFrame, prompts: Any, staging: Path,
+                 out_dir: Path) -> tuple[Path | str, dict[str, str]]:
+    """(model directory, MLflow tags naming the parent run) of a stage."""
+    if spec.builds_base:
+        describe = _stage_params(fcfg, spec).describe
+        return _initial_model(fcfg, frame, prompts, staging / "init", describe), {}
+    model_dir, _revision = resolve_base(out_dir / BASE_STAGE.output)
     parent_tags: dict[str, str] = {}
-    summary = out_dir / "pretrain.json"
+    summary = out_dir / f"{BASE_STAGE.name}.json"
     if summary.is_file() and json.loads(summary.read_text()).get("run_id"):
         parent_tags[PARENT_TAG] = json.loads(summary.read_text())["run_id"]
-    return model_dir, "lora", parent_tags
+    return model_dir, parent_tags
 
 
-def _log_hyperparams(logger: Any, stage: str, mode: str, fcfg: DictConfig, prompts: Any, n_train: int, n_val: int,
+def _log_hyperparams(logger: Any, stage: str, mode: str, fcfg: FinetuneProfile, tracking: Tracking, prompts: Any, n_train: int, n_val: int,
                      trainable: int, total: int) -> None:
     logger.log_hyperparams(
         {
@@ -301,7 +309,9 @@ def _log_hyperparams(logger: Any, stage: str, mode: str, fcfg: DictConfig, promp
             "trainable_params": trainable,
             "total_params": total,
             "prompt_version": prompts.version,
-            **{f"finetune.{k}": v for k, v in flatten(to_plain(fcfg)).items() if not k.startswith("profiles")},
+            **{f"finetune.{k}": v for k, v in flatten(as_mapping(fcfg)).items()},
+            "finetune.mlflow.tracking_uri": tracking.uri,
+            "finetune.mlflow.artifact_root": tracking.artifact_root,
         }
     )
 
@@ -322,22 +332,21 @@ def _fit(trainer: Any, module: Any, dm: Any, logger: Any) -> float:
     return seconds
 
 
-def _publish_stage(stage: str, module: Any, processor: Any, staging: Path, out_dir: Path, logger: Any) -> Path:
-    """Save the trained weights (the full model, or the adapter only) and move them into place."""
-    if stage == "pretrain":
-        module.save(staging / "model")
-        processor.save_pretrained(staging / "model")
+def _publish_stage(spec: StageSpec, module: Any, processor: Any, staging: Path, out_dir: Path, logger: Any) -> Path:
+    """Save the trained weights (the full model with its processor, or the adapter only) and move them into place."""
+    module.save(staging / spec.weights_dir)
+    if spec.mode == "full":
+        processor.save_pretrained(staging / spec.weights_dir)
+    if (staging / "init").exists():  # the model a base stage was built from
         shutil.rmtree(staging / "init")
-    else:
-        module.save(staging)
-    final = out_dir / stage if stage == "pretrain" else out_dir / "adapter"
+    final = out_dir / spec.output
     _publish(staging, final)
-    logger.experiment.log_artifacts(logger.run_id, str(final), "model" if stage == "pretrain" else "adapter")
+    logger.experiment.log_artifacts(logger.run_id, str(final), spec.artifact)
     return final
 
 
 def run_stage(
-    cfg: DictConfig,
+    params: Params,
     stage: str,
     questions_path: str | Path,
     records_paths: str | Path | Sequence[str | Path],
@@ -347,67 +356,71 @@ def run_stage(
     """Train one stage end to end; every check (config, split, targets) happens before the first step."""
     import lightning as L
 
-    if stage not in STAGES:
-        raise ConfigError(f"fine-tuning stage {stage!r} not in {STAGES}")
-    fcfg = finetune_params(cfg)
+    spec = stage_spec(stage)
+    fcfg = finetune_params(params)
     out_dir = Path(out_dir)
     frame = load_split_questions(questions_path, records_paths, fcfg)
-    prompts = prompt_set(cfg)
-    if stage == "pretrain" and not fcfg[stage].get("enabled", True):
-        return _point_at_checkpoint(fcfg, frame, out_dir)
-    train_rows, val_rows = select_training(frame, stage, fcfg)
-    if stage == "adapt":
+    prompts = prompt_set(params)
+    if spec.builds_base and not _stage_params(fcfg, spec).enabled:
+        return _point_at_checkpoint(spec, fcfg, frame, out_dir)
+    train_rows, val_rows = select_training(frame, spec.name, fcfg)
+    if not spec.owns_split:
         check_same_split(frame, out_dir)
     quiet_lightning()
-    L.seed_everything(int(fcfg.seed), workers=True, verbose=False)
-    staging = _atomic_dir(out_dir / stage if stage == "pretrain" else out_dir / "adapter")
+    L.seed_everything(seed_of(fcfg), workers=True, verbose=False)
+    staging = _atomic_dir(out_dir / spec.output)
     try:
-        return _train_stage(stage, fcfg, frame, prompts, train_rows, val_rows, image_root, out_dir, staging)
+        return _train_stage(spec, fcfg, params.tracking, frame, prompts, train_rows, val_rows, image_root, out_dir,
+                            staging)
     finally:
         if staging.exists():
             shutil.rmtree(staging)
 
 
-def _train_stage(stage: str, fcfg: DictConfig, frame: pd.DataFrame, prompts: Any, train_rows: pd.DataFrame,
+def _train_stage(spec: StageSpec, fcfg: FinetuneProfile, tracking: Tracking, frame: pd.DataFrame, prompts: Any, train_rows: pd.DataFrame,
                  val_rows: pd.DataFrame, image_root: str | Path, out_dir: Path, staging: Path) -> StageResult:
     """Build the model and data, train, publish, log: the part of a stage that writes into ``staging``."""
     from transformers import AutoProcessor
 
-    from probmed.finetune.module import VisionLanguageFineTuner, count_parameters, load_base_model
+    from probmed.finetune.module import (
+        VisionLanguageFineTuner,
+        count_parameters,
+        load_base_model,
+    )
 
-    scfg, seed = fcfg[stage], int(fcfg.seed)
-    model_dir, mode, parent_tags = _stage_model(stage, fcfg, frame, prompts, staging, out_dir)
+    stage, scfg, seed = spec.name, _stage_params(fcfg, spec), seed_of(fcfg)
+    model_dir, parent_tags = _stage_model(spec, fcfg, frame, prompts, staging, out_dir)
     processor = AutoProcessor.from_pretrained(model_dir)
-    model = load_base_model(model_dir, fcfg.get("dtype"))
+    model = load_base_model(model_dir, fcfg.dtype)
     train_examples, val_examples = training_examples(stage, scfg, train_rows, val_rows, prompts)
     dm = data.ProbingDataModule(
         train_examples,
         val_examples,
         processor,
         image_root,
-        to_plain(fcfg.answer_texts),
-        batch_size=int(scfg.batch_size),
+        as_mapping(fcfg.answer_texts),
+        batch_size=scfg.batch_size,
         seed=seed,
-        num_workers=int(fcfg.trainer.get("num_workers", 0)),
+        num_workers=fcfg.trainer.num_workers,
     )
     module = VisionLanguageFineTuner(
-        model, mode, lr=float(scfg.lr), weight_decay=float(scfg.get("weight_decay", 0.0)),
-        lora=to_plain(fcfg.lora) if mode == "lora" else None, answer_ids=dm.answer_ids,
+        model, spec.mode, lr=float(scfg.lr), weight_decay=float(scfg.weight_decay),
+        lora=as_mapping(fcfg.lora) if spec.mode == "lora" else None, answer_ids=dm.answer_ids,
     )
     trainable, total = count_parameters(module.model)
-    logger = make_logger(fcfg, f"finetune/{stage}", {"probmed.kind": f"finetune-{stage}", "probmed.stage": stage,
+    logger = make_logger(fcfg, tracking, f"finetune/{stage}", {"probmed.kind": f"finetune-{stage}", "probmed.stage": stage,
                                                      **parent_tags})
-    _log_hyperparams(logger, stage, mode, fcfg, prompts, len(train_rows), len(val_rows), trainable, total)
-    trainer = make_trainer(fcfg, int(scfg.epochs), logger)
+    _log_hyperparams(logger, stage, spec.mode, fcfg, tracking, prompts, len(train_rows), len(val_rows), trainable, total)
+    trainer = make_trainer(fcfg, scfg.epochs, logger)
     seconds = _fit(trainer, module, dm, logger)
-    counts = (len(train_rows), len(val_rows), trainable, total, int(scfg.epochs))
+    counts = (len(train_rows), len(val_rows), trainable, total, scfg.epochs)
     if not trainer.is_global_zero:  # multi-GPU: rank 0 alone saves, publishes and logs
         return StageResult(stage, "", "", round(seconds, 2), *counts, {})
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
     logger.log_metrics({"train_seconds": seconds})
-    final = _publish_stage(stage, module, processor, staging, out_dir, logger)
+    final = _publish_stage(spec, module, processor, staging, out_dir, logger)
     result = StageResult(stage, str(final), logger.run_id, round(seconds, 2), *counts, metrics)
-    if stage == "pretrain":
+    if spec.owns_split:
         _write_splits(frame, out_dir)
     write_json_atomic(result.to_json(), out_dir / f"{stage}.json")
     logger.experiment.log_artifact(logger.run_id, str(out_dir / f"{stage}.json"))
@@ -419,12 +432,12 @@ SPLIT_COLUMNS = ["image_id", "source", "modality", "organ", "patient_key", "spli
 
 
 def _write_splits(frame: pd.DataFrame, out_dir: Path) -> None:
-    """The pretrain stage owns the split table; adapt and transfer read it."""
+    """The stage that owns the split table writes it (StageSpec.owns_split); the others and transfer read it."""
     write_parquet(frame[SPLIT_COLUMNS].drop_duplicates("image_id").reset_index(drop=True), out_dir / "splits.parquet")
 
 
 def check_same_split(frame: pd.DataFrame, out_dir: Path) -> None:
-    """Adapt must train on the pretrain stage's split; a changed split param means pretrain is stale."""
+    """A later stage must train on the base stage's split; a changed split param means that stage is stale."""
     saved_path = out_dir / "splits.parquet"
     if not saved_path.is_file():
         return
@@ -433,46 +446,46 @@ def check_same_split(frame: pd.DataFrame, out_dir: Path) -> None:
     common = now.index.intersection(saved.index)
     if len(common) != len(now) or not (saved.loc[common] == now.loc[common]).all():
         raise ConfigError(
-            f"{saved_path}: the split differs from the current finetune.split / question set; re-run the pretrain stage"
+            f"{saved_path}: the split differs from the current finetune.split / question set; re-run the {BASE_STAGE.name} stage"
         )
 
 
-def training_examples(stage: str, scfg: DictConfig, train_rows: pd.DataFrame, val_rows: pd.DataFrame, prompts
+def training_examples(stage: str, scfg: TrainStage, train_rows: pd.DataFrame, val_rows: pd.DataFrame, prompts
                       ) -> tuple[list[data.Example], list[data.Example]]:
     """(train, val) examples: the questions, plus one description per image when
     `finetune.pretrain.describe` is set (pretrain only), so the model learns to describe images."""
     train = data.examples_from_questions(train_rows, prompts)
     val = data.examples_from_questions(val_rows, prompts)
-    if stage == "pretrain" and scfg.get("describe", False):
+    if stage_spec(stage).builds_base and scfg.describe:
         train += data.description_examples(train_rows, prompts)
         val += data.description_examples(val_rows, prompts)
     return train, val
 
 
-def _initial_model(fcfg: DictConfig, frame: pd.DataFrame, prompts, where: Path, describe: bool = False) -> str:
+def _initial_model(fcfg: FinetuneProfile, frame: pd.DataFrame, prompts, where: Path, describe: bool = False) -> str:
     """The model the pretrain stage starts from: the tiny LLaVA built from config, or a checkpoint.
 
     The tiny model's word-level vocabulary is trained on the prompts it will see (and, with the
     description task, on the describe prompt and the records' descriptions)."""
-    base = str(fcfg.base_model)
+    base = fcfg.base_model
     if base == "tiny":
         from probmed.inference.models.tiny import build_tiny_llava
 
         corpus = [prompts.question_prompt("vanilla", q) for q in frame["question"].drop_duplicates()]
         if describe:
             corpus += [prompts.describe, *frame["description"].drop_duplicates()]
-        return str(build_tiny_llava(where, seed=int(fcfg.seed), corpus=corpus))
+        return str(build_tiny_llava(where, seed=seed_of(fcfg), corpus=corpus))
     return base
 
 
-def _point_at_checkpoint(fcfg: DictConfig, frame: pd.DataFrame, out_dir: Path) -> StageResult:
+def _point_at_checkpoint(spec: StageSpec, fcfg: FinetuneProfile, frame: pd.DataFrame, out_dir: Path) -> StageResult:
     """GPU profile: the real checkpoint already answers; record which one instead of training."""
-    final = out_dir / "pretrain"
+    final = out_dir / spec.output
     staging = _atomic_dir(final)
-    spec = {"model_id": str(fcfg.base_model), "revision": fcfg.get("revision")}
-    write_json_atomic(spec, staging / BASE_POINTER)
+    pointer = {"model_id": fcfg.base_model, "revision": fcfg.revision}
+    write_json_atomic(pointer, staging / BASE_POINTER)
     _publish(staging, final)
     _write_splits(frame, out_dir)
-    result = StageResult("pretrain", str(final), "", 0.0, 0, 0, 0, 0, 0, {})
-    write_json_atomic(result.to_json(), out_dir / "pretrain.json")
+    result = StageResult(spec.name, str(final), "", 0.0, 0, 0, 0, 0, 0, {})
+    write_json_atomic(result.to_json(), out_dir / f"{spec.name}.json")
     return result

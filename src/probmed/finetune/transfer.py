@@ -11,8 +11,8 @@ groups), the same modality on another organ, or neither.
 
 Outputs under `<out_dir>`: transfer.csv / transfer.md / transfer.json (one row
 per group and category), metrics.json (the same, compact, for `dvc metrics`), transfer.png,
-scores/finetune-heldout/<model>/vanilla/metrics.json (the full scorer output
-over all probed held-out questions, in the layout `probmed report` reads), predictions/<model>.parquet and
+scores/finetune-heldout/<model>/vanilla/ (what `probmed score` writes, through the same writer, for
+all probed held-out questions, in the layout `probmed report` reads), predictions/<model>.parquet and
 the answer store answers/. Two MLflow runs (base, adapted) are tagged with the
 training run they evaluate.
 """
@@ -27,17 +27,22 @@ from pathlib import Path
 from typing import Any, Mapping
 
 import pandas as pd
-from omegaconf import DictConfig
 
-from probmed.core.config import to_plain
-from probmed.core.errors import ConfigError, MissingFileError
-from probmed.finetune import data
-from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base
-from probmed.core.markdown import markdown_table
-from probmed.core.records import QUESTION_COLUMNS, read_questions
-from probmed.core.io import atomic_path, write_json_atomic, write_parquet, write_text_atomic
 from probmed.core.categories import CATEGORIES
+from probmed.core.errors import ConfigError, MissingFileError
+from probmed.core.io import (
+    atomic_path,
+    write_json_atomic,
+    write_parquet,
+    write_text_atomic,
+)
+from probmed.core.markdown import markdown_table
+from probmed.core.params_schema import FinetuneProfile, Params, Tracking, as_mapping
+from probmed.core.records import QUESTION_COLUMNS, read_questions
 from probmed.core.vocab import image_type
+from probmed.finetune import data
+from probmed.finetune.stages import BASE_STAGE, DOMAIN_STAGE
+from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base, seed_of
 from probmed.scoring.score_report import ScoreReport
 
 MODELS: tuple[str, ...] = ("finetune-base", "finetune-adapted")
@@ -67,15 +72,15 @@ def comparison(group: Mapping[str, str], domain: Mapping[str, Any]) -> str:
     return "other modality and organ"
 
 
-def backend_config(fcfg: DictConfig, model_id: str, revision: str | None, adapter: str | None) -> dict[str, Any]:
+def backend_config(fcfg: FinetuneProfile, model_id: str, revision: str | None, adapter: str | None) -> dict[str, Any]:
     """An HF backend entry (as under params `models:`) in logit mode."""
     return {
         "backend": "hf",
         "model_id": model_id,
         "revision": revision,
         "adapter": adapter,
-        "dtype": str(fcfg.get("dtype") or "float32"),
-        "device": str(fcfg.transfer.get("device", "cpu")),
+        "dtype": fcfg.dtype or "float32",
+        "device": fcfg.transfer.device,
         "mode": "logits",
     }
 
@@ -90,7 +95,8 @@ def held_out_questions(
     CPU default stays within minutes; null keeps them all.
     """
     if not Path(splits_path).is_file():
-        raise MissingFileError(f"split table {splits_path} not found (run `probmed finetune --stage pretrain` first)")
+        raise MissingFileError(
+            f"split table {splits_path} not found (run `probmed finetune --stage {BASE_STAGE.name}` first)")
     splits = pd.read_parquet(splits_path)
     questions = read_questions(questions_path)
     held = splits[splits["split"] == "eval"]
@@ -189,41 +195,32 @@ def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title:
                   palette: Mapping[str, str] | None = None) -> Path:
     """Figure 5 style: per category, accuracy with adversarial pairs per group, base vs adapted, with each
     model's bootstrap interval, the images behind each bar and the paired difference above the pair."""
-    import matplotlib
-
-    matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    import numpy as np
 
+    from probmed.core.figure_style import colour
     from probmed.core.markdown import difference_cell
-    from probmed.reporting.style import bars, colour
+    from probmed.finetune.transfer_figure import STUDY_LAYOUT, TransferPanel, TransferSeries, draw_transfer
 
     cats = [c for c in categories if c in set(table["category"])]
     if not cats:
         raise ConfigError(f"finetune.transfer.plot_categories {categories}: none present in the transfer table")
     palette = dict(palette or {})
-    fig, axes = plt.subplots(1, len(cats), figsize=(3.4 * len(cats) + 1, 4.6), squeeze=False, sharey=True)
-    for ax, cat in zip(axes[0], cats):
+    panels = []
+    for cat in cats:
         part = table[table["category"] == cat]
-        x = np.arange(len(part))
         n = [int(v) for v in part["n_images"]]
-        for offset, model, prefix in ((-0.2, MODELS[0], "base"), (0.2, MODELS[1], "adapted")):
-            bars(ax, x + offset, part[f"{prefix}_accuracy_adv_pairs"].astype(float).to_numpy(),
-                 part[f"{prefix}_ci95_low"].to_numpy(), part[f"{prefix}_ci95_high"].to_numpy(), n,
-                 colour(palette, model), 0.4, label=f"{prefix} ({model})")
-        for xi, r in zip(x, part.itertuples()):
-            ax.annotate(difference_cell(r.delta_accuracy_adv_pairs, r.delta_ci95_low, r.delta_ci95_high, 0),
-                        (xi, 104), ha="center", fontsize=5.5, rotation=90, annotation_clip=False)
+        series = [TransferSeries(f"{prefix} ({model})", colour(palette, model),
+                                 part[f"{prefix}_accuracy_adv_pairs"].astype(float).to_numpy(),
+                                 part[f"{prefix}_ci95_low"].to_numpy(), part[f"{prefix}_ci95_high"].to_numpy(), n)
+                  for model, prefix in ((MODELS[0], "base"), (MODELS[1], "adapted"))]
+        differences = [difference_cell(r.delta_accuracy_adv_pairs, r.delta_ci95_low, r.delta_ci95_high, 0)
+                       for r in part.itertuples()]
         labels = [f"{r.source}\n{r.image_type}{' (domain)' if r.comparison.startswith('in-domain') else ''}"
                   for r in part.itertuples()]
-        ax.set_xticks(x, labels, rotation=60, ha="right", fontsize=7)
-        ax.set_ylim(0, 100)
-        ax.set_title(cat, pad=38)
-    axes[0][0].set_ylabel("accuracy with adversarial pairs (%)\n(abnormality: single questions)")
-    axes[0][-1].legend(fontsize=7, loc="upper right")
-    fig.suptitle(title + "\nbars: 95% bootstrap interval, n = images; above: adapted - base [paired 95% interval]",
-                 fontsize=9)
-    fig.tight_layout()
+        panels.append(TransferPanel(cat, labels, series, differences))
+    fig = draw_transfer(panels, "accuracy with adversarial pairs (%)\n(abnormality: single questions)", STUDY_LAYOUT,
+                        suptitle=title + "\nbars: 95% bootstrap interval, n = images; above: adapted - base "
+                        "[paired 95% interval]")
     try:
         with atomic_path(path) as tmp:
             fig.savefig(tmp, format="png", dpi=120)
@@ -261,13 +258,13 @@ def transfer_headline(
                 out[name][part] = None
                 continue
             q = frame[list(QUESTION_COLUMNS)]
-            scores = score(q, preds[preds["qid"].isin(q["qid"])], resamples=0, by_image_type=False)
-            out[name][part] = scores["overall"].get("accuracy_adv_pairs_original_weighting")
+            scores = ScoreReport.from_dict(score(q, preds[preds["qid"].isin(q["qid"])], resamples=0, by_image_type=False))
+            out[name][part] = scores.overall.get("accuracy_adv_pairs_original_weighting")
     return out
 
 
 def run_transfer(
-    cfg: DictConfig,
+    params: Params,
     questions_path: str | Path,
     image_root: str | Path,
     finetune_dir: str | Path,
@@ -275,36 +272,36 @@ def run_transfer(
     progress: bool = True,
 ) -> TransferResult:
     """Probe base and adapted model on every held-out group; write table, plot, scores and MLflow runs."""
+    from probmed.core.figure_style import palette_from_params
+    from probmed.core.params_schema import Score
+    from probmed.core.settings import BASE_SETTING, SETTINGS
     from probmed.inference.models.hf import HFBackend
-    from probmed.inference.predict import run_predictions
-    from probmed.reporting.style import palette_from_params
-    from probmed.scoring.metrics import score
-    from probmed.scoring.run import PER_IMAGE_FILE, per_image
+    from probmed.inference.predict import PredictJob, run_predictions
+    from probmed.scoring.run import score_run, write_run
 
-    fcfg = finetune_params(cfg)
+    fcfg = finetune_params(params)
     finetune_dir, out_dir = Path(finetune_dir), Path(out_dir)
-    adapter = finetune_dir / "adapter"
+    adapter = finetune_dir / DOMAIN_STAGE.output
     if not (adapter / "adapter_config.json").is_file():
-        raise MissingFileError(f"no adapter in {adapter} (run `probmed finetune --stage adapt` first)")
-    base_id, revision = resolve_base(finetune_dir / "pretrain")
-    seed = int(fcfg.seed)
-    questions = held_out_questions(
-        questions_path, finetune_dir / "splits.parquet", fcfg.transfer.get("max_images_per_group"), seed
-    )
-    prompts = prompt_set(cfg)
-    resamples = int(fcfg.transfer.get("bootstrap_resamples", 200))
-    domain = to_plain(fcfg.domain)
+        raise MissingFileError(f"no adapter in {adapter} (run `probmed finetune --stage {DOMAIN_STAGE.name}` first)")
+    base_id, revision = resolve_base(finetune_dir / BASE_STAGE.output)
+    seed = seed_of(fcfg)
+    questions = held_out_questions(questions_path, finetune_dir / "splits.parquet", fcfg.transfer.max_images_per_group,
+                                   seed)
+    prompts = prompt_set(params)
+    resamples = fcfg.transfer.bootstrap_resamples
+    domain = as_mapping(fcfg.domain)
 
     predictions: dict[str, pd.DataFrame] = {}
     seconds: dict[str, float] = {}
-    full_scores: dict[str, dict[str, Any]] = {}
+    reports: dict[str, ScoreReport] = {}
+    score = Score(bootstrap_resamples=resamples, seed=seed)  # the study's resamples; the rest as `probmed score`
     for name, adapter_dir in zip(MODELS, (None, str(adapter))):
         backend = HFBackend(name, backend_config(fcfg, base_id, revision, adapter_dir))
         try:
-            result = run_predictions(
-                questions[list(QUESTION_COLUMNS)], backend, "vanilla", prompts, image_root, out_dir / "answers",
-                batch_size=int(fcfg.transfer.get("batch_size", 64)), progress=progress,
-            )
+            job = PredictJob.in_folders(SETTINGS[BASE_SETTING], prompts, image_root, out_dir / "answers",
+                                        batch_size=fcfg.transfer.batch_size)
+            result = run_predictions(questions[list(QUESTION_COLUMNS)], backend, job, progress=progress)
         finally:
             backend.close()
         if result.n_failed:
@@ -312,15 +309,14 @@ def run_transfer(
         predictions[name] = result.predictions
         seconds[name] = round(result.elapsed_s, 2)
         write_parquet(result.predictions, out_dir / "predictions" / f"{name}.parquet")
-        full_scores[name] = score(questions[list(QUESTION_COLUMNS)], result.predictions, resamples=resamples, seed=seed)
-        write_parquet(per_image(questions[list(QUESTION_COLUMNS)], result.predictions),
-                      _scores_path(out_dir, name).with_name(PER_IMAGE_FILE))  # what the report's paired comparisons read
-        write_json_atomic(full_scores[name], _scores_path(out_dir, name))
+        scored = score_run(questions[list(QUESTION_COLUMNS)], result.predictions, score, name=name)
+        write_run(scored.result, _scores_path(out_dir, name).parent, label=name, per_image_sums=scored.per_image)
+        reports[name] = scored.result
 
     table = group_table(questions, predictions, domain, resamples, seed)
     write_text_atomic(table.to_csv(index=False), out_dir / "transfer.csv")
     write_text_atomic(to_markdown(table), out_dir / "transfer.md")
-    adapt_summary = _read_json(finetune_dir / "adapt.json")
+    adapt_summary = _read_json(finetune_dir / f"{DOMAIN_STAGE.name}.json")
     meta = {
         "domain": domain,
         "base_model": base_id,
@@ -329,19 +325,18 @@ def run_transfer(
         "n_questions": int(len(questions)),
         "n_images": int(questions["image_id"].nunique()),
         "prediction_seconds": seconds,
-        "scale": "smoke" if str(fcfg.base_model) == "tiny" else "full",
+        "scale": "smoke" if fcfg.base_model == "tiny" else "full",
     }
     write_json_atomic({"meta": meta, "rows": _records(table)}, out_dir / "transfer.json")
     write_json_atomic(compact_metrics(table), out_dir / "metrics.json")
     title = f"Transfer after LoRA on {domain.get('source')} {image_type(domain.get('modality') or '', domain.get('organ') or '')}"
     if meta["scale"] == "smoke":
         title += " (smoke scale: tiny model)"
-    plot_transfer(table, out_dir / "transfer.png", list(fcfg.transfer.get("plot_categories", CATEGORIES)), title,
-                  palette_from_params(to_plain(cfg)))
+    plot_transfer(table, out_dir / "transfer.png", fcfg.transfer.plot_categories, title,
+                  palette_from_params(as_mapping(params)))
     headline = transfer_headline(questions, predictions, domain)
     started = {name: (p.attrs.get("answering") or {}).get("started_at") for name, p in predictions.items()}
-    reports = {n: ScoreReport.from_dict(s) for n, s in full_scores.items()}
-    run_ids = log_transfer_runs(fcfg, out_dir, reports, meta, headline, started)
+    run_ids = log_transfer_runs(fcfg, params.tracking, out_dir, reports, meta, headline, started)
     write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
     return TransferResult(table, run_ids, out_dir, seconds, headline)
 
@@ -377,8 +372,8 @@ def _read_json(path: Path) -> dict[str, Any]:
 
 
 def log_transfer_runs(
-    fcfg: DictConfig, out_dir: Path, scores: Mapping[str, ScoreReport], meta: Mapping[str, Any],
-    headline: Mapping[str, Mapping[str, float | None]], started: Mapping[str, str],
+    fcfg: FinetuneProfile, tracking: Tracking, out_dir: Path, scores: Mapping[str, ScoreReport], meta: Mapping[str, Any],
+    headline: Mapping[str, Mapping[str, float | None]], started: Mapping[str, str | None],
 ) -> dict[str, str]:
     """One MLflow run per model, tagged with (and nested under) the adapt training run; updated in place on re-runs.
 
@@ -388,27 +383,25 @@ def log_transfer_runs(
     """
     from mlflow import MlflowClient
 
-    from probmed.reporting.tracking import check_tracking_db, tracking_lock
+    from probmed.core.tracking_store import check_tracking_db, tracking_lock
 
-    m = fcfg.mlflow
-    with tracking_lock(str(m.tracking_uri)):
-        check_tracking_db(str(m.tracking_uri))  # an empty or corrupt tracking DB is refused, never replaced
-        return _log_transfer_runs(MlflowClient(tracking_uri=str(m.tracking_uri)), fcfg, out_dir, scores, meta,
+    with tracking_lock(tracking.uri):
+        check_tracking_db(tracking.uri)  # an empty or corrupt tracking DB is refused, never replaced
+        return _log_transfer_runs(MlflowClient(tracking_uri=tracking.uri), fcfg, tracking, out_dir, scores, meta,
                                   headline, started)
 
 
-def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, scores: Mapping[str, ScoreReport],
+def _log_transfer_runs(client, fcfg: FinetuneProfile, tracking: Tracking, out_dir: Path, scores: Mapping[str, ScoreReport],
                        meta: Mapping[str, Any], headline: Mapping[str, Mapping[str, float | None]],
-                       started: Mapping[str, str]) -> dict[str, str]:
+                       started: Mapping[str, str | None]) -> dict[str, str]:
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
     from probmed.core.clock import epoch_ms
-    from probmed.reporting.tracking import DVC_EXPERIMENT_TAG, dvc_experiment, ensure_experiment, metrics_from_scores
-    from probmed.reporting.tracking import unique_run_name
+    from probmed.core.tracking_store import DVC_EXPERIMENT_TAG, dvc_experiment, ensure_experiment, unique_run_name
+    from probmed.reporting.run_metrics import metrics_from_scores
 
-    m = fcfg.mlflow
-    exp_id = ensure_experiment(client, str(m.experiment), str(m.artifact_root))
+    exp_id = ensure_experiment(client, fcfg.mlflow.experiment, tracking.artifact_root)
     parent = meta.get("training_run") or ""
     run_ids = {}
     for name in MODELS:
@@ -425,7 +418,8 @@ def _log_transfer_runs(client, fcfg: DictConfig, out_dir: Path, scores: Mapping[
         else:
             run_name = unique_run_name(client, exp_id, f"transfer/{prefix}")
             all_tags = {**tags, MLFLOW_RUN_NAME: run_name, **({MLFLOW_PARENT_RUN_ID: parent} if parent else {})}
-            start = epoch_ms(started[name]) if started.get(name) else None
+            started_at = started.get(name)
+            start = epoch_ms(started_at) if started_at else None
             run_id = client.create_run(exp_id, start_time=start, run_name=run_name, tags=all_tags).info.run_id
         params = {"base_model": meta["base_model"], "adapter": meta["adapter"] if prefix == "adapted" else "none",
                   "domain": json.dumps(meta["domain"]), "scale": meta["scale"], "n_questions": meta["n_questions"]}

@@ -13,7 +13,8 @@ its file for its whole life (``.<file>.lock`` beside it, holding the pid): a
 second writer on the same file stops with an error naming that pid, or waits
 when asked (``lock_wait_s``), so two processes never ask the same questions.
 
-Every line is validated on load against :data:`FIELD_TYPES`. A writer moves a
+Every line is validated on load and on write against the answer record
+(:func:`probmed.inference.answer_record.validate_line`). A writer moves a
 bad line (not JSON, not an object, a wrong type, an unknown label) into the
 side file ``<file>.quarantine`` (JSON lines: file, line number, reason, the
 text) and out of the store, so its question is asked again and the bad text is
@@ -39,41 +40,20 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from probmed.core.errors import DiskFullError, StoreLockedError
 from probmed.core.filelock import FileLock
-from probmed.core.vocab import LABELS
+from probmed.inference.answer_record import validate_line
+
+if TYPE_CHECKING:
+    from probmed.core.params_schema import Predict
 
 log = logging.getLogger(__name__)
 
 STORE_FORMAT = 1
 QUARANTINE_SUFFIX = ".quarantine"
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
-_NUMBER = (int, float)
-# Field -> (allowed types, check on the value or None). "key" is required; the others are checked when present,
-# and fields not listed are kept as they are (a later format may add some).
-FIELD_TYPES: dict[str, tuple[tuple[type, ...], Any]] = {
-    "key": ((str,), lambda v: bool(v)),
-    "qid": ((str,), None),
-    "image_id": ((str,), None),
-    "model": ((str,), None),
-    "describer": ((str,), None),
-    "setting": ((str,), None),
-    "prompt_version": ((str,), None),
-    "response": ((str,), None),
-    "label": ((str,), lambda v: v in LABELS),
-    "p_yes": ((*_NUMBER, type(None)), lambda v: v is None or 0.0 <= v <= 1.0),
-    "latency_s": (_NUMBER, lambda v: v >= 0),
-    "prompt_tokens": ((int,), lambda v: v >= 0),
-    "completion_tokens": ((int,), lambda v: v >= 0),
-    "cost_usd": (_NUMBER, lambda v: v >= 0),
-    "retries": ((int,), lambda v: v >= 0),
-    "error": ((str,), None),
-    "finish_reason": ((str, type(None)), None),
-    "truncated_from": ((int, type(None)), None),
-    "time": (_NUMBER, None),
-}
 
 
 def stable_hash(obj: Any) -> str:
@@ -121,24 +101,6 @@ def cache_key(
     )
 
 
-
-def validate_record(rec: Any) -> str | None:
-    """Why a parsed line is not a valid store record, or None when it is."""
-    if not isinstance(rec, dict):
-        return f"expected a JSON object, got {type(rec).__name__}"
-    if "key" not in rec:
-        return "field 'key' is missing"
-    for name, (types, check) in FIELD_TYPES.items():
-        if name not in rec:
-            continue
-        value = rec[name]
-        if isinstance(value, bool) or not isinstance(value, types):
-            return f"field {name!r}: expected {'/'.join(t.__name__ for t in types)}, got {type(value).__name__}"
-        if check is not None and not check(value):
-            return f"field {name!r}: invalid value {value!r}"[:200]
-    return None
-
-
 def parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
     """(record, None) for a valid line, (None, reason) otherwise."""
     try:
@@ -149,7 +111,7 @@ def parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
         return None, f"not valid JSON ({exc.msg})"
     except RecursionError:
         return None, "JSON nested too deeply"
-    reason = validate_record(rec)
+    reason = validate_line(rec)
     return (None, reason) if reason else (rec, None)
 
 
@@ -158,7 +120,7 @@ def encode_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str,
     out, lines = [], []
     for rec in records:
         rec = dict(rec)
-        reason = validate_record(rec)
+        reason = validate_line(rec)
         if reason:
             raise ValueError(f"answer record {rec.get('key')!r}: {reason}")
         line = json.dumps(rec, ensure_ascii=False, sort_keys=True)
@@ -438,3 +400,12 @@ class AnswerStore:
             self.close()
         except Exception:  # noqa: BLE001 - nothing to report to at interpreter exit
             pass
+
+
+def open_store(directory: Path, file_name: str, predict: Predict) -> AnswerStore:
+    """A writer on `file_name` in `directory`, kept as the ``predict:`` section says (fsync, lock wait, disk
+    reserve); its lock is held until ``close``."""
+    wait = predict.lock_wait_s
+    return AnswerStore(directory, file_name, fsync=predict.fsync, writer=True,
+                       lock_wait_s=None if wait is None else float(wait),
+                       reserve_bytes=int(float(predict.disk_reserve_mb) * 2**20))

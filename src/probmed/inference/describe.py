@@ -15,12 +15,13 @@ from typing import Callable
 
 import pandas as pd
 
-from probmed.core.errors import DiskFullError
-from probmed.inference.images import DecodedImages
-from probmed.inference.models.base import NOT_ASKED, Answer, Backend, Item
-from probmed.inference.prompting import PromptSet
 from probmed.core.io import write_parquet
+from probmed.inference.answer_record import DescriptionRecord
+from probmed.inference.answer_sink import AnswerSink
 from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
+from probmed.inference.images import DecodedImages
+from probmed.inference.models.base import Answer, Backend, Item
+from probmed.inference.prompting import PromptSet
 
 
 def description_key(describer: Backend, prompts: PromptSet, image_hash: str) -> str:
@@ -38,7 +39,8 @@ def describe_images(
     decoded: DecodedImages | None = None,
 ) -> dict[str, str | None]:
     """image_id -> description (None where the describer gave up), asking only for uncached images
-    (each decoded before the describer sees it)."""
+    (each decoded before the describer sees it). Descriptions go to the store through an AnswerSink, so a
+    full disk stops the way a prediction run does (exit 3, the ones in flight written into the reserve)."""
     decoded = decoded or DecodedImages()
     out: dict[str, str | None] = {}
     todo: list[tuple[str, Path, str]] = []
@@ -49,6 +51,7 @@ def describe_images(
             out[image_id] = rec["response"]
         else:
             todo.append((image_id, path, key))
+    sink = AnswerSink(store, describer, on_written=on_progress or (lambda n: None))
     for start in range(0, len(todo), batch_size):
         if describer.stop_requested:
             break
@@ -59,40 +62,27 @@ def describe_images(
                  question="", task="describe", max_new_tokens=prompts.describe_max_new_tokens)
             for image_id, path, _ in chunk
         ]
+        got: dict[str, DescriptionRecord] = {}
 
-        def on_answer(i: int, ans: Answer, chunk=chunk) -> None:
-            if ans.extra.get(NOT_ASKED):
-                return
-            image_id, path, key = chunk[i]
-            rec = {
-                "key": key, "image_id": image_id, "describer": describer.name,
-                "response": describer.redact(ans.response), "error": describer.redact(ans.error),
-                "latency_s": ans.latency_s, "prompt_tokens": ans.prompt_tokens,
-                "completion_tokens": ans.completion_tokens, "cost_usd": ans.cost_usd,
-            }
-            try:
-                if unwritten:
-                    raise DiskFullError(disk_error[0])
-                store.append([rec], sync=False)
-            except DiskFullError as exc:  # keep it; the describer starts nothing new
-                unwritten.append(rec)
-                disk_error[:] = [str(exc)]
-                describer.request_stop()
-                return
-            out[image_id] = None if ans.error else rec["response"]
-            if on_progress is not None:
-                on_progress(1)
+        def to_record(i: int, ans: Answer, chunk: list[tuple[str, Path, str]] = chunk) -> DescriptionRecord:
+            image_id, _, key = chunk[i]
+            got[image_id] = description_record(key, image_id, describer, ans)
+            return got[image_id]
 
-        unwritten: list[dict] = []
-        disk_error: list[str] = []
-        describer.answer(items, on_answer=on_answer)
-        if unwritten:
-            store.release_reserve()
-            store.append(unwritten)  # into the freed reserve; raises DiskFullError again if even that is full
-            raise DiskFullError(f"{disk_error[0]}: the {len(unwritten)} descriptions in flight were written into the "
-                                "space the store keeps in reserve; free space and re-run")
-        store.sync()
+        sink.execute(items, to_record, together=False)
+        sink.stop_if_disk_full(lambda: [image_id for image_id, _, key in todo if store.record(key) is None],
+                               kind=("descriptions", "image"))
+        out.update({image_id: None if rec.error else rec.response for image_id, rec in got.items()})
     return out
+
+
+def description_record(key: str, image_id: str, describer: Backend, ans: Answer) -> DescriptionRecord:
+    """The store record of one description, every text the describer got from outside redacted."""
+    return DescriptionRecord(
+        key=key, image_id=image_id, describer=describer.name, response=describer.redact(ans.response),
+        error=describer.redact(ans.error), latency_s=ans.latency_s, prompt_tokens=ans.prompt_tokens,
+        completion_tokens=ans.completion_tokens, cost_usd=ans.cost_usd,
+    )
 
 
 def export_descriptions(store: AnswerStore, path: str | Path) -> pd.DataFrame:

@@ -6,37 +6,42 @@ when the backend answers image by image (a local model); each answer the moment
 it arrives otherwise (an API, fsynced per batch). A kill loses at most the
 answers of the image in flight (or the API answers in flight) and never
 duplicates one; a re-run asks only what the store does not hold.
-`shard=(i, n)` splits the work deterministically by image (image k in
+A :class:`Shard` splits the work deterministically by image (image k in
 question-table order goes to shard k mod n), so processes or GPUs can share a
 run; `merge_shards` puts the shard tables back together, checking that every
 question is there exactly once.
+
+Everything a run needs besides the questions and the models is one
+:class:`PredictJob`, its setting resolved once (core.settings.Setting); the
+answers go through one :class:`~probmed.inference.answer_sink.AnswerSink`.
 """
 
 from __future__ import annotations
 
-import json
-import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 import numpy as np
 import pandas as pd
-from probmed.core.clock import iso_time
-from probmed.core.progress import progress as progress_bar
 
+from probmed.core.clock import iso_time
+from probmed.core.errors import ConfigError, RecordError
+from probmed.core.params_schema import Params, Predict
+from probmed.core.process import ParentExited, stop_reason
+from probmed.core.progress import progress as progress_bar
+from probmed.core.records import PREDICTION_COLUMNS
+from probmed.core.settings import BASE_SETTING, Setting
 from probmed.inference.ablation import control_images
 from probmed.inference.answer_parser import parse_answer
-from probmed.core.errors import ConfigError, DiskFullError, RecordError
-from probmed.core.process import ParentExited, stop_reason
+from probmed.inference.answer_record import AnswerRecord, prediction_table
+from probmed.inference.answer_sink import AnswerSink
+from probmed.inference.answer_store import AnswerStore, cache_key, file_hash, open_store
 from probmed.inference.describe import describe_images
 from probmed.inference.images import DecodedImages, resolve_image
-from probmed.inference.models.base import NOT_ASKED, Answer, Backend, Item
-from probmed.core.settings import BASE_SETTING, get_setting
+from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.prompting import PromptSet
-from probmed.core.records import PREDICTION_COLUMNS
-from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
 
 
 @dataclass
@@ -67,31 +72,44 @@ class RunResult:
         }
 
 
-def parse_shard(text: str | None) -> tuple[int, int]:
-    """"i/N" -> (i, N) with 0 <= i < N."""
+@dataclass(frozen=True)
+class Shard:
+    """Shard `index` of `count`: the images k with k mod count == index (0 of 1: everything)."""
+
+    index: int = 0
+    count: int = 1
+
+    @property
+    def file_name(self) -> str:
+        """This shard's file in an answer store (shards of one run append to files of their own)."""
+        return "answers.jsonl" if self.count == 1 else f"shard-{self.index:03d}-of-{self.count:03d}.jsonl"
+
+    @property
+    def suffix(self) -> str:
+        """What a shard's prediction table adds to its name ("" for a whole run)."""
+        return "" if self.count == 1 else f".shard-{self.index:03d}-of-{self.count:03d}"
+
+
+def parse_shard(text: str | None) -> Shard:
+    """"i/N" -> Shard(i, N) with 0 <= i < N."""
     if not text:
-        return 0, 1
+        return Shard()
     try:
         i, n = (int(x) for x in str(text).split("/"))
     except ValueError:
         raise ConfigError(f"shard {text!r} is not of the form i/N (e.g. 0/4)") from None
     if n < 1 or not 0 <= i < n:
         raise ConfigError(f"shard {text!r}: need 0 <= i < N")
-    return i, n
+    return Shard(i, n)
 
 
-def shard_questions(questions: pd.DataFrame, index: int, count: int) -> pd.DataFrame:
+def shard_questions(questions: pd.DataFrame, shard: Shard) -> pd.DataFrame:
     """The questions of every count-th image, starting at image `index` (order of first appearance)."""
-    if count == 1:
+    if shard.count == 1:
         return questions
     order = {img: k for k, img in enumerate(pd.unique(questions["image_id"]))}
-    mask = questions["image_id"].map(order) % count == index
+    mask = questions["image_id"].map(order) % shard.count == shard.index
     return questions[mask.to_numpy()]
-
-
-def store_file_name(shard: tuple[int, int]) -> str:
-    i, n = shard
-    return "answers.jsonl" if n == 1 else f"shard-{i:03d}-of-{n:03d}.jsonl"
 
 
 def resolve_images(questions: pd.DataFrame, image_root: Path) -> dict[str, Path]:
@@ -101,85 +119,99 @@ def resolve_images(questions: pd.DataFrame, image_root: Path) -> dict[str, Path]
             for row in questions.drop_duplicates("image_id").itertuples(index=False)}
 
 
-def _record(key: str, q: Any, backend: Backend, setting: str, prompts: PromptSet, ans: Answer,
-            max_response_chars: int | None = None) -> dict[str, Any]:
-    """The store record of one answer: the response capped at `max_response_chars` (the original
+@dataclass(frozen=True)
+class PredictJob:
+    """What one prediction run answers and where it keeps what it gets: all but the questions and the models."""
+
+    setting: Setting  # resolved once (core.settings.get_setting) by whoever starts the run
+    prompts: PromptSet
+    predict: Predict  # params.yaml `predict:`: image root, store folders, batch size, how stores are kept
+    shard: Shard = Shard()
+    control_seed: int = Params.seed  # draws the `shuffled` image control (params.yaml `seed`)
+
+    @classmethod
+    def in_folders(cls, setting: Setting, prompts: PromptSet, image_root: str | Path, store_dir: str | Path, *,
+                   shard: Shard = Shard(), control_seed: int = Params.seed, **predict: Any) -> PredictJob:
+        """A job with the `predict:` section's defaults but these folders (and any other `predict:` key given):
+        for callers without params.yaml (fine-tuning's transfer study, benchmarks, tests)."""
+        section = Predict(image_root=str(image_root), store_dir=str(store_dir), **predict)
+        return cls(setting, prompts, section, shard=shard, control_seed=control_seed)
+
+    @property
+    def image_root(self) -> Path:
+        """The folder question image_path values are relative to."""
+        return Path(self.predict.image_root)
+
+    def store_dir(self, backend: Backend) -> Path:
+        """The answer store of `backend` (one folder per model)."""
+        return Path(self.predict.store_dir) / backend.name
+
+    def open_store(self, directory: Path) -> AnswerStore:
+        """This shard's file of the store in `directory`, written by this process alone."""
+        return open_store(directory, self.shard.file_name, self.predict)
+
+
+@dataclass(frozen=True)
+class KeyedQuestion:
+    """A question of the shard with its answer-store key."""
+
+    key: str
+    row: Any  # the question's row of the question table (a namedtuple from itertuples)
+
+
+@dataclass(frozen=True)
+class PendingQuestion(KeyedQuestion):
+    """A question the store does not answer yet, and what the backend is asked for it."""
+
+    item: Item
+
+
+def answer_record(question: KeyedQuestion, ans: Answer, backend: Backend, job: PredictJob) -> AnswerRecord:
+    """The store record of one answer: the response capped at ``predict.max_response_chars`` (the original
     length kept in ``truncated_from``), every text the backend got from outside redacted."""
+    cap = job.predict.max_response_chars
     response = ans.response or ""
     truncated_from = None
-    if max_response_chars is not None and len(response) > max_response_chars:
-        truncated_from, response = len(response), response[:max_response_chars]
+    if cap is not None and len(response) > cap:
+        truncated_from, response = len(response), response[:cap]
     response = backend.redact(response)
-    if ans.error:
-        label = "unparsed"
-    else:
-        label = ans.label or parse_answer(response)
+    label = "unparsed" if ans.error else ans.label or parse_answer(response)
     finish = ans.extra.get("finish_reason")
-    return {
-        "key": key,
-        "qid": q.qid,
-        "image_id": q.image_id,
-        "model": backend.name,
-        "setting": setting,
-        "prompt_version": prompts.version,
-        "response": response,
-        "label": label,
-        "p_yes": ans.p_yes,
-        "latency_s": round(float(ans.latency_s), 6),
-        "prompt_tokens": int(ans.prompt_tokens),
-        "completion_tokens": int(ans.completion_tokens),
-        "cost_usd": float(ans.cost_usd),
-        "retries": int(ans.retries),
-        "error": backend.redact(ans.error),
-        "finish_reason": None if finish is None else backend.redact(str(finish)),
-        "truncated_from": truncated_from,
-        "time": time.time(),
-    }
+    return AnswerRecord(
+        key=question.key,
+        qid=question.row.qid,
+        image_id=question.row.image_id,
+        model=backend.name,
+        setting=job.setting.name,
+        prompt_version=job.prompts.version,
+        response=response,
+        label=label,
+        p_yes=ans.p_yes,
+        latency_s=round(float(ans.latency_s), 6),
+        prompt_tokens=int(ans.prompt_tokens),
+        completion_tokens=int(ans.completion_tokens),
+        cost_usd=float(ans.cost_usd),
+        retries=int(ans.retries),
+        error=backend.redact(ans.error),
+        finish_reason=None if finish is None else backend.redact(str(finish)),
+        truncated_from=truncated_from,
+        time=time.time(),
+    )
 
 
-def records_to_predictions(records: list[dict[str, Any]]) -> pd.DataFrame:
-    rows = [{c: r.get(c) for c in PREDICTION_COLUMNS if c != "cache_key"} | {"cache_key": r["key"]} for r in records]
-    frame = pd.DataFrame(rows, columns=list(PREDICTION_COLUMNS))
-    frame["p_yes"] = pd.to_numeric(frame["p_yes"], errors="coerce").astype("float64")
-    for c in ("prompt_tokens", "completion_tokens"):
-        frame[c] = frame[c].fillna(0).astype("int64")
-    for c in ("latency_s", "cost_usd"):
-        frame[c] = frame[c].fillna(0.0).astype("float64")
-    frame["error"] = frame["error"].fillna("").astype(str)
-    frame["response"] = frame["response"].fillna("").astype(str)
-    return frame
-
-
-@dataclass
-class StoreOptions:
-    """How the run keeps its answer store (the ``predict:`` section of params.yaml)."""
-
-    fsync: bool = True  # fsync once per batch
-    lock_wait_s: float | None = 0.0  # another writer on the same file: fail at once (0), wait (s), None: forever
-    reserve_bytes: int = 8 << 20  # disk kept free beside the store for the answers in flight when the disk fills
-    max_response_chars: int | None = 32_000  # longer responses are cut (the original length is recorded)
-
-    def open(self, directory: Path, file_name: str) -> AnswerStore:
-        return AnswerStore(directory, file_name, fsync=self.fsync, writer=True, lock_wait_s=self.lock_wait_s,
-                           reserve_bytes=self.reserve_bytes)
-
-
-def _describe_for(setting: str, backend: Backend, describer: Backend | None, describe_dir: str | Path | None,
-                  image_paths: dict[str, Path], prompts: PromptSet, shard: tuple[int, int], options: StoreOptions,
+def _describe_for(job: PredictJob, backend: Backend, describer: Backend | None, image_paths: dict[str, Path],
                   progress: bool, decoded: DecodedImages) -> dict[str, str | None]:
     """The descriptions `cot` / `described` prompts carry (cached per describer)."""
-    by = get_setting(setting).description_by
+    by = job.setting.description_by
     if by is None:
         return {}
     who = backend if by == "self" else describer
     if who is None:
         raise ConfigError("setting=described needs a describer model (settings.describer)")
-    if describe_dir is None:
-        raise ConfigError("descriptions need a cache directory (predict.describe_dir)")
-    dstore = options.open(Path(describe_dir) / who.name, store_file_name(shard))
+    dstore = job.open_store(Path(job.predict.describe_dir) / who.name)
     try:
         with progress_bar(total=len(image_paths), desc=f"describe[{who.name}]", unit="img", disable=not progress) as bar:
-            got = describe_images(who, list(image_paths.items()), prompts, dstore, on_progress=bar.update,
+            got = describe_images(who, list(image_paths.items()), job.prompts, dstore, on_progress=bar.update,
                                   decoded=decoded)
     finally:
         dstore.close()
@@ -191,194 +223,113 @@ def _describe_for(setting: str, backend: Backend, describer: Backend | None, des
 @dataclass
 class _Plan:
     keys: list[str] = field(default_factory=list)  # one per question of the shard, in order
-    pending: list[tuple[str, Any, Item]] = field(default_factory=list)  # (key, question row, item) to ask
-    no_description: list[tuple[str, Any]] = field(default_factory=list)  # recorded failed without asking
+    pending: list[PendingQuestion] = field(default_factory=list)  # to ask
+    no_description: list[KeyedQuestion] = field(default_factory=list)  # recorded failed without asking
     n_cached: int = 0
 
+    def remaining(self, store: AnswerStore) -> list[str]:
+        """The qids of the pending questions the store holds no record of (not even a failed one)."""
+        return [p.row.qid for p in self.pending if store.record(p.key) is None]
 
-def _plan(part: pd.DataFrame, backend: Backend, setting: str, prompts: PromptSet, store: AnswerStore,
-          image_paths: dict[str, Path], descriptions: dict[str, str | None]) -> _Plan:
+
+def _plan(part: pd.DataFrame, backend: Backend, job: PredictJob, store: AnswerStore, image_paths: dict[str, Path],
+          descriptions: dict[str, str | None]) -> _Plan:
     """The cache key of every question, and which of them the store does not answer yet."""
     image_hashes = {img: file_hash(p) for img, p in image_paths.items()}
     fingerprint = backend.fingerprint()
+    setting, prompts = job.setting, job.prompts
+    describes = setting.description_by is not None
     plan = _Plan()
     for q in part.itertuples(index=False):
-        describes = get_setting(setting).description_by is not None
         desc = descriptions.get(q.image_id) if describes else None
         no_description = describes and desc is None
         prompt = "" if no_description else prompts.question_prompt(setting, q.question, desc)
         # a backend that never sees the image answers per question (a seeded table, a cross-fitted fold)
         image_part = image_hashes.get(q.image_id) if backend.supports_images else f"qid:{q.qid}"
-        key = cache_key(fingerprint, setting, prompts.version, prompt, image_part, q.question)
+        key = cache_key(fingerprint, setting.name, prompts.version, prompt, image_part, q.question)
         plan.keys.append(key)
         if no_description:  # recorded as failed, re-asked on the next run
-            plan.no_description.append((key, q))
+            plan.no_description.append(KeyedQuestion(key, q))
         elif key in store:
             plan.n_cached += 1
         else:
             item = Item(qid=q.qid, image_id=q.image_id, image_path=image_paths.get(q.image_id), prompt=prompt,
                         question=q.question, category=q.category)
-            plan.pending.append((key, q, item))
+            plan.pending.append(PendingQuestion(key, q, item))
     return plan
 
 
-def _batches(pending: list[tuple[str, Any, Item]], by_image: bool, batch_size: int) -> list[list[tuple[str, Any, Item]]]:
+def _batches(pending: list[PendingQuestion], by_image: bool, batch_size: int) -> list[list[PendingQuestion]]:
+    """The backend's batches: the questions of one image (a local model), or `batch_size` at a time (an API)."""
     if not by_image:
         return [pending[i : i + batch_size] for i in range(0, len(pending), batch_size)]
-    batches: list[list[tuple[str, Any, Item]]] = []
+    batches: list[list[PendingQuestion]] = []
     for entry in pending:
-        if batches and batches[-1][0][1].image_id == entry[1].image_id:
+        if batches and batches[-1][0].item.image_id == entry.item.image_id:
             batches[-1].append(entry)
         else:
             batches.append([entry])
     return batches
 
 
-@dataclass
-class _Progress:
-    asked: int = 0
-    failed: int = 0
-    cost: float = 0.0
-    unwritten: list[dict[str, Any]] = field(default_factory=list)  # received, not on disk (disk full)
-    disk_error: str = ""
-
-
-def _ask(plan: _Plan, backend: Backend, store: AnswerStore, record: Callable[..., dict[str, Any]],
-         batch_size: int, bar: Any, decoded: DecodedImages) -> _Progress:
-    """Ask every pending question and append the answers: a local model's answers of one image together (one
-    append, one fsync per image), an API's each the moment it arrives.
-
-    An answer counts (progress, `store.get`) only once it is on disk. When the disk fills, the
-    backend is told to stop starting requests; answers still in flight are kept in memory
-    (``unwritten``) for :func:`_write_unwritten`.
-    """
-    done = _Progress()
-
-    def keep(recs: list[dict[str, Any]]) -> None:
-        if not recs:
-            return
-        if done.unwritten:
-            done.unwritten.extend(recs)
-            return
-        try:
-            store.append(recs, sync=False)
-        except DiskFullError as exc:
-            done.unwritten.extend(recs)
-            done.disk_error = str(exc)
-            backend.request_stop()
-            return
-        done.asked += len(recs)
-        done.failed += sum(bool(rec.get("error")) for rec in recs)
-        bar.update(len(recs))
-
-    for batch in _batches(plan.pending, backend.batch_by_image, batch_size):
+def _ask(plan: _Plan, backend: Backend, job: PredictJob, sink: AnswerSink, bar: Any, decoded: DecodedImages) -> None:
+    """Ask every pending question, each batch through the sink: a local model's answers of one image together
+    (one append, one fsync per image), an API's each the moment it arrives."""
+    for batch in _batches(plan.pending, backend.batch_by_image, job.predict.batch_size):
         if backend.stop_requested:
             break
-        decoded.check((it.image_id, it.image_path) for _, _, it in batch)  # before the backend sees them
-        received: list[dict[str, Any]] = []  # a batch of one image: written together, in one append
-
-        def on_answer(i: int, ans: Answer, batch=batch, received=received) -> None:
-            if ans.extra.get(NOT_ASKED):
-                return
-            key, q, _ = batch[i]
-            done.cost += ans.cost_usd
-            if backend.batch_by_image:
-                received.append(record(key, q, ans))
-            else:  # answers of many images arriving one by one (an API): each on disk as it comes
-                keep([record(key, q, ans)])
-
-        try:
-            backend.answer([it for _, _, it in batch], on_answer=on_answer)
-        finally:  # one write and one fsync per batch, also for the answers that came before a failure
-            keep(received)
-            if not done.disk_error:
-                try:
-                    store.sync()
-                except DiskFullError as exc:
-                    done.disk_error = str(exc)
-                    backend.request_stop()
+        decoded.check((p.item.image_id, p.item.image_path) for p in batch)  # before the backend sees them
+        sink.execute([p.item for p in batch], lambda i, ans, batch=batch: answer_record(batch[i], ans, backend, job),
+                     together=backend.batch_by_image)
         st = backend.stats()
-        bar.set_postfix(cached=plan.n_cached, failed=done.failed, retries=st.get("retries", 0),
-                        cost=f"${st.get('cost_usd', done.cost):.4f}", refresh=False)
-    return done
+        bar.set_postfix(cached=plan.n_cached, failed=sink.failed, retries=st.get("retries", 0),
+                        cost=f"${st.get('cost_usd', sink.cost):.4f}", refresh=False)
 
 
-def _write_unwritten(done: _Progress, plan: _Plan, store: AnswerStore) -> None:
-    """The disk filled: write what was received into the freed reserve, then stop with exit 3 saying
-    what is on disk and which questions remain."""
-    n = len(done.unwritten)
-    store.release_reserve()
-    lost: list[dict[str, Any]] = []
-    try:
-        store.append(done.unwritten, sync=True)
-    except DiskFullError:
-        lost = done.unwritten
-        for rec in lost:  # last resort: the answers go to stderr rather than nowhere
-            print(json.dumps(rec, ensure_ascii=False), file=sys.stderr)
-    remaining = [q.qid for key, q, _ in plan.pending if store.get(key) is None and store.record(key) is None]
-    saved = (f"all {done.asked + n} answers received are on disk ({n} written into the space the store keeps "
-             "in reserve)") if not lost else (f"{len(lost)} answers received could not be written and were printed "
-                                             "to stderr as JSON lines")
-    example = f", e.g. {', '.join(remaining[:3])}" if remaining else ""
-    raise DiskFullError(f"{done.disk_error}: {saved}; {len(remaining)} question(s) remain to ask{example}; "
-                        "free space and re-run (only those are asked)")
+def _image_paths(questions: pd.DataFrame, part: pd.DataFrame, backend: Backend, job: PredictJob) -> dict[str, Path]:
+    """The image each question's backend sees: found in the image root, or its control's replacement."""
+    if not backend.supports_images:
+        return {}
+    image_paths = resolve_images(part, job.image_root)
+    if job.setting.is_image_control:
+        image_paths = control_images(job.setting, questions, image_paths,
+                                     lambda q: resolve_images(q, job.image_root),
+                                     job.store_dir(backend), job.control_seed, file_hash)
+    return image_paths
 
 
-def run_predictions(
-    questions: pd.DataFrame,
-    backend: Backend,
-    setting: str,
-    prompts: PromptSet,
-    image_root: str | Path,
-    store_dir: str | Path,
-    describer: Backend | None = None,
-    describe_dir: str | Path | None = None,
-    shard: tuple[int, int] = (0, 1),
-    batch_size: int = 64,
-    progress: bool = True,
-    fsync: bool = True,
-    options: StoreOptions | None = None,
-    control_seed: int = 0,
-) -> RunResult:
-    """Answer every question of the shard; returns the prediction table in question order.
+def run_predictions(questions: pd.DataFrame, backend: Backend, job: PredictJob, describer: Backend | None = None,
+                    progress: bool = True) -> RunResult:
+    """Answer every question of the job's shard; returns the prediction table in question order.
 
     Every image is found inside the image root before anything is asked, and decoded before a
     backend first sees it. In an image-control setting (`blank`, `shuffled`) every image is
-    replaced before the backend sees it (probmed.inference.ablation; `control_seed` draws the
-    shuffle); a backend that never sees the image answers exactly as in `vanilla`.
+    replaced before the backend sees it (probmed.inference.ablation; `job.control_seed` draws the
+    shuffle); a backend that never sees the image answers exactly as in `vanilla`. `describer`
+    writes the descriptions of setting `described`.
     """
     t_start = time.perf_counter()
-    options = options or StoreOptions(fsync=fsync)
-    if get_setting(setting).description_by is not None and not backend.supports_images:
+    if job.setting.description_by is not None and not backend.supports_images:
         raise ConfigError(f"model {backend.name!r} never sees the image; only setting={BASE_SETTING} applies to it")
-    part = shard_questions(questions, *shard)
-    image_paths = resolve_images(part, Path(image_root)) if backend.supports_images else {}
-    spec = get_setting(setting)
-    if backend.supports_images and spec.is_image_control:
-        image_paths = control_images(spec, questions, image_paths, lambda q: resolve_images(q, Path(image_root)),
-                                     Path(store_dir) / backend.name, control_seed, file_hash)
+    part = shard_questions(questions, job.shard)
+    image_paths = _image_paths(questions, part, backend, job)
     decoded = DecodedImages()  # every image is decoded before a backend sees it
-    store = options.open(Path(store_dir) / backend.name, store_file_name(shard))
+    store = job.open_store(job.store_dir(backend))
     try:
-        descriptions = _describe_for(setting, backend, describer, describe_dir, image_paths, prompts, shard, options,
-                                     progress, decoded)
-        plan = _plan(part, backend, setting, prompts, store, image_paths, descriptions)
-
-        def record(key: str, q: Any, ans: Answer) -> dict[str, Any]:
-            return _record(key, q, backend, setting, prompts, ans, options.max_response_chars)
-
-        store.append([record(key, q, Answer(error="no description (the describer failed)"))
-                      for key, q in plan.no_description], sync=False)
+        descriptions = _describe_for(job, backend, describer, image_paths, progress, decoded)
+        plan = _plan(part, backend, job, store, image_paths, descriptions)
+        failed = Answer(error="no description (the describer failed)")
+        store.append([answer_record(q, failed, backend, job).to_line() for q in plan.no_description], sync=False)
         if plan.pending:  # baselines train or seed on the whole table (not the shard); skipped when all is cached
             backend.prepare(questions)
-        with progress_bar(total=len(part), initial=plan.n_cached, desc=f"predict[{backend.name}/{setting}]", unit="q",
-                  disable=not progress) as bar:
-            done = _ask(plan, backend, store, record, batch_size, bar, decoded)
-        if done.disk_error:
-            _write_unwritten(done, plan, store)
+        with progress_bar(total=len(part), initial=plan.n_cached, desc=f"predict[{backend.name}/{job.setting.name}]",
+                          unit="q", disable=not progress) as bar:
+            sink = AnswerSink(store, backend, on_written=bar.update)
+            _ask(plan, backend, job, sink, bar, decoded)
+        sink.stop_if_disk_full(lambda: plan.remaining(store))
         if backend.stop_requested:  # the parent is gone: what arrived is stored, nothing more is asked
-            raise ParentExited(f"{stop_reason()}; {done.asked} answers received and stored")
-        preds = _predictions(part, plan.keys, store, backend.name, setting)
+            raise ParentExited(f"{stop_reason()}; {sink.asked} answers received and stored")
+        preds = _predictions(part, plan.keys, store, backend.name, job.setting.name)
     finally:
         store.close()
     run_info = backend.run_info()
@@ -388,10 +339,10 @@ def run_predictions(
         predictions=preds,
         n_questions=len(part),
         n_cached=plan.n_cached,
-        n_asked=done.asked,
+        n_asked=sink.asked,
         n_failed=int((preds["error"] != "").sum()),
         n_truncated=int(sum(1 for k in plan.keys if (store.record(k) or {}).get("truncated_from"))),
-        cost_usd=done.cost,
+        cost_usd=sink.cost,
         elapsed_s=time.perf_counter() - t_start,
         backend_stats=backend.stats(),
         run_info=run_info,
@@ -405,7 +356,7 @@ def _predictions(part: pd.DataFrame, keys: list[str], store: AnswerStore, model:
         if rec is None:  # cannot happen unless the backend broke its contract
             raise RuntimeError(f"question {q.qid}: no answer recorded")
         records.append({**rec, "qid": q.qid, "model": model, "setting": setting})
-    preds = records_to_predictions(records)
+    preds = prediction_table(records)
     answered = answering_interval(records)
     if answered:  # when the answers were asked (cached ones keep their time): the MLflow run's start
         preds.attrs["answering"] = answered

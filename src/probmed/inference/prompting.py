@@ -15,17 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Mapping
 
 from probmed.core.errors import ConfigError
-from probmed.core.settings import get_setting
-
-DEFAULTS: dict[str, Any] = {
-    "prompt_version": "v1",
-    "system_prompt": None,
-    "vanilla": "{question} Answer with a single word: yes or no.",
-    "describe": "Describe the medical image: its modality, the body part, and any abnormal findings with their location.",
-    "with_description": "Description of the image: {description}\n{question} Answer with a single word: yes or no.",
-    "describe_max_new_tokens": 64,
-    "describer": "tiny",
-}
+from probmed.core.params_schema import Settings, build_section, check_params
+from probmed.core.settings import Setting, get_setting
 
 
 @dataclass(frozen=True)
@@ -41,28 +32,36 @@ class PromptSet:
     describer: str
 
     @classmethod
-    def from_params(cls, settings: Mapping[str, Any] | None) -> "PromptSet":
-        merged = {**DEFAULTS, **{k: v for k, v in dict(settings or {}).items() if k in DEFAULTS}}
+    def from_settings(cls, settings: Settings) -> "PromptSet":
+        """The templates of the ``settings:`` section, each checked for the placeholders it must hold."""
         for key in ("vanilla", "with_description"):
-            if "{question}" not in merged[key]:
+            if "{question}" not in getattr(settings, key):
                 raise ConfigError(f"settings.{key}: template must contain {{question}}")
-        if "{description}" not in merged["with_description"]:
+        if "{description}" not in settings.with_description:
             raise ConfigError("settings.with_description: template must contain {description}")
         return cls(
-            version=str(merged["prompt_version"]),
-            system_prompt=merged["system_prompt"] or None,
-            vanilla=merged["vanilla"],
-            describe=merged["describe"],
-            with_description=merged["with_description"],
-            describe_max_new_tokens=int(merged["describe_max_new_tokens"]),
-            describer=str(merged["describer"]),
+            version=str(settings.prompt_version),
+            system_prompt=settings.system_prompt or None,
+            vanilla=settings.vanilla,
+            describe=settings.describe,
+            with_description=settings.with_description,
+            describe_max_new_tokens=int(settings.describe_max_new_tokens),
+            describer=str(settings.describer),
         )
 
-    def question_prompt(self, setting: str, question: str, description: str | None = None) -> str:
-        """The user text for one question in `setting`."""
-        if get_setting(setting).description_by is None:
+    @classmethod
+    def from_params(cls, settings: Mapping[str, Any] | None) -> "PromptSet":
+        """From a plain (partial) ``settings:`` mapping: checked, the keys it leaves out at their defaults."""
+        mapping = dict(settings or {})
+        check_params(mapping, Settings)
+        return cls.from_settings(build_section(mapping, Settings, "settings"))
+
+    def question_prompt(self, setting: Setting | str, question: str, description: str | None = None) -> str:
+        """The user text for one question in `setting` (a name is looked up in core.settings)."""
+        spec = setting if isinstance(setting, Setting) else get_setting(setting)
+        if spec.description_by is None:
             return self.vanilla.format(question=question)
         if description is None:
-            raise ValueError(f"setting {setting!r} needs a description")
+            raise ValueError(f"setting {spec.name!r} needs a description")
         return self.with_description.format(question=question, description=description.strip())
 

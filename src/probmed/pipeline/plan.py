@@ -18,6 +18,7 @@ from typing import Any, Mapping
 from probmed.benchmark.sources.registry import SOURCES
 from probmed.core.errors import ConfigError
 from probmed.core.io import write_json_atomic, write_text_atomic
+from probmed.core.params_schema import Params
 from probmed.core.settings import SETTINGS, get_setting
 from probmed.inference.models.hub import pin_problem
 from probmed.inference.models.registry import check_model_entries
@@ -37,25 +38,22 @@ class Evaluation:
     setting: str
 
 
-def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
+def evaluations(params: Params) -> list[Evaluation]:
     """The enabled evaluations of params ``pipeline.runs``, checked; ConfigError names the key."""
-    pipeline = cfg.get("pipeline") or {}
-    runs = {("runs", k): v for k, v in (pipeline.get("runs") or {}).items()}
-    runs.update({("described_runs", k): v for k, v in (pipeline.get("described_runs") or {}).items()})
+    pipeline = params.pipeline
+    runs = {("runs", k): v for k, v in pipeline.runs.items()}
+    runs.update({("described_runs", k): v for k, v in pipeline.described_runs.items()})
     if not runs:
         raise ConfigError("params: 'pipeline.runs' is missing or empty (nothing to evaluate)")
-    question_sets = (cfg.get("datasets") or {}).get("question_sets") or {}
-    models = cfg.get("models") or {}
-    check_model_entries(models)
+    question_sets = params.datasets.question_sets
+    check_model_entries(params.models)
     out = []
     for (group, name), run in runs.items():
         key = f"pipeline.{group}.{name}"
-        if not isinstance(run, Mapping):
-            raise ConfigError(f"params: {key} must be a mapping with question_set, model, setting")
         for field in ("question_set", "model", "setting"):
-            if not run.get(field):
+            if not getattr(run, field):
                 raise ConfigError(f"params: {key}.{field} is missing")
-        qset, model, setting = str(run["question_set"]), str(run["model"]), str(run["setting"])
+        qset, model, setting = run.question_set, run.model, run.setting
         if qset not in question_sets:
             raise ConfigError(
                 f"params: {key}.question_set = {qset!r} is not a dataset; "
@@ -67,27 +65,31 @@ def evaluations(cfg: Mapping[str, Any]) -> list[Evaluation]:
                 f"params: {key}.setting = {setting!r}: runs whose setting takes settings.describer's description "
                 f"({', '.join(DESCRIBED_SETTINGS)}) go under pipeline.described_runs, the others under pipeline.runs"
             )
-        check_model(models, model, f"{key}.model")
+        check_model(params.models, model, f"{key}.model")
         expected = f"{qset}-{model}-{setting}"
         if name != expected:
             raise ConfigError(f"params: {key} should be named {expected!r} (stage and file names follow it)")
         out.append(Evaluation(name, qset, model, setting))
-    if any(e.setting in DESCRIBED_SETTINGS for e in out):
-        describer = (cfg.get("settings") or {}).get("describer")
+    _check_described(params, out)
+    return out
+
+
+def _check_described(params: Params, planned: list[Evaluation]) -> None:
+    """The described runs have a describer and descriptions of their question set; pipeline.describe names sets."""
+    if any(e.setting in DESCRIBED_SETTINGS for e in planned):
+        describer = params.settings.describer
         if not describer:
             raise ConfigError("params: settings.describer is missing (needed by the 'described' runs)")
-        check_model(models, str(describer), "settings.describer")
-        described = set(pipeline.get("describe") or [])
-        for ev in out:
-            if ev.setting in DESCRIBED_SETTINGS and ev.question_set not in described:
+        check_model(params.models, describer, "settings.describer")
+        for ev in planned:
+            if ev.setting in DESCRIBED_SETTINGS and ev.question_set not in params.pipeline.describe:
                 raise ConfigError(
                     f"params: pipeline.described_runs.{ev.name} needs descriptions of {ev.question_set!r}: "
                     f"add it to pipeline.describe"
                 )
-    for name in pipeline.get("describe") or []:
-        if name not in question_sets:
+    for name in params.pipeline.describe:
+        if name not in params.datasets.question_sets:
             raise ConfigError(f"params: pipeline.describe lists {name!r}, not in datasets.question_sets")
-    return out
 
 
 def check_model(models: Mapping[str, Any], name: str, key: str) -> None:
@@ -105,34 +107,32 @@ def check_model(models: Mapping[str, Any], name: str, key: str) -> None:
         raise ConfigError(f"params: {key} = {name!r}: {problem}")
 
 
-def check_datasets(cfg: Mapping[str, Any], root: str | Path = ".") -> None:
+def check_datasets(params: Params, root: str | Path = ".") -> None:
     """Every question set names a known kind and its raw sources exist under paths.data."""
-    datasets = cfg.get("datasets") or {}
-    question_sets = datasets.get("question_sets") or {}
+    question_sets, sources = params.datasets.question_sets, params.datasets.sources
     if not question_sets:
         raise ConfigError("params: 'datasets.question_sets' is missing or empty")
-    data_dir = Path(root) / str((cfg.get("paths") or {}).get("data", "data"))
-    sources = datasets.get("sources") or {}
+    data_dir = Path(root) / params.paths.data
     for name, qset in question_sets.items():
-        for source in (qset or {}).get("sources") or []:
+        for source in qset.sources:
             if source not in sources:
                 raise ConfigError(
                     f"params: datasets.question_sets.{name}.sources lists {source!r}, "
                     f"not in datasets.sources ({', '.join(sorted(sources))})"
                 )
-    for name, source in sources.items():
+    for name, entry in sources.items():
         SOURCES.check(name, f"datasets.sources.{name}")
-        path = data_dir / str((source or {}).get("dir", name))
+        path = data_dir / (entry.dir or name)
         if not path.is_dir():
             raise ConfigError(
                 f"params: datasets.sources.{name}: raw data {path} not found (run `probmed fetch-data` first)"
             )
 
 
-def write_plan(cfg: Mapping[str, Any], out_dir: str | Path, root: str | Path = ".") -> dict[str, Any]:
+def write_plan(params: Params, out_dir: str | Path, root: str | Path = ".") -> dict[str, Any]:
     """Check everything, then write the constant gate file and the resolved plan (for people)."""
-    plan = {"evaluations": [e.__dict__ for e in evaluations(cfg)]}  # params first, then the filesystem
-    check_datasets(cfg, root)
+    plan = {"evaluations": [e.__dict__ for e in evaluations(params)]}  # params first, then the filesystem
+    check_datasets(params, root)
     out = Path(out_dir)
     write_json_atomic(plan, out / "plan.json")
     write_text_atomic(GATE_TEXT, out / "gate")

@@ -2,7 +2,7 @@
 
 Builders return a matplotlib Figure (tests count its bars) or None when the
 runs have nothing to compare; probmed.reporting.plots saves them. Bars keep the
-model's colour (probmed.reporting.style); the second setting or control of a
+model's colour (probmed.core.figure_style); the second setting or control of a
 model is hatched. Every bar carries the paired 95% bootstrap interval and the
 number of images behind it.
 """
@@ -20,7 +20,7 @@ import pandas as pd  # noqa: E402
 
 from probmed.core.settings import IMAGE_CONTROLS, PROMPT_ABLATIONS  # noqa: E402
 from probmed.reporting.comparisons import Comparisons  # noqa: E402
-from probmed.reporting.style import bars, colour  # noqa: E402
+from probmed.core.figure_style import bars, colour  # noqa: E402
 from probmed.scoring.compare import OVERALL  # noqa: E402
 
 HATCHES = (None, "///", "...", "xx")

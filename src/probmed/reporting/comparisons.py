@@ -109,7 +109,7 @@ def run_intervals(tables: dict[tuple[str, str, str], pd.DataFrame | None], boot:
 
 
 def _digest(run: Run) -> str | None:
-    return run.scores.meta.get("answers_sha256")
+    return run.scores.meta.answers_sha256 if run.scores.meta else None
 
 
 def identical_settings(runs: Sequence[Run]) -> list[tuple[str, str, str, str]]:

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import pandas as pd
 
+from probmed.core.params_schema import Report
 from probmed.core.registry import Registry
 from probmed.reporting.runs import FigureInput, Run
 
@@ -41,24 +42,23 @@ def draw_all(
     runs: Sequence[Run],
     questions: Mapping[str, pd.DataFrame],
     out_dir: Path,
-    transfer_models: Sequence[str] = (),
-    transfer_category: str = "condition",
+    report: Report,
     comparisons: Comparisons | None = None,
     palette: Mapping[str, str] | None = None,
-    min_images: int = 5,
 ) -> list[Path]:
     """Every figure the runs support, per question set; returns the files written (the HTML links exactly these).
 
+    ``report``: params ``report`` (the transfer figure's models and category, the heatmap's threshold);
     ``comparisons``: the report's paired differences and intervals (probmed.reporting.comparisons);
-    ``palette``: model -> colour; ``min_images``: heatmap cells with fewer images are greyed out."""
+    ``palette``: model -> colour."""
     by_set: dict[str, list[Run]] = {}
     for run in runs:
         by_set.setdefault(run.question_set, []).append(run)
     written: list[Path] = []
     for question_set, group in by_set.items():
         comp = comparisons.for_set(question_set) if comparisons is not None else None
-        data = FigureInput(question_set, group, questions.get(question_set), tuple(transfer_models), transfer_category,
-                           comp, dict(palette or {}), min_images)
+        data = FigureInput(question_set, group, questions.get(question_set), comparisons=comp,
+                           palette=dict(palette or {}), report=report)
         for name in FIGURES.kinds:
             path = FIGURES.load(name)(data, out_dir / f"{name}_{file_stem(question_set)}.png")
             if path is not None:

@@ -10,11 +10,11 @@ and transfer across image types (Figure 5). A figure whose inputs are absent (no
 ablation runs, no transfer models) is not drawn, so the HTML never links an
 empty picture.
 
-What a reviewer needs to read a bar is on it (probmed.reporting.style): each
+What a reviewer needs to read a bar is on it (probmed.core.figure_style): each
 model keeps one colour across figures; every accuracy bar carries its bootstrap
 95% interval and the images behind it, every difference its paired interval; a
 missing value is marked "n/a", never a bar of height 0; heatmap cells show their
-n, carry a colour bar, and cells with fewer than `min_images` images are greyed
+n, carry a colour bar, and cells with fewer than `report.min_images_per_cell` images are greyed
 out. Each ``build_*`` returns the Figure (tests count its bars and cells); each
 ``figure_*`` saves it.
 """
@@ -37,7 +37,7 @@ from probmed.core.settings import BASE_SETTING  # noqa: E402
 from probmed.reporting import comparison_plots  # noqa: E402
 from probmed.reporting.comparisons import ALL, Comparisons  # noqa: E402
 from probmed.reporting.runs import FigureInput, Run  # noqa: E402
-from probmed.reporting.style import bars, colour  # noqa: E402
+from probmed.core.figure_style import bars, colour  # noqa: E402
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
@@ -101,7 +101,7 @@ def build_strict_vs_averaged(data: FigureInput) -> plt.Figure | None:
 
 def build_per_image_type(data: FigureInput) -> plt.Figure | None:
     """Appendix A as heatmaps: accuracy with adversarial pairs per image type, one panel per category, with
-    a colour bar, the images behind every cell, and cells of fewer than `min_images` images greyed out."""
+    a colour bar, the images behind every cell, and cells of fewer than `report.min_images_per_cell` images greyed out."""
     runs = data.runs
     image_types = sorted({it for r in runs for it in r.scores.image_types})
     categories = _present(runs, CATEGORIES)
@@ -117,7 +117,7 @@ def build_per_image_type(data: FigureInput) -> plt.Figure | None:
         ax = axes[k // ncols][k % ncols]
         grid = np.array([[r.scores.value(category, "accuracy_adv_pairs", it) for it in image_types] for r in runs])
         count = np.array([[r.scores.value(category, "n_images", it) for it in image_types] for r in runs])
-        few = np.nan_to_num(count, nan=0) < data.min_images
+        few = np.nan_to_num(count, nan=0) < data.report.min_images_per_cell
         image = ax.imshow(np.ma.masked_where(few | np.isnan(grid), grid), vmin=0, vmax=100, cmap=cmap, aspect="auto")
         for i in range(grid.shape[0]):
             for j in range(grid.shape[1]):
@@ -133,7 +133,7 @@ def build_per_image_type(data: FigureInput) -> plt.Figure | None:
         axes[k // ncols][k % ncols].axis("off")
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="accuracy with adversarial pairs (%)")
     fig.suptitle(f"{data.question_set}: accuracy with adversarial pairs per image type "
-                 f"(n = images; grey: fewer than {data.min_images} images or not asked)", y=1.02)
+                 f"(n = images; grey: fewer than {data.report.min_images_per_cell} images or not asked)", y=1.02)
     return fig
 
 
@@ -183,36 +183,30 @@ def build_transfer(data: FigureInput) -> plt.Figure | None:
     """Figure 5: a category's accuracy per image type for the base and fine-tuned models named in params, each
     with its interval and images; above each pair the paired difference (second - first) and its interval."""
     from probmed.core.markdown import difference_cell
+    from probmed.finetune.transfer_figure import REPORT_LAYOUT, TransferPanel, TransferSeries, draw_transfer
 
-    models, category = list(data.transfer_models), data.transfer_category
+    models, category = list(data.report.transfer_models), data.report.transfer_category
     chosen = [r for m in models for r in data.runs if r.model == m and r.setting == BASE_SETTING]
     image_types = sorted({it for r in chosen for it in r.scores.image_types})
     if not chosen or not image_types:
         return None
-    fig, ax = plt.subplots(figsize=(2 + 1.3 * len(image_types), 4.6))
-    width = 0.8 / len(chosen)
-    x = np.arange(len(image_types))
-    for k, run in enumerate(chosen):
-        values = [run.scores.value(category, "accuracy_adv_pairs", it) for it in image_types]
+    series = []
+    for run in chosen:
         cis = [_interval(data, run, category, "strict", it) for it in image_types]
-        bars(ax, x - 0.4 + width * (k + 0.5), values, [c[0] for c in cis], [c[1] for c in cis], [c[2] for c in cis],
-             colour(data.palette, run.model), width, label=run.model)
+        series.append(TransferSeries(run.model, colour(data.palette, run.model),
+                                     [run.scores.value(category, "accuracy_adv_pairs", it) for it in image_types],
+                                     [c[0] for c in cis], [c[1] for c in cis], [c[2] for c in cis]))
+    differences: list[str | None] = [None] * len(image_types)
     if len(chosen) >= 2:
         diffs = _comparisons(data).differences
         pair = diffs[(diffs["a"] == chosen[1].model) & (diffs["b"] == chosen[0].model) & (diffs["kind"] == "model")
                      & (diffs["category"] == category) & (diffs["metric"] == "strict")].set_index("image_type")
-        for xi, it in zip(x, image_types):
-            if it in pair.index:
-                r = pair.loc[it]
-                ax.annotate(difference_cell(r["diff"], r["ci_low"], r["ci_high"], 0), (xi, 103), ha="center",
-                            fontsize=6, annotation_clip=False)
-    ax.set_xticks(x, image_types, rotation=30, ha="right")
-    ax.set_ylim(0, 100)
-    ax.set_ylabel(f"{category}: accuracy with adversarial pairs (%)")
-    ax.legend(fontsize=8, loc="upper right")
+        differences = [difference_cell(pair.loc[it]["diff"], pair.loc[it]["ci_low"], pair.loc[it]["ci_high"], 0)
+                       if it in pair.index else None for it in image_types]
     subtitle = f"above: {chosen[1].model} - {chosen[0].model} [paired 95% interval]" if len(chosen) >= 2 else ""
-    ax.set_title(f"{data.question_set}: transfer across image types (n = images)\n{subtitle}", fontsize=9, pad=16)
-    return fig
+    title = f"{data.question_set}: transfer across image types (n = images)\n{subtitle}"
+    return draw_transfer([TransferPanel(title, image_types, series, differences)],
+                         f"{category}: accuracy with adversarial pairs (%)", REPORT_LAYOUT)
 
 
 def build_visual_reliance(data: FigureInput) -> plt.Figure | None:

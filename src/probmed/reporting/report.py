@@ -30,16 +30,16 @@ import html
 import json
 import math
 import re
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from probmed.core.errors import ReportError
-from probmed.core.markdown import markdown_table
-from probmed.core.io import remove_stale_temps, write_json_atomic, write_text_atomic
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
+from probmed.core.errors import ReportError
+from probmed.core.io import remove_stale_temps, write_json_atomic, write_text_atomic
+from probmed.core.markdown import markdown_table, number_cell
+from probmed.core.params_schema import Report
 from probmed.core.settings import SETTING_NAMES
 from probmed.reporting.comparisons import (
     Comparisons,
@@ -52,19 +52,7 @@ from probmed.reporting.figures import draw_all
 from probmed.reporting.runs import Run
 from probmed.scoring.compare import Bootstrap
 from probmed.scoring.score_report import ScoreReport, number
-
-
-@dataclass
-class ReportOptions:
-    """What the report adds to the scores: the bootstrap of every paired difference (params ``score``),
-    the model pairs to compare (``report.model_comparisons``), one colour per model and the heatmap's
-    threshold (``report.min_images_per_cell``)."""
-
-    bootstrap: Bootstrap = field(default_factory=Bootstrap)
-    model_comparisons: Sequence[Sequence[str]] = ()
-    palette: Mapping[str, str] = field(default_factory=dict)
-    min_images: int = 5
-
+from probmed.scoring.tables import response_values
 
 SETTING_ORDER = {name: i for i, name in enumerate(SETTING_NAMES)}
 
@@ -118,7 +106,7 @@ def long_table(runs: Iterable[Run]) -> pd.DataFrame:
     rows = []
     for run in runs:
         for image_type, category, values in run.scores.blocks():
-            row = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
+            row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
             row.update({"image_type": image_type, "category": category})
             row.update({k: _nan(v) for k, v in values.items() if not isinstance(v, (dict, list))})
             rows.append(row)
@@ -219,15 +207,20 @@ def table_categories(runs: Iterable[Run]) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+# The report's responses columns: scoring.tables' response key -> the report's column name (no yes share).
+RESPONSE_COLUMNS: dict[str, str] = {"n_questions": "questions", "refusal_rate": "refusal_rate",
+                                    "unparsed_rate": "unparsed_rate", "failed": "failed", "missing": "missing"}
+
+
 def table_responses(runs: Iterable[Run]) -> pd.DataFrame:
-    """What came back per run: refusals and unparsed answers (%), questions that failed after every retry
-    and questions without a prediction (counts), so an API outage never reads as a model that cannot answer."""
+    """What came back per run (the overall block of scoring.tables.response_values, unrounded): refusals and
+    unparsed answers (%), questions that failed after every retry and questions without a prediction
+    (counts), so an API outage never reads as a model that cannot answer."""
     rows = []
     for run in runs:
-        value = run.scores.overall_value
+        values = response_values(run.scores.overall, rounded=False)
         rows.append({"question_set": run.question_set, "model": run.model, "setting": run.setting,
-                     "questions": value("n_questions"), "refusal_rate": value("refusal_rate"),
-                     "unparsed_rate": value("unparsed_rate"), "failed": value("failed"), "missing": value("missing")})
+                     **{name: _nan(values[key]) for key, name in RESPONSE_COLUMNS.items()}})
     return pd.DataFrame(rows)
 
 
@@ -282,15 +275,7 @@ def tables_by_image_type(runs: Iterable[Run]) -> dict[str, pd.DataFrame]:
 
 def to_markdown(frame: pd.DataFrame, digits: int = 2) -> str:
     """A GitHub Markdown table; NaN shows as an em dash so missing never reads as 0."""
-
-    def cell(value: Any) -> str:
-        if value is None or value is pd.NA:
-            return "—"
-        if isinstance(value, float):
-            return "—" if math.isnan(value) else f"{value:.{digits}f}"
-        return str(value).replace("|", "\\|")
-
-    return markdown_table(frame, cell=cell)
+    return markdown_table(frame, cell=number_cell("—", digits))
 
 
 def slug(text: str) -> str:
@@ -372,25 +357,25 @@ def build_report(
     out_dir: str | Path,
     questions: Mapping[str, str | Path] | None = None,
     full_questions: Mapping[str, str | Path] | None = None,
-    transfer_models: Iterable[str] = (),
-    transfer_category: str = "condition",
-    title: str = "ProbMed probing evaluation",
     audits: Mapping[str, str | Path] | None = None,
-    options: ReportOptions | None = None,
+    report: Report | None = None,
+    bootstrap: Bootstrap | None = None,
+    palette: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Write every table, plot and index.html into ``out_dir``; returns the manifest written too.
 
     ``audits``: question-set name -> ``probmed audit`` directory (audit.json, audit.md): a
-    benchmark-validity table per set, and the full audit linked. ``options``: the bootstrap of
-    every paired difference, the model pairs to compare, the palette and the heatmap threshold."""
-    options = options or ReportOptions()
+    benchmark-validity table per set, and the full audit linked. ``report``: params ``report`` (title,
+    the model pairs to compare, the transfer figure, the heatmap threshold); ``bootstrap``: how every
+    paired difference is resampled (params ``score``); ``palette``: model -> colour."""
+    report = report or Report()
     runs = discover_runs(scores_root)
     out = Path(out_dir)
     remove_stale_temps(out)  # what a killed report left behind (hidden .tmp files) never stays in its outputs
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "plots").mkdir(parents=True, exist_ok=True)
     question_frames = {name: pd.read_parquet(path) for name, path in (questions or {}).items()}
-    comp = compare_runs(runs, options.bootstrap, options.model_comparisons)
+    comp = compare_runs(runs, bootstrap or Bootstrap(), report.model_comparisons)
 
     tables = paper_tables(runs, question_frames, full_questions)
     tables.update(comparison_tables(comp))
@@ -407,11 +392,10 @@ def build_report(
         files["tables"] += [f"tables/{name}.csv", f"tables/{name}.md"]
     files["data"] += write_data(runs, comp, out)
 
-    figures = draw_all(runs, question_frames, out / "plots", transfer_models, transfer_category,
-                       comparisons=comp, palette=options.palette, min_images=options.min_images)
+    figures = draw_all(runs, question_frames, out / "plots", report, comparisons=comp, palette=palette)
     files["plots"] = [f"plots/{p.name}" for p in figures]
 
-    page = render_html(title, runs, tables, files, warnings(comp))
+    page = render_html(report.title, runs, tables, files, warnings(comp))
     write_text_atomic(page, out / "index.html")
     manifest = {"runs": [f"{r.question_set}/{r.model}/{r.setting}" for r in runs], "files": files}
     missing = [f for group in files.values() for f in group if not (out / f).is_file()]

@@ -27,7 +27,7 @@ in the run's ``scores/metrics.json``.
 
 from __future__ import annotations
 
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping
 
 import pandas as pd
 
@@ -72,8 +72,8 @@ def _pairs(scores: ScoreReport) -> Iterator[tuple[str, Any]]:
     for step, block in scores.procedural.items():
         if isinstance(block, dict):
             yield f"procedural/{step}", block.get("accuracy")
-    known = scores.data.get("known_absent") or {}
-    yield "known_absent/strict_overall", (known.get("overall") or {}).get("accuracy_adv_pairs_original_weighting")
+    known = scores.known_absent
+    yield "known_absent/strict_overall", known.scores.overall.get("accuracy_adv_pairs_original_weighting") if known else None
 
 
 def run_metrics(scores: ScoreReport) -> dict[str, float]:
@@ -82,6 +82,11 @@ def run_metrics(scores: ScoreReport) -> dict[str, float]:
     if len(out) > MAX_METRICS:  # a new block above must stay within what the runs table can show
         raise ValueError(f"{len(out)} run metrics, more than {MAX_METRICS}: move the new ones to metric_table")
     return out
+
+
+def metrics_from_scores(scores: ScoreReport | Mapping[str, Any]) -> dict[str, float]:
+    """:func:`run_metrics` of a run's scores, given as a ScoreReport or as the metrics.json dict."""
+    return run_metrics(scores if isinstance(scores, ScoreReport) else ScoreReport.from_dict(scores))
 
 
 def metric_table(scores: ScoreReport) -> pd.DataFrame:

@@ -6,6 +6,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
+from probmed.core.params_schema import Report
 from probmed.scoring.score_report import ScoreReport
 
 if TYPE_CHECKING:
@@ -37,10 +38,9 @@ class FigureInput:
     question_set: str
     runs: Sequence[Run]
     questions: "pd.DataFrame | None" = None  # the set's question table, when the report was given it
-    transfer_models: Sequence[str] = ()  # report.transfer_models (Figure 5)
-    transfer_category: str = "condition"  # report.transfer_category
     # the set's paired differences and accuracy intervals: a probmed.reporting.comparisons.Comparisons
     # (not imported here: that module reads Runs)
     comparisons: Any = None
     palette: Mapping[str, str] = field(default_factory=dict)  # model -> colour, the same in every figure
-    min_images: int = 5  # report.min_images_per_cell: heatmap cells with fewer images are greyed out
+    # params `report`: the transfer figure's models and category, the heatmap's min_images_per_cell
+    report: Report = field(default_factory=Report)

@@ -7,7 +7,7 @@ from typing import Iterable
 
 import pandas as pd
 
-from probmed.core.markdown import markdown_table
+from probmed.core.markdown import markdown_table, number_cell
 from probmed.core.records import ImageRecord
 
 TABLE1_COLUMNS = ["image_type", "images", "questions", "yes_answers", "unique_conditions", "unique_positions"]
@@ -101,11 +101,6 @@ def record_counts(records: Iterable[ImageRecord]) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["source", "modality", "organ", "has_image", "records"])
 
 
-def _cell(value: object) -> str:
-    if value is None or (isinstance(value, float) and value != value):
-        return "—"  # e.g. a paper count its text does not give
-    return str(value)
-
-
 def to_markdown(frame: pd.DataFrame) -> str:
-    return markdown_table(frame, cell=_cell)
+    """Table 1 as Markdown: a missing value (e.g. a paper count its text does not give) as an em dash."""
+    return markdown_table(frame, cell=number_cell("—", digits=None))

@@ -33,26 +33,22 @@ Secrets never reach MLflow: params whose name looks like a credential are
 dropped (names of environment variables, ``*_env``, are kept: they are not
 secrets).
 
-The tracking database holds every earlier run (fine-tuning included), so it is
-never replaced: an existing sqlite file that is empty, not SQLite, corrupt, or
-not an MLflow database stops the command (:func:`check_tracking_db`, exit 3)
-before MLflow could initialise a new one over it. A :class:`Tracker` holds an
-exclusive lock (``<db>.lock``) for its life, so concurrent ``track`` calls
-(or ``track`` beside ``report``) run one after the other. Each run is written
-completely or stays RUNNING (unfinished): the next call finds it by its key
-and writes everything again (params, tags, metrics, artifacts) before marking
-it FINISHED.
+The store's rules (a tracking database is never replaced, one writer at a time,
+experiments marked as model development, unique run names, the run lifecycle)
+are probmed.core.tracking_store's, shared with fine-tuning. A :class:`Tracker`
+holds the store's lock for its life, so concurrent ``track`` calls (or
+``track`` beside ``report``) run one after the other. Each run is written
+completely, or stays RUNNING (its writer was killed) or FAILED (writing it
+raised): the next call finds it by its key and writes everything again
+(params, tags, metrics, artifacts) before marking it FINISHED.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import sqlite3
 import subprocess
-import sys
 import tempfile
 import time
 import warnings
@@ -62,22 +58,27 @@ from typing import Any, Iterable, Mapping
 
 from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
-from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
+from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from probmed.core.clock import epoch_ms
-from probmed.core.errors import DatabaseError, TrackingError
-from probmed.core.filelock import FileLock
+from probmed.core.config import flatten
+from probmed.core.errors import TrackingError
 from probmed.core.secrets import is_secret_name
 from probmed.core.settings import ABLATIONS, BASE_SETTING
-from probmed.core.config import flatten
-from probmed.reporting.run_metrics import metric_table, run_metrics
+from probmed.core.tracking_store import (
+    TAG_PREFIX,
+    RunIdentity,
+    check_tracking_db,
+    dvc_experiment_tags,
+    ensure_experiment,
+    find_run,
+    tracking_lock,
+    writing_run,
+)
+from probmed.reporting.run_metrics import metric_table, metrics_from_scores
 from probmed.scoring.run import WORK_FILE
 from probmed.scoring.score_report import ScoreReport
 
-TAG_PREFIX = "probmed."
-# MLflow 3 opens an experiment in its GenAI view unless it is marked as model development
-EXPERIMENT_KIND = ("mlflow.experimentKind", "custom_model_development")
-DVC_EXPERIMENT_TAG = f"{TAG_PREFIX}dvc_experiment"
 _MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per batch call
 
 
@@ -145,11 +146,6 @@ def metric_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_\-./]", "_", text).lower()
 
 
-def metrics_from_scores(scores: ScoreReport | Mapping[str, Any]) -> dict[str, float]:
-    """The grouped metrics an evaluation run logs (probmed.reporting.run_metrics), from its scores."""
-    return run_metrics(scores if isinstance(scores, ScoreReport) else ScoreReport.from_dict(scores))
-
-
 def read_work(score_dir: str | Path) -> dict[str, Any]:
     """``work.json`` of a score directory ({} when absent: a run scored before it existed)."""
     path = Path(score_dir) / WORK_FILE
@@ -170,37 +166,6 @@ def work_interval(work: Mapping[str, Any]) -> tuple[int | None, int | None]:
         return (epoch_ms(start) if start else None), (epoch_ms(end) if end else None)
     except ValueError as exc:
         raise TrackingError(f"{WORK_FILE}: not an ISO 8601 time ({exc})") from None
-
-
-def dvc_experiment() -> str | None:
-    """The DVC experiment this process runs in (`dvc exp run` sets DVC_EXP_NAME), or None."""
-    return os.environ.get("DVC_EXP_NAME") or None
-
-
-def ensure_experiment(client: MlflowClient, name: str, artifact_root: str | Path = "mlruns") -> str:
-    """The id of experiment `name`, created if missing, marked as model development either way."""
-    key, value = EXPERIMENT_KIND
-    found = client.get_experiment_by_name(name)
-    if found is None:
-        location = Path(artifact_root).resolve().as_uri()
-        return client.create_experiment(name, artifact_location=location, tags={key: value})
-    if found.tags.get(key) != value:
-        client.set_experiment_tag(found.experiment_id, key, value)
-    return found.experiment_id
-
-
-def unique_run_name(client: MlflowClient, experiment_id: str, base: str, run_id: str | None = None) -> str:
-    """`base` (with `` @<DVC experiment>`` under `dvc exp run`), or `` #2``, `` #3``... when another run has it."""
-    exp = dvc_experiment()
-    base = f"{base} @{exp}" if exp else base
-    query = "" if "'" in base else f"attributes.run_name LIKE '{base}%'"  # a quote: compare with every run
-    taken = {r.info.run_name for r in client.search_runs([experiment_id], query, max_results=5000)
-             if r.info.run_id != run_id}
-    name, n = base, 1
-    while name in taken:
-        n += 1
-        name = f"{base} #{n}"
-    return name
 
 
 def log_question_set(client: MlflowClient, run_id: str, path: str | Path, name: str, digest: str) -> None:
@@ -224,57 +189,6 @@ def run_key(spec: RunSpec, questions_hash: str, params: Mapping[str, str], asked
         [spec.model, spec.setting, spec.question_set, questions_hash, sorted(params.items()), asked_at], sort_keys=True
     )
     return hashlib.sha256(blob.encode()).hexdigest()[:16]
-
-
-# --- the tracking database: never replaced, one writer at a time ------------------
-
-MLFLOW_TABLES = ("experiments", "runs", "alembic_version")
-
-
-def sqlite_path(tracking_uri: str) -> Path | None:
-    """The database file of a ``sqlite:///`` tracking URI (None for any other store)."""
-    if not str(tracking_uri).startswith("sqlite:///"):
-        return None
-    return Path(str(tracking_uri)[len("sqlite:///"):].split("?", 1)[0])
-
-
-def check_tracking_db(tracking_uri: str) -> None:
-    """DatabaseError (exit 3) when an existing sqlite tracking DB is empty, corrupt or not MLflow's.
-
-    MLflow would silently create a new, empty database over such a file, losing every earlier run;
-    a missing file is fine (MLflow creates it)."""
-    path = sqlite_path(tracking_uri)
-    if path is None or not path.exists():
-        return
-    keep = ("restore it (from a backup, `dvc pull` or `git`), or move it away to start a new one; "
-            "probmed never replaces a tracking database")
-    if path.stat().st_size == 0:
-        raise DatabaseError(f"tracking database {path} exists but is empty (0 bytes): {keep}")
-    with open(path, "rb") as fh:
-        if fh.read(16) != b"SQLite format 3\x00":
-            raise DatabaseError(f"tracking database {path} is not an SQLite database (corrupt?): {keep}")
-    try:
-        con = sqlite3.connect(f"{path.resolve().as_uri()}?mode=ro", uri=True)
-        try:
-            check = con.execute("PRAGMA quick_check").fetchone()[0]
-            tables = {r[0] for r in con.execute("SELECT name FROM sqlite_master WHERE type='table'")}
-        finally:
-            con.close()
-    except sqlite3.DatabaseError as exc:
-        raise DatabaseError(f"tracking database {path} cannot be read ({exc}): {keep}") from None
-    if check != "ok":
-        raise DatabaseError(f"tracking database {path} is corrupt (integrity check: {check}): {keep}")
-    missing = [t for t in MLFLOW_TABLES if t not in tables]
-    if missing:
-        raise DatabaseError(f"tracking database {path} is not an MLflow database (no table {missing[0]!r}): {keep}")
-
-
-def tracking_lock(tracking_uri: str, wait_s: float | None = None) -> FileLock:
-    """The lock every writer of one tracking store takes (beside a sqlite DB, else in the working directory)."""
-    path = sqlite_path(tracking_uri)
-    lock = path.with_name(path.name + ".lock") if path is not None else Path(".mlflow-tracking.lock")
-    return FileLock(lock, f"MLflow tracking store {tracking_uri}", wait_s, DatabaseError,
-                    on_wait=lambda msg: print(f"probmed: {msg}", file=sys.stderr, flush=True))
 
 
 # --- MLflow ---------------------------------------------------------------------
@@ -305,11 +219,7 @@ class Tracker:
 
     def find_run(self, **tags: str):
         """The newest active run carrying all the given ``probmed.*`` tags, or None."""
-        clauses = [f"tags.`{TAG_PREFIX}{k}` = '{v}'" for k, v in tags.items()]
-        runs = self.client.search_runs(
-            [self.experiment_id], " and ".join(clauses), order_by=["attributes.start_time DESC"], max_results=1
-        )
-        return runs[0] if runs else None
+        return find_run(self.client, self.experiment_id, {f"{TAG_PREFIX}{k}": v for k, v in tags.items()})
 
     def log(self, spec: RunSpec, repo_dir: str | Path = ".") -> str:
         """Create or update the run for ``spec``; returns its run id."""
@@ -322,26 +232,24 @@ class Tracker:
         )
         key = run_key(spec, questions_hash, params, (work.get("answering") or {}).get("started_at", ""))
         tags = self._run_tags(spec, questions_hash, key, repo_dir)
-        existing = self.find_run(run_key=key)
-        logged, has_dataset = {}, False
-        if existing is not None:  # marked RUNNING until complete: a run a killed call left unfinished is completed
-            run_id, logged, has_dataset = existing.info.run_id, dict(existing.data.params), bool(existing.inputs.dataset_inputs)
-            self.client.update_run(run_id, status="RUNNING")
-            if tags.get(MLFLOW_PARENT_RUN_ID) and existing.data.tags.get(MLFLOW_PARENT_RUN_ID) != tags[MLFLOW_PARENT_RUN_ID]:
-                self.client.set_tag(run_id, MLFLOW_PARENT_RUN_ID, tags[MLFLOW_PARENT_RUN_ID])
-        else:
-            name = unique_run_name(self.client, self.experiment_id, f"{spec.question_set}/{spec.model}/{spec.setting}")
-            run_id = self.client.create_run(self.experiment_id, start_time=start_ms, run_name=name,
-                                            tags={**tags, MLFLOW_RUN_NAME: name}).info.run_id
-        self.client.log_batch(run_id, params=[Param(k, v) for k, v in params.items() if k not in logged])
-        if not has_dataset and spec.questions_path is not None and Path(spec.questions_path).is_file():
-            log_question_set(self.client, run_id, spec.questions_path, spec.question_set, questions_hash)
-        self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
-        step_ms = end_ms or int(time.time() * 1000)
-        self.client.log_batch(run_id, metrics=[Metric(k, v, step_ms, 0) for k, v in sorted(metrics_from_scores(scores).items())])
-        self._log_artifacts(run_id, spec, scores)
-        self.client.set_terminated(run_id, "FINISHED", end_time=end_ms)
-        return run_id
+        identity = RunIdentity({f"{TAG_PREFIX}run_key": key}, f"{spec.question_set}/{spec.model}/{spec.setting}",
+                               tags, start_ms=start_ms)
+        with writing_run(self.client, self.experiment_id, identity, end_ms) as run:
+            logged, has_dataset = {}, False
+            if run.existing is not None:
+                logged, has_dataset = dict(run.existing.data.params), bool(run.existing.inputs.dataset_inputs)
+                parent = tags.get(MLFLOW_PARENT_RUN_ID)
+                if parent and run.existing.data.tags.get(MLFLOW_PARENT_RUN_ID) != parent:
+                    self.client.set_tag(run.run_id, MLFLOW_PARENT_RUN_ID, parent)
+            self.client.log_batch(run.run_id, params=[Param(k, v) for k, v in params.items() if k not in logged])
+            if not has_dataset and spec.questions_path is not None and Path(spec.questions_path).is_file():
+                log_question_set(self.client, run.run_id, spec.questions_path, spec.question_set, questions_hash)
+            self.client.log_batch(run.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+            step_ms = end_ms or int(time.time() * 1000)
+            self.client.log_batch(run.run_id, metrics=[Metric(k, v, step_ms, 0)
+                                                       for k, v in sorted(metrics_from_scores(scores).items())])
+            self._log_artifacts(run.run_id, spec, scores)
+        return run.run_id
 
     def _run_tags(self, spec: RunSpec, questions_hash: str, key: str, repo_dir: str | Path) -> dict[str, str]:
         """The run's tags: what it evaluated, its key, the commit, the DVC experiment, its parent run."""
@@ -355,8 +263,7 @@ class Tracker:
             f"{TAG_PREFIX}git_commit": commit,
             "mlflow.source.git.commit": commit.removesuffix("+dirty"),
         }
-        if dvc_experiment():
-            tags[DVC_EXPERIMENT_TAG] = dvc_experiment()
+        tags.update(dvc_experiment_tags())
         if spec.setting in ABLATIONS:
             parent = self.find_run(
                 model=spec.model, setting=BASE_SETTING, question_set=spec.question_set, questions_dvc_md5=questions_hash
@@ -393,41 +300,27 @@ class Tracker:
         report_dir = Path(report_dir)
         summary = report_dir / "metrics.json"
         key = file_md5(summary) if summary.is_file() else "unknown"
-        existing = self.find_run(kind="report", question_set=question_set, report_key=key)
-        tags = {f"{TAG_PREFIX}kind": "report", f"{TAG_PREFIX}question_set": question_set,
-                f"{TAG_PREFIX}report_key": key, f"{TAG_PREFIX}git_commit": git_commit()}
-        if dvc_experiment():
-            tags[DVC_EXPERIMENT_TAG] = dvc_experiment()
-        if existing is None:
-            name = unique_run_name(self.client, self.experiment_id, f"report/{question_set}")
-            run_id = self.client.create_run(self.experiment_id, start_time=started_ms, run_name=name,
-                                            tags={**tags, MLFLOW_RUN_NAME: name}).info.run_id
-        else:
-            run_id = existing.info.run_id
-            self.client.update_run(run_id, status="RUNNING")
-        self.client.log_batch(run_id, tags=[RunTag(k, v) for k, v in tags.items()])
-        self.client.log_artifacts(run_id, str(report_dir), "report")
-        self.client.set_terminated(run_id, "FINISHED")
-        return run_id
+        found_by = {f"{TAG_PREFIX}kind": "report", f"{TAG_PREFIX}question_set": question_set,
+                    f"{TAG_PREFIX}report_key": key}
+        tags = {**found_by, f"{TAG_PREFIX}git_commit": git_commit()}
+        tags.update(dvc_experiment_tags())
+        identity = RunIdentity(found_by, f"report/{question_set}", tags, start_ms=started_ms)
+        with writing_run(self.client, self.experiment_id, identity) as run:
+            self.client.log_batch(run.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
+            self.client.log_artifacts(run.run_id, str(report_dir), "report")
+        return run.run_id
 
     def log_audit(self, metrics: Mapping[str, float], audit_dir: str | Path, question_set: str) -> str:
         """A question set's audit (headline metrics, audit.md / audit.json) as an ``audit`` run, updated in place."""
-        existing = self.find_run(kind="audit", question_set=question_set)
-        if existing is None:
-            run_id = self.client.create_run(
-                self.experiment_id,
-                run_name=f"audit/{question_set}",
-                tags={f"{TAG_PREFIX}kind": "audit", f"{TAG_PREFIX}question_set": question_set},
-            ).info.run_id
-        else:
-            run_id = existing.info.run_id
-            self.client.update_run(run_id, status="RUNNING")
-        self.client.set_tag(run_id, f"{TAG_PREFIX}git_commit", git_commit())
-        now = int(time.time() * 1000)  # the latest audit of the set is the one a metric shows
-        self.client.log_batch(run_id, metrics=[Metric(metric_name(k), float(v), now, 0) for k, v in sorted(metrics.items())])
-        self.client.log_artifacts(run_id, str(audit_dir), "audit")
-        self.client.set_terminated(run_id, "FINISHED")
-        return run_id
+        found_by = {f"{TAG_PREFIX}kind": "audit", f"{TAG_PREFIX}question_set": question_set}
+        identity = RunIdentity(found_by, f"audit/{question_set}", found_by, unique_name=False)
+        with writing_run(self.client, self.experiment_id, identity) as run:
+            self.client.set_tag(run.run_id, f"{TAG_PREFIX}git_commit", git_commit())
+            now = int(time.time() * 1000)  # the latest audit of the set is the one a metric shows
+            self.client.log_batch(run.run_id, metrics=[Metric(metric_name(k), float(v), now, 0)
+                                                       for k, v in sorted(metrics.items())])
+            self.client.log_artifacts(run.run_id, str(audit_dir), "audit")
+        return run.run_id
 
     def log_reliance(self, metrics: Mapping[tuple[str, str], Mapping[str, float]],
                      run_ids: Mapping[str, str] | None = None) -> dict[str, str]:

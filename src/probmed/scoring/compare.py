@@ -40,6 +40,7 @@ import pandas as pd
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, category
 from probmed.core.errors import RecordError
 from probmed.scoring.bootstrap import interval, resample_weights
+from probmed.core.params_schema import Score
 from probmed.scoring.metrics import Prepared
 
 OVERALL = "overall"
@@ -95,9 +96,14 @@ def per_image_table(p: Prepared) -> pd.DataFrame:
 class Bootstrap:
     """How differences are resampled (the ``score:`` section's bootstrap_resamples, seed, ci_level)."""
 
-    resamples: int = 1000
-    seed: int = 0
-    level: float = 0.95
+    resamples: int = Score().bootstrap_resamples
+    seed: int = Score().seed
+    level: float = Score().ci_level
+
+    @classmethod
+    def of(cls, score: Score) -> "Bootstrap":
+        """The resampling the params' ``score`` section sets."""
+        return cls(score.bootstrap_resamples, score.seed, score.ci_level)
 
 
 def _aligned(a: pd.DataFrame, b: pd.DataFrame, image_type: str | None) -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -11,40 +11,44 @@ A set that records no evidence (an imported release) has no such subset.
 
 from __future__ import annotations
 
-from typing import Any
-
+import numpy as np
 import pandas as pd
 
-from probmed.core.categories import CATEGORIES
+from probmed.scoring.metrics import Prepared, score_rows
+from probmed.scoring.score_report import KnownAbsent, ScoreSection
 
 KNOWN = "known_absent"
 ASSUMED = "assumed_absent"
 
 
-def known_absent_questions(questions: pd.DataFrame) -> pd.DataFrame | None:
-    """The known-absent subset of a question table, or None when the set records no evidence."""
+def known_absent_mask(questions: pd.DataFrame) -> np.ndarray | None:
+    """Which questions are in the known-absent subset, or None when the set records no evidence."""
     evidence = questions["evidence"].fillna("").astype(str)
     if not evidence.isin([KNOWN, ASSUMED]).any():
         return None
     doubtful = set(questions.loc[evidence == ASSUMED, "pair_id"].astype(str))
-    return questions[~questions["pair_id"].astype(str).isin(doubtful)]
+    return ~questions["pair_id"].astype(str).isin(doubtful).to_numpy(dtype=bool)
 
 
-def known_absent_scores(questions: pd.DataFrame, predictions: pd.DataFrame) -> dict[str, Any] | None:
-    """Strict accuracy per category and overall (original weighting) on the known-absent subset."""
-    from probmed.scoring.metrics import score
+def known_absent_questions(questions: pd.DataFrame) -> pd.DataFrame | None:
+    """The known-absent subset of a question table, or None when the set records no evidence."""
+    mask = known_absent_mask(questions)
+    return None if mask is None else questions[mask]
 
-    subset = known_absent_questions(questions)
-    if subset is None:
+
+def known_absent_scores(p: Prepared) -> KnownAbsent | None:
+    """Strict accuracy per category and overall (original weighting) on the known-absent subset.
+
+    Scored on the run's own joined rows (the same units and weights as scoring the subset alone)."""
+    mask = known_absent_mask(p.frame)
+    if mask is None:
         return None
-    out: dict[str, Any] = {"n_questions": int(len(subset)), "n_dropped": int(len(questions) - len(subset)), "by_category": {}}
-    if not len(subset):
-        out["overall"] = {"accuracy_adv_pairs_original_weighting": None}
-        return out
-    result = score(subset, predictions, resamples=0, by_image_type=False)
-    for cat in CATEGORIES:
-        if cat in result["by_category"]:
-            m = result["by_category"][cat]
-            out["by_category"][cat] = {"accuracy_adv_pairs": m["accuracy_adv_pairs"], "n_questions": m["n_questions"]}
-    out["overall"] = {"accuracy_adv_pairs_original_weighting": result["overall"]["accuracy_adv_pairs_original_weighting"]}
-    return out
+    rows = np.flatnonzero(mask)
+    n_dropped = int(len(mask) - len(rows))
+    if not len(rows):
+        return KnownAbsent(0, n_dropped, ScoreSection({"accuracy_adv_pairs_original_weighting": None}, {}))
+    by_cat, overall, _random = score_rows(p, rows, resamples=0, seed=0, level=0.95)
+    kept = {cat: {"accuracy_adv_pairs": m["accuracy_adv_pairs"], "n_questions": m["n_questions"]}
+            for cat, m in by_cat.items()}
+    weighted = {"accuracy_adv_pairs_original_weighting": overall["accuracy_adv_pairs_original_weighting"]}
+    return KnownAbsent(int(len(rows)), n_dropped, ScoreSection(weighted, kept))

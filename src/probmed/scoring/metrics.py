@@ -8,7 +8,7 @@ prediction whose ``error`` is set (the backend gave up after every retry) is
 *failed*: scored wrong like a missing answer and counted on its own, never as
 ``unparsed`` (which means the model answered something that is not yes/no).
 
-Scoring units (DESIGN.md "Scoring"):
+Scoring units (this docstring is where the rules are stated):
 
 * a pair (gt + adversarial) is right only if both are; a per-image category
   (``CategorySpec.per_image`` in probmed.core.categories: condition, position)
@@ -24,7 +24,8 @@ Scoring units (DESIGN.md "Scoring"):
   accuracy as ``accuracy_adv_pairs`` (the paper's Table 3 column); a paired
   category with no pairs in a set (condition on normal images only) has none.
 
-metrics.json (every accuracy / rate in percent, null where undefined)::
+metrics.json (probmed.scoring.score_report.ScoreReport.to_dict; every accuracy / rate in percent, null
+where undefined)::
 
     {
       "meta": {"model", "setting", "n_questions", "n_predictions", "extra_predictions", "n_failed", "n_missing",
@@ -69,9 +70,12 @@ import numpy as np
 import pandas as pd
 
 from probmed.core.errors import RecordError
+from probmed.core.params_schema import Score
 from probmed.scoring.bootstrap import interval, resample_weights
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES, category
 from probmed.core.vocab import LABELS
+
+_SCORE = Score()  # the defaults of params score.* (bootstrap resamples, seed, interval level)
 
 METRIC_KEYS: tuple[str, ...] = (
     "accuracy_adv_pairs",
@@ -424,7 +428,8 @@ def score_rows(
 
 
 def score_prepared(
-    p: Prepared, resamples: int = 1000, seed: int = 0, level: float = 0.95, by_image_type: bool = True
+    p: Prepared, resamples: int = _SCORE.bootstrap_resamples, seed: int = _SCORE.seed, level: float = _SCORE.ci_level,
+    by_image_type: bool = True,
 ) -> dict[str, Any]:
     """overall / by_category / by_image_type / random_baseline for prepared questions."""
     rows = np.arange(len(p.frame))
@@ -448,9 +453,9 @@ def score_prepared(
 def score(
     questions: pd.DataFrame,
     predictions: pd.DataFrame,
-    resamples: int = 1000,
-    seed: int = 0,
-    level: float = 0.95,
+    resamples: int = _SCORE.bootstrap_resamples,
+    seed: int = _SCORE.seed,
+    level: float = _SCORE.ci_level,
     by_image_type: bool = True,
 ) -> dict[str, Any]:
     """Score predictions against questions (no procedural / robustness parts; see scoring.run)."""

@@ -1,7 +1,7 @@
 """Official-compatible scorer: the original release's ``calculate_score.py``, rule for rule.
 
 Purpose: numbers that can be set beside the published ProbMed leaderboard, quirks
-included. The rules (DESIGN.md, "The official-compatible scorer"):
+included. The rules (stated here, and nowhere else in the repository):
 
 * Parse: after ``strip()``, a ``gt_ans`` of exactly ``"yes"`` is right iff the
   response contains ``Yes`` (case-sensitive) or lower-cases to ``yes``/``yes.``;

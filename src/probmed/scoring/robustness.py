@@ -16,9 +16,10 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
+from probmed.core.params_schema import Score
 from probmed.scoring.metrics import Prepared, prepare, score_rows
 
-DEFAULT_FRACTIONS: tuple[float, ...] = (0.2, 0.4, 0.6, 0.8, 1.0)
+DEFAULT_FRACTIONS: tuple[float, ...] = tuple(Score().subset_fractions)  # params score.subset_fractions
 
 
 def subset_robustness(

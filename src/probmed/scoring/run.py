@@ -15,36 +15,25 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from probmed.core.io import remove_stale_temps, write_json_atomic, write_parquet, write_text_atomic
-from probmed.scoring.evidence import known_absent_scores
+from probmed.core.io import (
+    remove_stale_temps,
+    write_json_atomic,
+    write_parquet,
+    write_text_atomic,
+)
+from probmed.core.params_schema import Score
 from probmed.scoring.compare import per_image_table
+from probmed.scoring.evidence import known_absent_scores
 from probmed.scoring.metrics import Prepared, prepare, score_prepared
 from probmed.scoring.procedural import procedural
-from probmed.scoring.robustness import DEFAULT_FRACTIONS, subset_robustness_prepared
+from probmed.scoring.robustness import subset_robustness_prepared
+from probmed.scoring.score_report import (
+    ScoreMeta,
+    ScoreReport,
+    ScoreSection,
+    SubsetScore,
+)
 from probmed.scoring.tables import render_all
-
-
-@dataclass
-class ScoreSettings:
-    """The ``score:`` section of params.yaml (defaults mirror it)."""
-
-    bootstrap_resamples: int = 1000
-    ci_level: float = 0.95
-    seed: int = 0
-    subset_fractions: tuple[float, ...] = DEFAULT_FRACTIONS
-    subset_seed: int = 0
-
-    @classmethod
-    def from_mapping(cls, section: Mapping[str, Any] | None) -> "ScoreSettings":
-        section = dict(section or {})
-        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
-        if unknown:
-            from probmed.core.errors import ConfigError
-
-            raise ConfigError(f"params: unknown key(s) under 'score': {unknown}")
-        if "subset_fractions" in section:
-            section["subset_fractions"] = tuple(float(f) for f in section["subset_fractions"])
-        return cls(**section)
 
 
 def from_response_records(records: list[dict[str, Any]], where: str = "responses") -> tuple[pd.DataFrame, pd.DataFrame]:
@@ -53,9 +42,9 @@ def from_response_records(records: list[dict[str, Any]], where: str = "responses
     The question set is rebuilt from the records (``gt_ans`` is the answer) and checked by
     the strict question reader; each response is parsed with probmed.inference.answer_parser.parse_answer.
     """
-    from probmed.inference.answer_parser import parse_answer
-    from probmed.core.release_format import questions_from_official
     from probmed.core.errors import RecordError
+    from probmed.core.release_format import questions_from_official
+    from probmed.inference.answer_parser import parse_answer
 
     question_records = [
         {
@@ -96,36 +85,67 @@ def question_set_kind(questions: pd.DataFrame) -> str:
 def evaluate(
     questions: pd.DataFrame,
     predictions: pd.DataFrame,
-    settings: ScoreSettings | None = None,
+    score: Score | None = None,
     name: str | None = None,
-) -> dict[str, Any]:
-    """The full metrics dict of one run (shape documented in probmed.scoring.metrics)."""
-    settings = settings or ScoreSettings()
+) -> ScoreReport:
+    """The full score result of one run (shape documented in probmed.scoring.metrics)."""
+    return score_run(questions, predictions, score, name).result
+
+
+@dataclass(frozen=True)
+class ScoredRun:
+    """What `probmed score` computes from one join of predictions onto questions."""
+
+    result: ScoreReport
+    per_image: pd.DataFrame  # probmed.scoring.compare.per_image_table: what paired comparisons resample
+
+
+def score_run(
+    questions: pd.DataFrame,
+    predictions: pd.DataFrame,
+    score: Score | None = None,
+    name: str | None = None,
+) -> ScoredRun:
+    """Score one run: the result and its per-image sums, joined once (:func:`probmed.scoring.metrics.prepare`)."""
+    score = score or Score()
     prepared = prepare(questions, predictions)
-    result = score_prepared(prepared, settings.bootstrap_resamples, settings.seed, settings.ci_level)
-    models = sorted(predictions["model"].dropna().astype(str).unique()) if "model" in predictions and len(predictions) else []
-    setting = sorted(predictions["setting"].dropna().astype(str).unique()) if "setting" in predictions and len(predictions) else []
-    meta = {
-        "model": name or (models[0] if len(models) == 1 else ",".join(models)),
-        "setting": setting[0] if len(setting) == 1 else ",".join(setting),
-        "question_set": question_set_kind(questions),
-        "n_questions": int(len(questions)),
-        "n_predictions": prepared.n_predictions,
-        "extra_predictions": prepared.extra_predictions,
-        "n_failed": int((prepared.label == "failed").sum()),
-        "n_missing": int((prepared.label == "missing").sum()),
-        "answers_sha256": answers_digest(prepared),
-        "bootstrap_resamples": settings.bootstrap_resamples,
-        "ci_level": settings.ci_level,
-        "seed": settings.seed,
-    }
-    return _json_safe({
-        "meta": meta,
-        **result,
-        "procedural": procedural(prepared),
-        "subset_robustness": subset_robustness_prepared(prepared, settings.subset_fractions, settings.subset_seed),
-        "known_absent": known_absent_scores(questions, predictions),
-    })
+    scores = _json_safe(score_prepared(prepared, score.bootstrap_resamples, score.seed, score.ci_level))
+    baseline = scores["random_baseline"]
+    rows = subset_robustness_prepared(prepared, score.subset_fractions, score.subset_seed)
+    result = ScoreReport(
+        scores["overall"], scores["by_category"], scores["by_image_type"],
+        meta=_meta(prepared, questions, predictions, score, name),
+        baseline=ScoreSection(baseline["overall"], baseline["by_category"], baseline["by_image_type"]),
+        procedural=_json_safe(procedural(prepared)),
+        subset_robustness=[SubsetScore(**row) for row in _json_safe(rows)],
+        known_absent=known_absent_scores(prepared),  # ratios of counts: finite or None already
+    )
+    return ScoredRun(result, per_image_table(prepared))
+
+
+def _meta(prepared: Prepared, questions: pd.DataFrame, predictions: pd.DataFrame, score: Score,
+          name: str | None) -> ScoreMeta:
+    """What was scored: the model and setting named by the predictions (or ``name``), counts, bootstrap."""
+    def names(column: str) -> list[str]:
+        if column not in predictions or not len(predictions):
+            return []
+        return sorted(predictions[column].dropna().astype(str).unique())
+
+    models, setting = names("model"), names("setting")
+    return ScoreMeta(
+        model=name or (models[0] if len(models) == 1 else ",".join(models)),
+        setting=setting[0] if len(setting) == 1 else ",".join(setting),
+        question_set=question_set_kind(questions),
+        n_questions=int(len(questions)),
+        n_predictions=prepared.n_predictions,
+        extra_predictions=prepared.extra_predictions,
+        n_failed=int((prepared.label == "failed").sum()),
+        n_missing=int((prepared.label == "missing").sum()),
+        answers_sha256=answers_digest(prepared),
+        bootstrap_resamples=score.bootstrap_resamples,
+        ci_level=score.ci_level,
+        seed=score.seed,
+    )
 
 
 def answers_digest(prepared: Prepared) -> str:
@@ -136,7 +156,7 @@ def answers_digest(prepared: Prepared) -> str:
 
 
 def per_image(questions: pd.DataFrame, predictions: pd.DataFrame) -> pd.DataFrame:
-    """The run's per-image sums (probmed.scoring.compare.per_image_table): what paired comparisons resample."""
+    """The run's per-image sums (probmed.scoring.compare.per_image_table) without scoring it (see :func:`score_run`)."""
     return per_image_table(prepare(questions, predictions))
 
 
@@ -172,12 +192,13 @@ def write_work(out_dir: str | Path, answering: Mapping[str, str] | None, scoring
 PER_IMAGE_FILE = "per_image.parquet"
 
 
-def write_run(metrics: Mapping[str, Any], out_dir: str | Path, label: str | None = None,
+def write_run(result: ScoreReport, out_dir: str | Path, label: str | None = None,
               per_image_sums: pd.DataFrame | None = None) -> list[Path]:
     """Write metrics.json, every table (CSV + Markdown) and the per-image sums into ``out_dir``."""
     out_dir = Path(out_dir)
     remove_stale_temps(out_dir)  # a killed earlier score run's hidden .tmp files
-    label = label or str(metrics.get("meta", {}).get("model") or "model")
+    label = label or str((result.meta.model if result.meta else None) or "model")
+    metrics = result.to_dict()
     texts = render_all({label: metrics})
     written = []
     for fname, text in texts.items():

@@ -27,10 +27,10 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from probmed.core.markdown import markdown_table
+from probmed.core.markdown import markdown_table, number_cell
 from probmed.core.categories import CATEGORIES, CATEGORY_TITLES, PROCEDURAL_STAGES
 from probmed.scoring.procedural import error_keys
-from probmed.scoring.score_report import ScoreReport, number
+from probmed.scoring.score_report import ScoreReport, ScoreSection, number
 RANDOM_ROW = "Random Choice"
 
 Runs = Mapping[str, "ScoreReport | Mapping[str, Any]"]
@@ -44,19 +44,19 @@ def _scores(run: ScoreReport | Mapping[str, Any]) -> ScoreReport:
     return run if isinstance(run, ScoreReport) else ScoreReport.from_dict(run)
 
 
-def _baseline(scores: ScoreReport) -> ScoreReport:
+def _baseline(scores: ScoreReport) -> ScoreSection:
     """The run's exact random-choice baseline (empty when it has none)."""
-    return scores.random_baseline or ScoreReport({"by_category": {}})
+    return scores.random_baseline or ScoreSection()
 
 
-def _overall(scores: ScoreReport, key: str) -> float | None:
+def _overall(scores: ScoreSection, key: str) -> float | None:
     return number(scores.overall.get(key))
 
 
 def table2_strict(metrics: ScoreReport | Mapping[str, Any]) -> float | None:
     """The "with adversarial pairs" number of Table 2 for one run (see module doc)."""
     scores = _scores(metrics)
-    if scores.meta.get("question_set") == "vqarad":
+    if scores.meta is not None and scores.meta.question_set == "vqarad":
         return _overall(scores, "accuracy_adv_pairs")
     return _overall(scores, "accuracy_adv_pairs_original_weighting")
 
@@ -86,9 +86,10 @@ def table2(runs: Runs, vqarad_runs: Runs | None = None) -> pd.DataFrame:
 def table3(runs: Runs) -> pd.DataFrame:
     columns = ["model", *CATEGORIES, "overall", "overall_question_weighting"]
     rows = []
-    labelled = [(name, _scores(m)) for name, m in runs.items()]
-    if labelled:
-        labelled.insert(0, (RANDOM_ROW, _baseline(labelled[0][1])))
+    scored = [(name, _scores(m)) for name, m in runs.items()]
+    labelled: list[tuple[str, ScoreSection]] = list(scored)
+    if scored:
+        labelled.insert(0, (RANDOM_ROW, _baseline(scored[0][1])))
     for name, scores in labelled:
         rows.append(
             {
@@ -104,18 +105,19 @@ def table3(runs: Runs) -> pd.DataFrame:
 def table_image_types(runs: Runs) -> pd.DataFrame:
     """Appendix A: one block of rows per image type."""
     columns = ["image_type", "model", "metric", *CATEGORIES]
-    rows = []
+    rows: list[dict[str, Any]] = []
     if not runs:
         return pd.DataFrame(rows, dtype=object, columns=columns)
     scored = {name: _scores(m) for name, m in runs.items()}
     baseline = _baseline(next(iter(scored.values())))
     for itype in sorted({t for s in scored.values() for t in s.image_types}):
-        blocks = [(RANDOM_ROW, "Acc. with adv. pairs", baseline, "accuracy_adv_pairs")]
+        blocks: list[tuple[str, str, ScoreSection, str]] = [(RANDOM_ROW, "Acc. with adv. pairs", baseline,
+                                                             "accuracy_adv_pairs")]
         for name, scores in scored.items():
             blocks += [(name, "Acc. with adv. pairs", scores, "accuracy_adv_pairs"), (name, "Avg. acc.", scores, "averaged_accuracy")]
-        for name, metric, scores, key in blocks:
+        for name, metric, block, key in blocks:
             rows.append({"image_type": itype, "model": name, "metric": metric,
-                         **{c: _r(scores.number(c, key, itype)) for c in CATEGORIES}})
+                         **{c: _r(block.number(c, key, itype)) for c in CATEGORIES}})
         num: dict[str, Any] = {}
         for scores in scored.values():
             for c in scores.categories_of(itype):
@@ -149,6 +151,13 @@ def table4(runs: Runs) -> pd.DataFrame:
 
 
 RESPONSE_KEYS: tuple[str, ...] = ("n_questions", "yes_ratio", "refusal_rate", "unparsed_rate", "failed", "missing")
+RESPONSE_COUNTS = frozenset({"n_questions", "failed", "missing"})  # counts; the other response keys are rates (%)
+
+
+def response_values(block: Mapping[str, Any], rounded: bool = True) -> dict[str, Any]:
+    """What came back in one block of a run's scores (a category or ``overall``), by RESPONSE_KEYS: counts as
+    counted, rates to two decimals (``rounded``) or as the scorer wrote them. Every responses table reads this."""
+    return {k: block.get(k) if k in RESPONSE_COUNTS or not rounded else _r(block.get(k)) for k in RESPONSE_KEYS}
 
 
 def table_responses(runs: Runs) -> pd.DataFrame:
@@ -160,24 +169,22 @@ def table_responses(runs: Runs) -> pd.DataFrame:
         blocks = [(c, m["by_category"].get(c)) for c in CATEGORIES] + [("overall", m["overall"])]
         for category, block in blocks:
             if block:
-                rows.append({"model": name, "category": category,
-                             **{k: block.get(k) if k in ("n_questions", "failed", "missing") else _r(block.get(k))
-                                for k in RESPONSE_KEYS}})
+                rows.append({"model": name, "category": category, **response_values(block)})
     return pd.DataFrame(rows, dtype=object, columns=["model", "category", *RESPONSE_KEYS])
 
 
 def table_subsets(runs: Runs) -> pd.DataFrame:
     rows = []
     for name, m in runs.items():
-        for r in _scores(m).subset_robustness:
+        for r in _scores(m).subset_robustness or []:
             rows.append(
                 {
                     "model": name,
-                    "fraction": r["fraction"],
-                    "n_images": r["n_images"],
-                    "n_questions": r["n_questions"],
-                    "accuracy_adv_pairs_original_weighting": _r(r["accuracy_adv_pairs_original_weighting"]),
-                    "averaged_accuracy": _r(r["averaged_accuracy"]),
+                    "fraction": r.fraction,
+                    "n_images": r.n_images,
+                    "n_questions": r.n_questions,
+                    "accuracy_adv_pairs_original_weighting": _r(r.accuracy_adv_pairs_original_weighting),
+                    "averaged_accuracy": _r(r.averaged_accuracy),
                 }
             )
     return pd.DataFrame(
@@ -226,17 +233,9 @@ _HEADERS: dict[str, str] = {
 }
 
 
-def _cell(value: Any) -> str:
-    if value is None or (isinstance(value, float) and pd.isna(value)):
-        return "/"
-    if isinstance(value, float):
-        return f"{value:.2f}"
-    return str(value)
-
-
 def to_markdown(frame: pd.DataFrame, title: str = "") -> str:
     """A GitHub-flavoured Markdown table (no extra dependency)."""
-    table = markdown_table(frame, headers=[_HEADERS.get(c, c) for c in frame.columns], cell=_cell)
+    table = markdown_table(frame, headers=[_HEADERS.get(c, c) for c in frame.columns], cell=number_cell("/"))
     return f"**{title}**\n\n{table}" if title else table
 
 
@@ -247,19 +246,22 @@ def to_csv(frame: pd.DataFrame) -> str:
 def table_known_absent(runs: Runs) -> pd.DataFrame:
     """Strict accuracy on the full set and on its known-absent subset (every "no" rests on evidence)."""
     rows = []
-    for name, m in runs.items():
-        ka = m.get("known_absent")
-        if not ka:
+    for name, run in runs.items():
+        scores = _scores(run)
+        ka = scores.known_absent
+        if ka is None:
             continue
-        for cat, full in m.get("by_category", {}).items():
-            sub = ka["by_category"].get(cat, {})
-            rows.append({"model": name, "category": cat, "accuracy_adv_pairs": _r(full.get("accuracy_adv_pairs")),
-                         "known_absent_accuracy_adv_pairs": _r(sub.get("accuracy_adv_pairs")),
-                         "n_questions": full.get("n_questions"), "known_absent_n_questions": sub.get("n_questions", 0)})
+        for cat in scores.categories:
+            sub = ka.scores.category(cat)
+            rows.append({"model": name, "category": cat, "accuracy_adv_pairs": _r(scores.number(cat, "accuracy_adv_pairs")),
+                         "known_absent_accuracy_adv_pairs": _r(ka.scores.number(cat, "accuracy_adv_pairs")),
+                         "n_questions": scores.category(cat).get("n_questions"),
+                         "known_absent_n_questions": sub.get("n_questions", 0)})
         rows.append({"model": name, "category": "overall",
-                     "accuracy_adv_pairs": _r(m["overall"].get("accuracy_adv_pairs_original_weighting")),
-                     "known_absent_accuracy_adv_pairs": _r(ka["overall"].get("accuracy_adv_pairs_original_weighting")),
-                     "n_questions": m["meta"].get("n_questions"), "known_absent_n_questions": ka["n_questions"]})
+                     "accuracy_adv_pairs": _r(_overall(scores, "accuracy_adv_pairs_original_weighting")),
+                     "known_absent_accuracy_adv_pairs": _r(_overall(ka.scores, "accuracy_adv_pairs_original_weighting")),
+                     "n_questions": scores.meta.n_questions if scores.meta else None,
+                     "known_absent_n_questions": ka.n_questions})
     return pd.DataFrame(rows, dtype=object, columns=["model", "category", "accuracy_adv_pairs", "known_absent_accuracy_adv_pairs",
                                                      "n_questions", "known_absent_n_questions"])
 
@@ -280,6 +282,7 @@ TABLES: dict[str, tuple[str, Any]] = {
 def render_all(runs: Runs) -> dict[str, str]:
     """File name -> text for every table, as CSV and Markdown."""
     out: dict[str, str] = {}
+    runs = {name: m.to_dict() if isinstance(m, ScoreReport) else m for name, m in runs.items()}  # table_responses reads dicts
     for name, (title, build) in TABLES.items():
         frame = build(runs)
         out[f"{name}.csv"] = to_csv(frame)

@@ -106,3 +106,61 @@ def test_figure_flags_and_ambiguity() -> None:
     ex = extract("o", "CT scan study of neck and thorax")
     assert ex.organ == "unknown" and any("ambiguous organ" in f for f in ex.flags)
     assert extract("n", "T2-weighted axial MRI of the brain showing no obvious abnormality").normal
+
+
+# --- the extended profile (issue 20): ultrasound and the organs beyond the paper's four ----------------------
+
+
+def test_extended_profile_reads_ultrasound_and_the_new_organs_while_the_paper_profile_does_not() -> None:
+    from probmed.benchmark.curation.profiles import EXTENDED
+
+    ex = extract("u", "Transvaginal ultrasound showing a right ovarian cyst.", EXTENDED)
+    assert (ex.modality, ex.organ, ex.findings) == ("ultrasound", "pelvis", [{"condition": "cyst", "position": "right ovary"}])
+    assert (extract("k", "Ultrasound of the right knee.", EXTENDED).modality, extract("k", "Ultrasound of the right knee.", EXTENDED).organ) == ("ultrasound", "knee")
+    assert extract("k", "Ultrasound of the right knee.").organ == "other"  # the paper's profile, as before
+    assert extract("d", "Periapical radiograph of the maxillary incisors.", EXTENDED).modality == "other"  # a dental film
+    assert extract("c", "Contrast-enhanced ultrasound of the liver lesion.", EXTENDED).modality == "other"
+    assert extract("t", "CT of the neck showing a mass in the left side of the thyroid.", EXTENDED).findings == [
+        {"condition": "mass", "position": "left thyroid lobe"}]
+    clavicle = extract("x", "X-ray of the left clavicle showing a mid-shaft clavicle fracture.", EXTENDED)
+    assert (clavicle.organ, clavicle.findings) == ("shoulder", [{"condition": "fracture", "position": "left clavicle"}])
+    assert extract("h", "MRI of the hip and knee.", EXTENDED).organ == "unknown"  # two organs with the technique
+    assert extract("f", "Axial CT of the face and neck showing a parotid mass.", EXTENDED).organ == "head and neck"
+
+
+def test_extended_negation_and_context_cues() -> None:
+    from probmed.benchmark.curation.profiles import EXTENDED
+
+    ex = extract("n", "Chest X-ray with a bullet in the left hilum. Neither pneumothorax nor fractures are seen.", EXTENDED)
+    assert [f["condition"] for f in ex.findings] == ["foreign body"] and set(ex.negated) == {"pneumothorax", "fracture"}
+    assert extract("u", "Radiograph of the femur showing solid union of the fracture.", EXTENDED).findings == []
+    assert extract("p", "A woman presented with swelling of the neck; ultrasound of the thyroid.", EXTENDED).findings == []
+
+
+ROCO_EXTENDED_LABELS = Path(__file__).resolve().parents[2] / "fixtures" / "roco_extended_caption_labels.json"
+# Goals the rules miss on a part, measured (README, extraction table): they are reported, not bent toward;
+# each stays a floor so a regression still fails. Position vocabularies of the new organs are long-tailed
+# (a structure per finding: "right preseptal region", "longus colli tendon"): the held-out part names many
+# structures the dev part never did.
+KNOWN_SHORTFALLS: dict[tuple[str, str, str], float] = {
+    ("heldout", "position", "precision"): 0.53,
+    ("heldout", "position", "recall"): 0.32,
+}
+
+
+def test_roco_extended_labelled_set_meets_every_goal_on_both_parts(shared_data: Path) -> None:
+    """The extended profile on the roco-extended labels: each part meets the goals, but for the known shortfalls,
+    which hold their measured floors; modality and organ claims are precise (abstaining beats a wrong organ)."""
+    from probmed.benchmark.curation.extract_eval import GOALS, LABELLED_SETS, read_roco_captions, score_labelled_set
+    from probmed.benchmark.curation.profiles import EXTENDED
+
+    labelled = LABELLED_SETS["roco-extended"]
+    assert labelled.profile is EXTENDED
+    captions = read_roco_captions(shared_data / labelled.captions)
+    scores = score_labelled_set(ROCO_EXTENDED_LABELS, captions, lambda i, c: extract(i, c, EXTENDED))
+    print(json.dumps({p: {k: s[k] for k in ("modality", "organ", "condition", "position")} for p, s in scores.items()}))
+    for part in ("dev", "heldout"):
+        for (fld, metric), goal in GOALS.items():
+            floor = KNOWN_SHORTFALLS.get((part, fld, metric), goal)
+            assert scores[part][fld][metric] >= floor, (part, fld, metric, scores[part][fld][metric])
+        assert scores[part]["modality"]["precision"] >= 0.95 and scores[part]["organ"]["precision"] >= 0.95, part

@@ -146,3 +146,42 @@ def test_roco_images_another_extractor_is_held_to_the_vocabularies(shared_data: 
     assert res.excluded == {"multi-panel figure": ["roco-ROCO_27941"]}
     (rec,) = res.records
     assert [(f.condition, f.position) for f in rec.findings] == [("tumor", "right kidney")]
+
+
+def test_roco_extended_records_exclusions_positions_licence(shared_data: Path, tmp_path: Path) -> None:
+    """roco_extended: the roco_images path in the extended profile (ultrasound, the new organs), real files."""
+    from probmed.benchmark.curation.profiles import EXTENDED
+
+    ids = {"ROCO_28280", "ROCO_13941", "ROCO_37613", "ROCO_50451", "ROCO_42037", "ROCO_16516", "ROCO_23740", "ROCO_09966"}
+    data = make_source(shared_data, "roco-extended", tmp_path, lambda r: r["roco_id"] in ids)
+    res = load_roco_images(data, ImagePolicy(tmp_path / "img", workers=1), tmp_path, profile=EXTENDED, folder="roco-extended")
+    by_id = {r.image_id: r for r in res.records}
+    assert res.excluded == {
+        "modality other than CT, MRI, ultrasound or X-ray": ["roco-ROCO_13941"],  # "IOPA radiograph ...": a dental film
+        "organ other than abdomen, brain, chest, foot, hand, head and neck, knee, pelvis, shoulder or spine":
+            ["roco-ROCO_37613"],  # a testis: the scrotum is too small a region to stand alone
+        "multi-panel figure": ["roco-ROCO_50451"],  # "Lateral and dorsoplantar X-ray of the involved foot"
+    }
+    ovary = by_id["roco-ROCO_28280"]  # "Preoperative transvaginal ultrasound imaging showing right ovarian cyst."
+    assert (ovary.modality, ovary.organ, ovary.abnormal) == ("ultrasound", "pelvis", True)
+    assert [(f.condition, f.position) for f in ovary.findings] == [("cyst", "right ovary")]
+    clavicle = by_id["roco-ROCO_42037"]  # "X-ray of left clavicle ... mid-shaft clavicle fracture and widening of the AC joint"
+    assert (clavicle.modality, clavicle.organ) == ("x-ray", "shoulder")
+    assert {(f.condition, f.position) for f in clavicle.findings} == {
+        ("fracture", "left clavicle"), ("widening", "left acromioclavicular joint")}
+    thyroid = by_id["roco-ROCO_09966"]  # "... ultrasound image of the thyroid gland ... lesion in the right lobe"
+    assert (thyroid.modality, thyroid.organ) == ("ultrasound", "head and neck")
+    assert ("lesion", "right thyroid lobe") in {(f.condition, f.position) for f in thyroid.findings}
+    assert [(f.condition, f.position) for f in by_id["roco-ROCO_23740"].findings] == [("effusion", "right")]
+    assert by_id["roco-ROCO_16516"].abnormal is False  # "Normal AP radiograph of left knee."
+    assert {r.licence for r in res.records} <= {"CC BY", "CC BY-NC", "CC BY-NC-SA"} and all(r.licence for r in res.records)
+    assert all(r.provenance["caption"] and r.source == "ROCO" for r in res.records)
+    assert formats(tmp_path, res.records) == {("PNG", "L", 256)}  # ultrasound colour overlays alike
+
+
+def test_roco_extended_is_registered_with_its_params() -> None:
+    from probmed.benchmark.sources.registry import SOURCES
+    from probmed.core.params_schema import Curate
+
+    assert "roco_extended" in SOURCES.kinds and callable(SOURCES.load("roco_extended"))
+    assert Curate().roco_extended.data == "data/roco-extended" and "roco_extended" not in Curate().all

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from predict_helpers import make_questions
+
 from probmed.inference.models.tiny import build_tiny_llava
 
 

@@ -7,10 +7,11 @@ from pathlib import Path
 import numpy as np
 import pytest
 
-from probmed.inference.models.registry import build_backend
+from probmed.core.settings import get_setting
 from probmed.inference.models.baselines import embedder_path, image_fold
+from probmed.inference.models.registry import build_backend
+from probmed.inference.predict import PredictJob, run_predictions
 from probmed.inference.prompting import PromptSet
-from probmed.inference.predict import run_predictions
 from probmed.scoring import baselines as sb
 
 PROMPTS = PromptSet.from_params({})
@@ -30,7 +31,8 @@ def test_wrapped_baselines_equal_the_scoring_baselines(tmp_path, questions, shar
     }
     for name, frame in expected.items():
         backend = build_backend(MODELS, name, seed=3)
-        got = run_predictions(questions, backend, "vanilla", PROMPTS, Path("/nonexistent"), tmp_path, progress=False)
+        got = run_predictions(questions, backend,
+            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, Path("/nonexistent"), tmp_path), progress=False)
         assert list(got.predictions["label"]) == list(frame["label"]), name
     # the seed is part of the key: another seed is another set of answers
     a = build_backend(MODELS, "random", seed=3).fingerprint()
@@ -57,7 +59,8 @@ def blind_and_random(records, strategy: str, tmp_path: Path) -> tuple[dict, dict
     q, _ = generate_questions(records, seed=0, strategy=strategy)
     backend = build_backend(MODELS, "blind")
     # never opens an image: a bogus image root is fine
-    preds = run_predictions(q, backend, "vanilla", PROMPTS, Path("/nonexistent"), tmp_path, progress=False).predictions
+    job = PredictJob.in_folders(get_setting("vanilla"), PROMPTS, Path("/nonexistent"), tmp_path)
+    preds = run_predictions(q, backend, job, progress=False).predictions
     assert preds["p_yes"].between(0, 1).all() and set(preds["label"]) == {"yes", "no"}
     return score(q, preds, resamples=50)["by_category"], exact_random_baseline(q)["by_category"]
 

@@ -13,11 +13,12 @@ import pytest
 from probmed.cli import main
 from probmed.core.config import load_params, to_plain
 from probmed.core.errors import ConfigError
+from probmed.core.settings import get_setting
 from probmed.inference.answer_store import AnswerStore, cache_key
 from probmed.inference.models.mock_server import MockChatServer
 from probmed.inference.models.registry import BACKENDS, build_backend
 from probmed.inference.models.tiny import build_tiny_llava
-from probmed.inference.predict import run_predictions
+from probmed.inference.predict import PredictJob, run_predictions
 from probmed.inference.prompting import PromptSet
 
 PROMPTS = PromptSet.from_params({})
@@ -106,7 +107,8 @@ def test_retraining_the_served_model_or_moving_the_endpoint_changes_every_key(tm
         cfg = {"backend": "openai", "model_id": str(model_dir), "base_url": base_url, "max_tokens": 4}
         backend = build_backend({"served": cfg}, "served")
         store = tmp_path / "answers"
-        result = run_predictions(questions, backend, "vanilla", PROMPTS, shared_data, store, progress=False)
+        result = run_predictions(questions, backend,
+            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, store), progress=False)
         backend.close()
         return set(result.predictions["cache_key"]), result.n_asked
 

@@ -10,8 +10,8 @@ import json
 import pandas as pd
 import pytest
 import torch
-
 from family_helpers import boost_answers
+
 from probmed.cli import main
 from probmed.core.records import read_predictions, write_questions
 from probmed.inference.answer_parser import parse_answer
@@ -114,9 +114,8 @@ def test_answer_store_keys_are_distinct_per_family(family_dirs, tiny_dir, shared
 @pytest.mark.parametrize("family", FAMILIES)
 def test_family_loads_a_lora_adapter(family, family_dirs, tmp_path, shared_data):
     from peft import LoraConfig, get_peft_model
-    from transformers import AutoModelForImageTextToText
-
     from predict_helpers import make_questions
+    from transformers import AutoModelForImageTextToText
 
     base_dir = family_dirs[family]
     model = AutoModelForImageTextToText.from_pretrained(base_dir)

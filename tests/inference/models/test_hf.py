@@ -9,11 +9,12 @@ import torch
 from transformers import AutoModelForImageTextToText, AutoProcessor
 
 from probmed.core.errors import ConfigError
+from probmed.core.settings import get_setting
 from probmed.inference.models.answer_tokens import answer_tokens
 from probmed.inference.models.base import Item
 from probmed.inference.models.registry import build_backend
+from probmed.inference.predict import PredictJob, run_predictions
 from probmed.inference.prompting import PromptSet
-from probmed.inference.predict import run_predictions
 
 PROMPTS = PromptSet.from_params({})
 
@@ -140,10 +141,10 @@ def test_retrained_weights_change_the_cache_key(tmp_path, tiny_dir, shared_data,
     assert before["weights"] != after["weights"]
     # a run through the store: the second model re-asks everything
     questions = questions.head(5)
-    r1 = run_predictions(questions, build_backend(hf_models(tiny_dir), "m"), "vanilla", PROMPTS, shared_data,
-                         tmp_path / "store", progress=False)
-    r2 = run_predictions(questions, build_backend(hf_models(copy), "m"), "vanilla", PROMPTS, shared_data,
-                         tmp_path / "store", progress=False)
+    r1 = run_predictions(questions, build_backend(hf_models(tiny_dir), "m"),
+        PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store"), progress=False)
+    r2 = run_predictions(questions, build_backend(hf_models(copy), "m"),
+        PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store"), progress=False)
     assert r1.n_asked == len(questions) and r2.n_asked == len(questions)
 
 

@@ -12,8 +12,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from hub_stand_in import StandInHub
+
 from probmed.core.config import read_yaml_12
 from probmed.core.errors import ConfigError
 from probmed.inference.models.hub import HubOfflineError, pin_problem, resolve_revision

@@ -7,12 +7,13 @@ import time
 
 import pytest
 
-from probmed.inference.models.registry import build_backend
 from probmed.core.errors import BackendError, EndpointUnreachableError
-from probmed.inference.models.mock_server import MockChatServer, deterministic_answer
-from probmed.inference.prompting import PromptSet
-from probmed.inference.predict import run_predictions
+from probmed.core.settings import get_setting
 from probmed.inference.answer_store import AnswerStore
+from probmed.inference.models.mock_server import MockChatServer, deterministic_answer
+from probmed.inference.models.registry import build_backend
+from probmed.inference.predict import PredictJob, run_predictions
+from probmed.inference.prompting import PromptSet
 
 PROMPTS = PromptSet.from_params({})
 
@@ -46,7 +47,8 @@ def test_faults_end_answered_or_recorded_failed(tmp_path, shared_data, questions
     with MockChatServer(faults={f"[{m}]": s for m, s in scripts.items()}, timeout_sleep_s=1.5) as srv:
         backend = build_backend(api_models(srv.base_url), "api", pricing=PRICING)
         t0 = time.perf_counter()
-        result = run_predictions(q, backend, "vanilla", PROMPTS, shared_data, tmp_path / "store", progress=False)
+        result = run_predictions(q, backend,
+            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store"), progress=False)
         elapsed = time.perf_counter() - t0
         backend.close()
         preds = result.predictions.set_index("qid")
@@ -76,7 +78,8 @@ def test_faults_end_answered_or_recorded_failed(tmp_path, shared_data, questions
         store = AnswerStore(tmp_path / "store" / "api")
         assert len(store) == len(q)
         backend = build_backend(api_models(srv.base_url), "api", pricing=PRICING)
-        again = run_predictions(q, backend, "vanilla", PROMPTS, shared_data, tmp_path / "store", progress=False)
+        again = run_predictions(q, backend,
+            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store"), progress=False)
         backend.close()
         assert again.n_cached == len(q) - 1 and again.n_asked == 1
         assert len(srv.requests) == n_requests + 4
@@ -91,12 +94,14 @@ def test_concurrency_and_rate_limit(tmp_path, shared_data, questions, monkeypatc
     monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
     with MockChatServer(latency_s=0.3) as srv:
         b = build_backend(api_models(srv.base_url, concurrency=15), "api")
-        run_predictions(questions, b, "vanilla", PROMPTS, shared_data, tmp_path / "a", progress=False)
+        run_predictions(questions, b,
+            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "a"), progress=False)
         b.close()
         concurrent = srv.max_in_flight
     with MockChatServer(latency_s=0.3) as srv:
         b = build_backend(api_models(srv.base_url, concurrency=15, rpm=600), "api")  # one request per 0.1 s
-        run_predictions(questions, b, "vanilla", PROMPTS, shared_data, tmp_path / "b", progress=False)
+        run_predictions(questions, b,
+            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "b"), progress=False)
         b.close()
         starts = sorted(r["t"] for r in srv.requests)
     assert len(questions) == 15 and concurrent >= 5, concurrent  # many of the 15 in flight together, not one by one
@@ -109,13 +114,15 @@ def test_bad_credentials_and_unreachable_endpoint(tmp_path, shared_data, questio
     with MockChatServer(required_key="sk-right") as srv:
         b = build_backend(api_models(srv.base_url), "api")
         with pytest.raises(BackendError) as err:
-            run_predictions(questions, b, "vanilla", PROMPTS, shared_data, tmp_path / "s", progress=False)
+            run_predictions(questions, b,
+                PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "s"), progress=False)
         b.close()
     assert not isinstance(err.value, EndpointUnreachableError)
     assert "credentials" in str(err.value) and "sk-wrong-key-123" not in str(err.value)
     b = build_backend(api_models("http://127.0.0.1:9/v1", max_retries=1), "api")
     with pytest.raises(EndpointUnreachableError, match="unreachable"):
-        run_predictions(questions, b, "vanilla", PROMPTS, shared_data, tmp_path / "s", progress=False)
+        run_predictions(questions, b,
+            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "s"), progress=False)
     b.close()
 
 
@@ -136,7 +143,6 @@ def test_deterministic_answers_are_balanced():
 @pytest.mark.slow
 def test_huge_responses_are_capped_with_the_truncation_recorded(tmp_path, shared_data, questions, monkeypatch):
     """11 answers of 10 MB once made a 110 MB store; now each is cut to max_response_chars."""
-    from probmed.inference.predict import StoreOptions
 
     monkeypatch.setenv("PROBMED_TEST_KEY", "sk-test-huge")
     q = questions.copy()
@@ -145,8 +151,9 @@ def test_huge_responses_are_capped_with_the_truncation_recorded(tmp_path, shared
     q.loc[3, "question"] = "[nested] " + q.loc[3, "question"]
     with MockChatServer(faults={"[huge]": ["huge"], "[nested]": ["nested", "ok"]}, huge_chars=2_000_000) as srv:
         backend = build_backend(api_models(srv.base_url, timeout_s=10), "api", pricing=PRICING)
-        result = run_predictions(q, backend, "vanilla", PROMPTS, shared_data, tmp_path / "store", progress=False,
-                                 options=StoreOptions(max_response_chars=1000, reserve_bytes=0))
+        result = run_predictions(q, backend,
+            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store",
+                       max_response_chars=1000, disk_reserve_mb=0), progress=False)
         backend.close()
     preds = result.predictions.set_index("qid")
     store = AnswerStore(tmp_path / "store" / "api")

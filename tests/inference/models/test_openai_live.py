@@ -7,9 +7,10 @@ import os
 import pytest
 
 from probmed.core.config import load_params, to_plain
+from probmed.core.settings import get_setting
 from probmed.inference.models.registry import build_backend
+from probmed.inference.predict import PredictJob, run_predictions
 from probmed.inference.prompting import PromptSet
-from probmed.inference.predict import run_predictions
 
 
 @pytest.mark.api
@@ -18,8 +19,9 @@ def test_gpt4o_answers_two_questions(tmp_path, repo_root, shared_data, questions
         pytest.skip("needs OPENAI_API_KEY")
     cfg = load_params(repo_root / "params.yaml", ["models.gpt-4o.enabled=true", "models.gpt-4o.max_image_side=256"])
     backend = build_backend(to_plain(cfg.models), "gpt-4o", pricing=to_plain(cfg.pricing))
-    result = run_predictions(questions.head(2), backend, "vanilla", PromptSet.from_params(to_plain(cfg.settings)),
-                             shared_data, tmp_path, progress=False)
+    prompts = PromptSet.from_params(to_plain(cfg.settings))
+    job = PredictJob.in_folders(get_setting("vanilla"), prompts, shared_data, tmp_path)
+    result = run_predictions(questions.head(2), backend, job, progress=False)
     backend.close()
     preds = result.predictions
     assert (preds["error"] == "").all() and preds["label"].isin(["yes", "no", "refusal"]).all()

@@ -15,13 +15,12 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
-
-from probmed.core.config import load_params
-
 from predict_helpers import make_questions
+
 from probmed.cli import main
-from probmed.inference.models.mock_server import MockChatServer
+from probmed.core.config import load_params
 from probmed.core.records import read_predictions, write_questions
+from probmed.inference.models.mock_server import MockChatServer
 
 
 def run_cli(args: list[str]) -> int:
@@ -424,7 +423,8 @@ def test_a_second_predict_on_the_same_store_exits_2_naming_the_first(tmp_path, r
     qfile = tmp_path / "q.parquet"
     write_questions(q, qfile)
     env = {**os.environ, "PROBMED_TEST_KEY": "sk-two"}
-    with MockChatServer(latency_s=0.1) as srv:
+    # 0.3 s per answer: the first still asks (~8 s) while the second starts up, even on a loaded machine
+    with MockChatServer(latency_s=0.3) as srv:
         params = write_api_params(repo_root, tmp_path, srv.base_url, concurrency=1)
         first = subprocess_predict(params, qfile, shared_data, tmp_path / "s", tmp_path / "a.parquet", env)
         while len(srv.requests) < 2:

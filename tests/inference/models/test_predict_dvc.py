@@ -15,9 +15,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
-from predict_helpers import make_questions
 from dvc.utils.serialize import modify_yaml
+from predict_helpers import make_questions
 
 from probmed.core.records import write_questions
 from probmed.inference.models.mock_server import MockChatServer

@@ -11,9 +11,10 @@ from pathlib import Path
 
 import pytest
 
+from probmed.core.settings import get_setting
 from probmed.inference.models.registry import build_backend
+from probmed.inference.predict import PredictJob, run_predictions
 from probmed.inference.prompting import PromptSet
-from probmed.inference.predict import run_predictions
 
 PROMPTS = PromptSet.from_params({})
 
@@ -61,11 +62,12 @@ def test_transformers_serve_answers_like_the_local_backend(served_tiny, tiny_dir
         "local": {"backend": "hf", "model_id": str(tiny_dir), "max_new_tokens": 6},
     }
     served = build_backend(models, "served")
-    got = run_predictions(q, served, "vanilla", PROMPTS, shared_data, tmp_path / "s", progress=False)
+    got = run_predictions(q, served,
+        PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "s"), progress=False)
     served.close()
     preds = got.predictions
     assert (preds["error"] == "").all() and (preds["response"].str.len() > 0).all()
     assert (preds["prompt_tokens"] > 16).all()  # the image tokens reached the model
-    local = run_predictions(q, build_backend(models, "local"), "vanilla", PROMPTS, shared_data, tmp_path / "s",
-                            progress=False)
+    local = run_predictions(q, build_backend(models, "local"),
+        PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "s"), progress=False)
     assert list(preds["response"]) == list(local.predictions["response"])  # same weights, same greedy answers

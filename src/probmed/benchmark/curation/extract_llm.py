@@ -22,7 +22,7 @@ import jsonschema
 
 from probmed.core.errors import ConfigError
 from probmed.benchmark.curation.extract_rules import Extraction
-from probmed.core.vocab import MODALITIES, ORGANS
+from probmed.core.vocab import PAPER_MODALITY_VALUES, PAPER_ORGAN_VALUES
 
 PROMPT_VERSION = "v1"
 SYSTEM_PROMPT = """You are given a caption describing a medical image. Extract the imaging modality, \
@@ -40,15 +40,15 @@ Caption: "Fig. 1. MRI abdomen and pelvis showing the cervical mass."
 Caption: "Chest radiograph shows enlargement of the hilar mass with spread into the left lower lobe."
 {"modality": "x-ray", "organ": "chest", "findings": [{"condition": "hilar mass", "position": "left lower lobe"}]}
 Caption: "Axial CT of the head without evidence of hemorrhage."
-{"modality": "ct", "organ": "brain", "findings": []}""" % (list(MODALITIES), list(ORGANS))
+{"modality": "ct", "organ": "brain", "findings": []}""" % (list(PAPER_MODALITY_VALUES), list(PAPER_ORGAN_VALUES))
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["modality", "organ", "findings"],
     "additionalProperties": False,
     "properties": {
-        "modality": {"enum": list(MODALITIES)},
-        "organ": {"enum": list(ORGANS)},
+        "modality": {"enum": list(PAPER_MODALITY_VALUES)},
+        "organ": {"enum": list(PAPER_ORGAN_VALUES)},
         "findings": {
             "type": "array",
             "items": {

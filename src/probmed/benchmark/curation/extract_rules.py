@@ -29,49 +29,32 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
-from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, POSITION_REGIONS, position_phrase
+from probmed.benchmark.curation.profiles import (  # noqa: F401  (the paper's tables, read here since before profiles)
+    ORGAN_ANATOMY,
+    ORGAN_REGIONS,
+    PAPER,
+    REGION_WEIGHT,
+    Profile,
+)
+from probmed.benchmark.curation.vocabularies import POSITION_REGIONS, SIDED_REGIONS, position_phrase
 
-ASKABLE = ("x-ray", "ct", "mri")
 MODALITY_PATTERNS: tuple[tuple[str, str], ...] = (
-    ("other", r"ultrasound|ultrasonograph|sonograph|\bus\b|\busg\b|doppler|echocardiogra|\bpet\b|\bspect\b|scintigra|"
-              r"hypoechoic|hyperechoic|anechoic|echogenic|\bcag\b|"
+    ("other", r"doppler|echocardiogra|\bpet\b|\bspect\b|scintigra|\bcag\b|"
               r"bone scan|(?<!\bct\W)(?<!\bmr\W)(?<!\bct\)\s)(?<!\bmr\)\s)angiogra|\bdsa\b|endoscop|\bercp\b|nuclear medicine|"
-              r"fluoroscop|mammogra|barium|urethrogra|myelogra|cystogra|urogra|orthopantomogra|panoramic|\bopg\b|"
-              r"cone[- ]beam|\bcbct\b|dental|periapical|optical coherence|photograph|histolog|micrograph|"
+              r"fluoroscop|mammogra|barium|urethrogra|myelogra|cystogra|urogra|"
+              r"cone[- ]beam|\bcbct\b|optical coherence|photograph|histolog|micrograph|"
               r"spectroscopy|tractography"),
+    # ultrasound: its own modality in the extended profile, "other" in the paper's (profiles.Profile.modalities)
+    ("ultrasound", r"ultrasound|ultrasonograph|sonograph|\bus\b|\busg\b|hypoechoic|hyperechoic|anechoic|echogenic"),
+    # and each profile's own technique words (profiles.Profile.techniques: dental films, ultrasound variants)
     ("mri", r"\bmri?\b|\bmr\b|magnetic resonance|\bmra\b|\bt[12][- ]?weighted|"
             r"(?<!at )(?<!level )(?<!of )\bt[12](w|wi)?\b(?![- /]?(t?\d|vertebra|level|to\b))|\bflair\b|"
             r"diffusion[- ]weighted|\bdwi\b|\bswi\b|\bstir\b|gadolinium"),
     ("ct", r"\bct\b|\bcta\b|\bhrct\b|\bcect\b|\bmdct\b|computed tomograph|computeri[sz]ed tomograph|tomodensitometr|"
            r"ct[- ]scan"),
     ("x-ray", r"x-?rays?\b|radiograph|\bcxr\b|plain film|roentgen|\bkub\b"),
-)
-# Region words: the organ a figure shows. A region word weighs REGION_WEIGHT organ words.
-REGION_WEIGHT = 3
-ORGAN_REGIONS: tuple[tuple[str, str], ...] = (
-    ("spine", r"\bspines?\b|\bspinal\b|vertebra[el]?|\bl-spine|\bc-spine|cervical (cord|level|vertebra)|"
-              r"thoracic (spine|vertebra|cord|level)|\blumbar\b|lumbosacral|thoracolumbar|\bsacrum\b|(?<!pre)(?<!pre-)\bsacral\b"),
-    ("brain", r"\bbrain|\bhead\b|\bcrani(um|al)\b|\bskull\b|intracranial|cerebral|neurocran"),
-    ("chest", r"\bchest\b|\bthorax\b|\blungs?\b|pulmonary|cardiac|\bheart\b|mediastin"),
-    ("abdomen", r"abdom[ei]n|\bpelvi[cs]\b|\bpelvis\b"),
-    ("other", r"\bneck\b|\bface\b|facial|\borbits?\b|orbital|\bsinus(es)?\b|sinonasal|mandib|maxill|\bteeth\b|"
-              r"\btooth\b|\bknee\b|\bhip\b|shoulder|\bhand\b|wrist|\bfoot\b|ankle|elbow|\bfemur\b|\btibia|radius|\bulna|clavic|scapul|patell|"
-              r"calcane|\bfingers?\b|\btoes?\b|\bhumer|\bforearm|\bthigh\b|\bleg\b|\barm\b|thyroid|breast|larynx|pharyn|parotid|temporomandibular"),
-)
-ORGAN_ANATOMY: tuple[tuple[str, str], ...] = (
-    ("spine", r"\bintervertebral|\bdiscs?\b|\b[cl][1-7]\b|\bt1[0-2]\b|\bt[3-9]\b|\bt[12](?=\s?[-/]\s?t?\d)|\bs[1-5]\b|"
-              r"\bodontoid|\batlas\b|\baxis\b|dorsolumbar|"
-              r"myelo|\bcord\b|thecal|pedicle|laminectomy|spondyl|kyphosis|scoliosis|\bcoccy"),
-    ("brain", r"cerebell|ventric(le|ular)|frontal lobe|temporal lobe|parietal|occipital|hemispher|\bsellar?\b|"
-              r"pituitar|basal ganglia|thalam|\bpons\b|midbrain|subdural|subarachnoid|white matter|meninge|"
-              r"cortical vein|gyr(us|i)\b|sulc(us|i)\b"),
-    ("chest", r"\bthoracic\b|\bpleura|\bhil(um|ar)\b|aortic arch|bronch|trachea|pericard|\bribs?\b|"
-              r"(upper|middle|lower) lobes?|lingula|atri(um|al)|"
-              r"ventricle\b(?<!lateral ventricle)|pulmonary|\bcxr\b|superior vena|\bsvc\b|esophag"),
-    ("abdomen", r"\bliver\b|hepat|\bkidneys?\b|renal|pancrea|\bspleen|splenic|\bbowel|colon|gall ?bladder|biliary|"
-                r"stomach|gastric|append|duoden|\bile(um|al)\b|jejun|adrenal|mesenter|peritone|rect(um|al)\b|"
-                r"bladder|\buter(us|ine)\b|ovar|prostat|retroperitone|\bcecum\b|sigmoid|rectus (sheath|abdominis)"),
 )
 NEGATION = re.compile(
     r"\b(no|not|without|absence of|absent|negative for|free of|resolution of|resolved|ruled out|rule out|"
@@ -105,6 +88,8 @@ ORGAN_SENSE: dict[str, dict[str, str | None]] = {
     "consolidation": {"chest": "consolidation"},
     "atelectasis": {"chest": "atelectasis"},
 }
+# Organs where a word of ORGAN_SENSE that names no finding of theirs is no finding at all.
+SENSELESS_ORGANS = frozenset({"spine", "brain", "abdomen", "pelvis", "knee", "hand", "shoulder", "foot", "head and neck"})
 DESCRIBED = (  # "<adjective> <organ>" or "<noun> of <organ>" descriptions that name a finding
     (r"\b(dilated|distended|distension|distention|dilatation|dilation|ectatic)\b", "dilatation"),
     (r"\b(thickened|increased thickness)\b", "thickening"),
@@ -160,51 +145,67 @@ def normalise_text(text: str) -> str:
 
 # --- modality and organ --------------------------------------------------------------------
 
-_MOD_RE = [(name, re.compile(p)) for name, p in MODALITY_PATTERNS]
-_REGION_RE = [(name, re.compile(p)) for name, p in ORGAN_REGIONS]
-_ANATOMY_RE = [(name, re.compile(p)) for name, p in ORGAN_ANATOMY]
 
 
-def find_modality(text: str) -> str:
+@lru_cache(maxsize=None)
+def _techniques(profile: Profile) -> list[tuple[str, re.Pattern]]:
+    """Every technique pattern a profile reads, compiled once."""
+    return [(name, re.compile(p)) for name, p in MODALITY_PATTERNS + profile.techniques]
+
+
+@lru_cache(maxsize=None)
+def _organ_words(profile: Profile) -> tuple[list[tuple[str, re.Pattern]], list[tuple[str, re.Pattern]]]:
+    """(region, anatomy) patterns of a profile, compiled once."""
+    return ([(name, re.compile(p)) for name, p in profile.regions],
+            [(name, re.compile(p)) for name, p in profile.anatomy])
+
+
+def _named_modality(name: str, profile: Profile) -> str:
+    """A technique pattern's name in a profile: a technique the profile does not ask about is "other"."""
+    return name if name in profile.modalities else "other"
+
+
+def find_modality(text: str, profile: Profile = PAPER) -> str:
     """The modality named earliest in lower-cased text (x-ray, ct, mri, other), or ``unknown``.
 
     For short texts that name one technique (a VQA-RAD answer or question); captions go
     through :func:`modality_of`, which also reports ambiguity."""
     best: tuple[int, str] | None = None
-    for name, rx in _MOD_RE:
+    for name, rx in _techniques(profile):
         m = rx.search(text)
         if m and (best is None or m.start() < best[0]):
-            best = (m.start(), name)
+            best = (m.start(), _named_modality(name, profile))
     return best[1] if best else "unknown"
 
 
-def modality_of(text: str) -> tuple[str, str | None]:
+def modality_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
     """(modality, ambiguity note) of normalised text; see the module docstring."""
-    named = {name for name, rx in _MOD_RE if rx.search(text)}
+    named = {_named_modality(name, profile) for name, rx in _techniques(profile) if rx.search(text)}
     if "other" in named:
         return "other", None
-    askable = [m for m in ASKABLE if m in named]
+    askable = [m for m in profile.modalities if m in named]
     if len(askable) > 1:
         return "unknown", f"ambiguous modality: {' and '.join(askable)} named"
     return (askable[0], None) if askable else ("unknown", None)
 
 
-def _technique_spans(text: str) -> list[tuple[int, int]]:
-    return [m.span() for name, rx in _MOD_RE if name != "other" for m in rx.finditer(text)]
+def _technique_spans(text: str, profile: Profile = PAPER) -> list[tuple[int, int]]:
+    return [m.span() for name, rx in _techniques(profile) if name in profile.modalities for m in rx.finditer(text)]
 
 
-def organ_of(text: str) -> tuple[str, str | None]:
+def organ_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
     """(organ, ambiguity note): the region named next to the technique, else the largest weighted count.
 
     A tie between counts goes to the region named first; two regions next to the technique
     ("CT of the neck and thorax") are ambiguous.
     """
-    spans = _technique_spans(text)
+    spans = _technique_spans(text, profile)
+    region_re, anatomy_re = _organ_words(profile)
     near: set[str] = set()
-    hits = sorted((m.start(), m.end(), name) for name, rx in _REGION_RE for m in rx.finditer(text))
+    hits = sorted((m.start(), m.end(), profile.organ(name)) for name, rx in region_re for m in rx.finditer(text))
     anchors = list(spans)
     for start, end, name in hits:
-        if _adjacent(text, (start, end), anchors):
+        if _adjacent(text, (start, end), anchors, len(spans)):
             near.add(name)
             anchors.append((start, end))  # "head and neck": a region joined to an adjacent one is adjacent too
     if len(near) == 1:
@@ -213,8 +214,9 @@ def organ_of(text: str) -> tuple[str, str | None]:
         return "unknown", f"ambiguous organ: {' and '.join(sorted(near))} named with the technique"
     score: dict[str, int] = {}
     first: dict[str, int] = {}
-    for weight, table in ((REGION_WEIGHT, _REGION_RE), (1, _ANATOMY_RE)):
-        for name, rx in table:
+    for weight, table in ((REGION_WEIGHT, region_re), (1, anatomy_re)):
+        for fine, rx in table:
+            name = profile.organ(fine)
             for m in rx.finditer(text):
                 score[name] = score.get(name, 0) + weight
                 first[name] = min(first.get(name, m.start()), m.start())
@@ -222,28 +224,54 @@ def organ_of(text: str) -> tuple[str, str | None]:
         return "unknown", None
     top = max(score.values())
     winners = sorted((first[k], k) for k, v in score.items() if v == top)
+    if len(winners) > 1 and profile.extended:
+        return "unknown", f"ambiguous organ: {' and '.join(sorted(k for _, k in winners))} named as often"
     return winners[0][1], None
 
 
-def _adjacent(text: str, span: tuple[int, int], anchors: list[tuple[int, int]]) -> bool:
-    """A region word within the technique's noun phrase: "chest CT", "CT of the chest", "abdominal MRI"."""
+def _adjacent(text: str, span: tuple[int, int], anchors: list[tuple[int, int]], techniques: int) -> bool:
+    """A region word within the technique's noun phrase: "chest CT", "CT of the chest", "abdominal MRI".
+
+    ``anchors`` starts with the ``techniques`` technique spans, then the regions found adjacent so far."""
     for s, e in anchors:
         between = text[e:span[0]] if span[0] >= e else text[span[1]:s]
         if len(between) <= 40 and not re.search(r"[.;:(]|\b(showing|shows|with|revealing|demonstrat\w*|in|at)\b", between):
-            if not re.search(r",|\band\b", between) or (s, e) not in anchors[: len(_technique_spans(text))]:
+            if not re.search(r",|\band\b", between) or (s, e) not in anchors[:techniques]:
                 return True
     return False
 
 
 # --- conditions -------------------------------------------------------------------------------
 
-_SYN = {k: v for k, v in CONDITION_SYNONYMS.items() if k not in QUALIFIERS and v not in SIGNS}
-_SYN.update({"mass effect": "mass effect"})
-_COND_RE = re.compile(
-    r"\b(" + "|".join(re.escape(k) for k in sorted(_SYN, key=len, reverse=True)) + r")(?:s|es)?\b"
-)
 _ANATOMICAL_RE = re.compile(r"\b(" + ANATOMICAL + r")\b")
-_DESCRIBED_RE = [(re.compile(p), cond) for p, cond in DESCRIBED]
+# The extended profile also reads "enlarged / widened <structure>" and fluid in a joint or bursa as findings.
+EXTENDED_DESCRIBED = (
+    (r"\b(enlarged|enlargement of)\b(?! (\w+ ){0,2}(lymph )?nodes?\b)", "enlargement"),
+    (r"\b(widened|widening of)\b(?! (\S+ ){0,5}?(joint )?space)", "widening"),  # a joint space is a measurement
+    (r"\bfluid (in|within) the (\w+ ){0,3}(joint|bursa|recess|tendon sheath)", "effusion"),
+)
+# ... and these cues: negation ("neither ... nor", "clearance of the calculi", "union of the fracture"), context
+# (a presentation, the reason for a joint replacement), a finding "not observed" after it.
+EXTENDED_NEGATION = re.compile(r"\b(neither|nor|clearance of|union of|healing of|misdiagnosed as)\b")
+EXTENDED_CONTEXT = re.compile(r"\b(present(ed|ing|s)? with|complain(ed|ing|s)? of|"
+                              r"(arthroplasty|tha|tka|thr|replacement) for)\b")
+EXTENDED_LINKS = re.compile(r"\b(occupying|filling|cent(er|re)d (on|in)|arising (from|in))\b")
+# "(on an axial) MR image of the knee": the figure's subject, not a finding's place.
+EXTENDED_SUBJECT = re.compile(r"\b(image|scan|radiograph|view|section|mri|ct|x-ray|ultrasound|sonogram) of the "
+                              r"(right |left )?\w+$|\b(image|scan|radiograph|view|section|mri|ct|x-ray|ultrasound|sonogram)"
+                              r" of the (right |left )?\w+(?=[,;]| showing| shows| with| demonstrat)")
+EXTENDED_DISPLACED = re.compile(r"\b(displac|compress|abutt|push|indent)\w*\b[^,;()]*")
+EXTENDED_POST_NEGATION = re.compile(r"^\W*(\w+\W+){0,3}?(was|were|is|are) not (observed|seen|identified|detected|found)\b")
+
+
+@lru_cache(maxsize=None)
+def _condition_words(profile: Profile) -> tuple[dict[str, str], re.Pattern, list[tuple[re.Pattern, str]]]:
+    """(synonym -> condition, the synonyms' pattern, described patterns) of a profile, built once."""
+    syn = {k: v for k, v in profile.synonyms.items() if k not in QUALIFIERS and v not in SIGNS}
+    syn.update({"mass effect": "mass effect"})
+    pattern = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(syn, key=len, reverse=True)) + r")(?:s|es)?\b")
+    described = DESCRIBED + (EXTENDED_DESCRIBED if profile.extended else ())
+    return syn, pattern, [(re.compile(p), cond) for p, cond in described]
 
 
 @dataclass(frozen=True)
@@ -254,37 +282,40 @@ class Mention:
     described: bool = False  # "dilated", "thickened": an adjective naming the finding of the organ after it
 
 
-def condition_mentions(clause: str, organ: str = "unknown") -> list[Mention]:
+def condition_mentions(clause: str, organ: str = "unknown", profile: Profile = PAPER) -> list[Mention]:
     """Condition mentions of one clause, in order, qualifiers, signs and anatomy removed."""
+    synonyms, pattern, described = _condition_words(profile)
     blocked = [m.span() for m in _ANATOMICAL_RE.finditer(clause)]
     out: list[Mention] = []
-    for m in _COND_RE.finditer(clause):
+    for m in pattern.finditer(clause):
         if any(s <= m.start() < e for s, e in blocked):
             continue
         word = m.group(1)
-        condition = _SYN[word]
+        condition = synonyms[word]
         sense = ORGAN_SENSE.get(word) or ORGAN_SENSE.get(condition)
         if sense is not None:
-            condition = sense.get(organ) if organ in sense else (None if organ in ("spine", "brain", "abdomen") else condition)
+            condition = sense.get(organ) if organ in sense else (None if organ in SENSELESS_ORGANS else condition)
             if condition is None:
                 continue
         out.append(Mention(m.start(), m.end(), condition))
-    for rx, condition in _DESCRIBED_RE:
+    for rx, condition in described:
         for m in rx.finditer(clause):
             if not any(x.start <= m.start() < x.end for x in out):
                 out.append(Mention(m.start(), m.end(), condition, described=True))
     return sorted(out, key=lambda x: x.start)
 
 
-def _is_negated(clause: str, mention: Mention) -> bool:
+def _is_negated(clause: str, mention: Mention, profile: Profile = PAPER) -> bool:
     """Negated in its clause (up to "with" or a new enumerated item), after it ("has disappeared"),
     or inside a context phrase ("history of")."""
-    for cue in NEGATION.finditer(clause[: mention.start]):
+    negation, context = ((NEGATION, EXTENDED_NEGATION), (CONTEXT, EXTENDED_CONTEXT)) if profile.extended \
+        else ((NEGATION,), (CONTEXT,))
+    for cue in (c for rx in negation for c in rx.finditer(clause[: mention.start])):
         if not re.search(r"\bwith\b|\(\w\)", clause[cue.end():mention.start]):
             return True
-    if POST_NEGATION.search(clause[mention.end:]):
+    if POST_NEGATION.search(clause[mention.end:]) or (profile.extended and EXTENDED_POST_NEGATION.search(clause[mention.end:])):
         return True
-    for cue in CONTEXT.finditer(clause[: mention.start]):
+    for cue in (c for rx in context for c in rx.finditer(clause[: mention.start])):
         if not CONTEXT_END.search(clause[cue.end():mention.start]):
             return True
     return False
@@ -336,6 +367,12 @@ IMPLIED_REGION: dict[str, str] = {
     "cholecystitis": "gallbladder", "cholelithiasis": "gallbladder", "pancreatitis": "pancreas",
     "splenomegaly": "spleen", "hepatomegaly": "liver", "cirrhosis": "liver", "pituitary tumor": "sellar region",
     "midline shift": "midline",
+    # conditions of the extended profile whose name holds their place
+    "mediastinal shift": "mediastinum", "tracheal shift": "trachea", "carpal tunnel syndrome": "carpal tunnel",
+    "talar tilt": "talus", "polycystic kidney disease": "kidney", "rotator cuff tear": "rotator cuff",
+    "sacroiliitis": "sacroiliac joint", "anophthalmia": "orbit", "proptosis": "orbit", "laryngocele": "larynx",
+    "sinusitis": "paranasal sinuses", "goiter": "thyroid gland", "thyroiditis": "thyroid gland",
+    "baker cyst": "popliteal fossa",
 }
 HEDGE = re.compile(r"\b(consistent with|suggestive of|suggesting|compatible with|in keeping with|representing|"
                    r"indicating|indicative of|due to|likely|probably)\W*(an?|the)?\W*$")
@@ -369,8 +406,8 @@ def places(clause: str, organ: str) -> list[Place]:
             if any(p.start <= m.start() < p.end for p in found):
                 continue
             side, start = _side_before(masked, m.start()) or (_side_after(masked, m.end()), m.start())
-            if region == "cerebellum" and side in ("left", "right"):
-                region, sides = "cerebellar hemisphere", ("right", "left", "bilateral")
+            if region in SIDED_REGIONS and side in ("left", "right"):
+                region, sides = SIDED_REGIONS[region]
             found.append(Place(start, m.end(), region, sides, side))
     if organ == "chest":  # RUL, RML, RLL, LUL, LLL name the side with the lobe
         found = [Place(p.start, p.end, p.region, p.sides, {"r": "right", "l": "left"}[masked[p.start]])
@@ -427,7 +464,7 @@ def positions_of(clause: str, mention: Mention, mentions: list[Mention], organ: 
 # --- whole captions -----------------------------------------------------------------------------
 
 
-def find_conditions(text: str, organ: str = "unknown") -> tuple[list[dict], list[str]]:
+def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER) -> tuple[list[dict], list[str]]:
     """(present findings with positions, negated conditions) in free text.
 
     A finding at several places is listed once per place; a hedged diagnosis ("lesion in the left
@@ -435,14 +472,21 @@ def find_conditions(text: str, organ: str = "unknown") -> tuple[list[dict], list
     findings: list[dict] = []
     negated: list[str] = []
     for clause in CLAUSE_SPLIT.split(normalise_text(text)):
-        mentions = condition_mentions(clause, organ)
-        placed = {m: positions_of(clause, m, mentions, organ) for m in mentions}
+        mentions = condition_mentions(clause, organ, profile)
+        if profile.extended:  # what a finding displaces is not where it is; what it occupies is
+            shown = EXTENDED_DISPLACED.sub(lambda m: " " * len(m.group(0)), clause)
+            shown = EXTENDED_LINKS.sub(lambda m: "in".ljust(len(m.group(0))), shown)
+            shown = EXTENDED_SUBJECT.sub(lambda m: " " * len(m.group(0)), shown)
+            placed = {m: _sided_region(shown, organ, m.condition, positions_of(shown, m, mentions, organ))
+                      for m in mentions}
+        else:
+            placed = {m: positions_of(clause, m, mentions, organ) for m in mentions}
         for m, nxt in zip(mentions, mentions[1:]):  # "fracture-dislocation of T6", "X and Y in the liver"
             if not placed[m] and re.fullmatch(r"\s*(-|/|,|and|or)?\s*", clause[m.end:nxt.start]):
                 placed[m] = placed[nxt]
         last: list[str] = []
         for mention in mentions:
-            if _is_negated(clause, mention):
+            if _is_negated(clause, mention, profile):
                 negated.append(mention.condition)
                 continue
             where = placed[mention]
@@ -452,8 +496,47 @@ def find_conditions(text: str, organ: str = "unknown") -> tuple[list[dict], list
             last = where or last
             for position in where or [None]:
                 _add(findings, _located(mention.condition, position), position)
+    if profile.extended:
+        findings = _with_caption_side(findings, normalise_text(text), organ)
     present = {f["condition"] for f in findings}
     return findings, list(dict.fromkeys(c for c in negated if c not in present))
+
+
+def _sided_region(clause: str, organ: str, condition: str, where: list[str]) -> list[str]:
+    """The extended profile: a finding placed only by a side ("lesion on the left angle of the mandible") is
+    in the one structure of its clause that takes that side, when the clause names one (other than the
+    place its own name implies: a left pleural effusion stays "left")."""
+    if len(where) != 1 or where[0] not in ("left", "right", "bilateral"):
+        return where
+    side = where[0]
+    regions = set()
+    for p in places(clause, organ):
+        region, sides = SIDED_REGIONS.get(p.region, (p.region, p.sides)) if p.region else (None, ())
+        if region and region not in NEEDS_SIDE and region != IMPLIED_REGION.get(condition) and side in sides \
+                and p.side in (None, side):
+            regions.add((region, sides))
+    if len(regions) != 1:
+        return where
+    region, sides = regions.pop()
+    return [position_phrase(side, region, sides) or side]
+
+
+def _with_caption_side(findings: list[dict], text: str, organ: str) -> list[dict]:
+    """The extended profile: a finding placed in a sided structure without a side takes the caption's side
+    when the caption names one side only ("X-ray of the left clavicle: clavicle fracture" -> left clavicle)."""
+    sides = {SIDE_WORDS[m.group(1)] for m in _SIDE_RE.finditer(NOT_A_PLACE.sub(" ", text))}
+    if len(sides) != 1:
+        return findings
+    side = sides.pop()
+    takes = {region: region_sides for _, region, region_sides in POSITION_REGIONS.get(organ, ())}
+    out: list[dict] = []
+    for f in findings:
+        position = f["position"]
+        if position in takes and side in takes[position]:
+            position = position_phrase(side, position, takes[position])
+        if {"condition": f["condition"], "position": position} not in out:
+            out.append({"condition": f["condition"], "position": position})
+    return out
 
 
 LOCATED: dict[tuple[str, str], str] = {("calculus", "kidney"): "kidney stone", ("calculus", "gallbladder"): "cholelithiasis"}
@@ -480,11 +563,11 @@ def _add(findings: list[dict], condition: str, position: str | None) -> None:
         findings.append({"condition": condition, "position": position})
 
 
-def normalise_finding(condition: str, position: str | None, organ: str) -> dict | None:
+def normalise_finding(condition: str, position: str | None, organ: str, profile: Profile = PAPER) -> dict | None:
     """A free-text finding (an LLM's) in the controlled vocabularies: the condition's canonical name and the
     position as a phrase of the organ's vocabulary (None when it names none); None when the condition
     names nothing in the vocabulary (it is left out, never kept as free text)."""
-    mentions = condition_mentions(normalise_text(condition), organ)
+    mentions = condition_mentions(normalise_text(condition), organ, profile)
     if not mentions:
         return None
     phrase = None
@@ -495,10 +578,20 @@ def normalise_finding(condition: str, position: str | None, organ: str) -> dict 
     return {"condition": mentions[0].condition, "position": phrase}
 
 
-def figure_flags(text: str) -> list[str]:
+# The extended profile: two projections named as one figure ("lateral and dorsoplantar X-ray") are two panels;
+# and a study described as normal or healthy with a word between ("normal AP radiograph", "healthy knee").
+EXTENDED_PANELS = re.compile(r"\b(ap|pa|lateral|oblique|axial|dorsoplantar|anteroposterior|frontal|sagittal|coronal)"
+                             r" (and|&) (ap|pa|lateral|oblique|axial|dorsoplantar|anteroposterior|frontal|sagittal|"
+                             r"coronal) (views?|x-?rays?|radiographs?|images?|projections?)\b")
+EXTENDED_NORMAL = re.compile(r"\bnormal (\w+ ){0,2}(radiograph|x-?ray|scan|image|mri|ct|ultrasound|sonogra\w*|"
+                             r"appearance|study)|\bhealthy (\w+ )?(knee|hip|shoulder|hand|wrist|foot|ankle|subject|"
+                             r"volunteer|infant|child|adult|prostate|thyroid)")
+
+
+def figure_flags(text: str, profile: Profile = PAPER) -> list[str]:
     """Reasons a captioned figure cannot serve as one image: panels, animal study, non-radiology."""
     flags = []
-    if PANELS.search(text):
+    if PANELS.search(text) or (profile.extended and EXTENDED_PANELS.search(text)):
         flags.append("multi-panel figure")
     if ANIMAL.search(text):
         flags.append("animal study")
@@ -511,20 +604,20 @@ NORMAL = re.compile(r"\b(normal (study|examination|scan|image|appearance|finding
                     r"(no|without) (obvious |any )?(abnormalit|patholog|lesion)|unremarkable)\w*")
 
 
-def extract(caption_id: str, caption: str) -> Extraction:
-    """Rule-based extraction of one caption."""
+def extract(caption_id: str, caption: str, profile: Profile = PAPER) -> Extraction:
+    """Rule-based extraction of one caption, in a profile's modalities, organs and vocabularies."""
     text = normalise_text(caption)
-    modality, mod_note = modality_of(text)
-    organ, organ_note = organ_of(text)
-    findings, negated = find_conditions(caption, organ)
-    flags = figure_flags(text) + [n for n in (mod_note, organ_note) if n]
+    modality, mod_note = modality_of(text, profile)
+    organ, organ_note = organ_of(text, profile)
+    findings, negated = find_conditions(caption, organ, profile)
+    flags = figure_flags(text, profile) + [n for n in (mod_note, organ_note) if n]
     return Extraction(
         id=caption_id,
         modality=modality,
         organ=organ,
         findings=findings,
         negated=negated,
-        normal=not findings and bool(NORMAL.search(text)),
+        normal=not findings and bool(NORMAL.search(text) or (profile.extended and EXTENDED_NORMAL.search(text))),
         flags=flags,
     )
 

@@ -21,6 +21,7 @@ SOURCES = Registry(
         "roco": "probmed.benchmark.sources.captions:load_roco_source",
         "dicom": "probmed.benchmark.sources.dicom:load",
         "roco_images": "probmed.benchmark.sources.roco_images:load",
+        "roco_extended": "probmed.benchmark.sources.roco_extended:load",
         "covid_ct": "probmed.benchmark.sources.covid_ct:load",
         "figshare": "probmed.benchmark.sources.brain_mri:load_figshare",
         "brats": "probmed.benchmark.sources.brain_mri:load_brats",

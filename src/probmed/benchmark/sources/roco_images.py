@@ -9,6 +9,9 @@ stated or ambiguous. Findings named in the caption are present, with their posit
 vocabulary; silence is not evidence of absence (``abnormal`` stays unknown unless the caption names a
 finding, or says the image is normal). Licence per figure, as ROCO records it.
 Pixels: every figure written the same way (grayscale, long side ``image_size``, one filter, PNG).
+
+The loader takes a caption profile (curation.profiles): roco_images keeps the paper's scope
+(``PAPER``); roco_extended reads the same way in the extended one.
 """
 
 from __future__ import annotations
@@ -19,41 +22,42 @@ from typing import Callable
 from probmed.core.progress import progress
 
 from probmed.benchmark.curation.extract_rules import Extraction, extract as extract_rules, normalise_finding
+from probmed.benchmark.curation.profiles import PAPER, Profile
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.benchmark.sources.tabular import ImagePolicy, read_metadata, write_images
 from probmed.core.errors import ConfigError, SourceError
 from probmed.core.records import Finding, ImageRecord
-from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS
 
 SOURCE = "ROCO"
 REQUIRED = ("file", "roco_id", "pmc_article", "licence", "caption")
 Extractor = Callable[[str, str], Extraction]
 
 
-def exclusion(rules: Extraction, ex: Extraction) -> str | None:
-    """Why a captioned figure cannot be one benchmark image, or None.
+def exclusion(rules: Extraction, ex: Extraction, profile: Profile = PAPER) -> str | None:
+    """Why a captioned figure cannot be one benchmark image of the profile's scope, or None.
 
     ``rules`` is the rule extraction (figure flags, ambiguity); ``ex`` the extraction used for the
     record (the same one, or the LLM's)."""
     for flag in ("multi-panel figure", "animal study", "non-radiology figure"):
         if flag in rules.flags:
             return flag
-    if ex.modality == "other":
-        return "modality other than CT, MRI or X-ray"
-    if ex.modality not in ASKABLE_MODALITIES:
+    if ex.modality not in profile.modalities and ex.modality != "unknown":
+        return f"modality other than {profile.outside_modalities}"
+    if ex.modality not in profile.modalities:
         ambiguous = any(f.startswith("ambiguous modality") for f in rules.flags)
         return "modality ambiguous" if ambiguous else "modality not stated"
-    if ex.organ == "other":
-        return "organ other than abdomen, brain, chest or spine"
-    if ex.organ not in ASKABLE_ORGANS:
+    if ex.organ not in profile.organs and ex.organ != "unknown":
+        return f"organ other than {profile.outside_organs}"
+    if ex.organ not in profile.organs:
         ambiguous = any(f.startswith("ambiguous organ") for f in rules.flags)
         return "organ ambiguous" if ambiguous else "organ not stated"
     return None
 
 
-def _extract(roco_id: str, caption: str, extractor: Extractor, result: SourceResult) -> tuple[Extraction, Extraction] | None:
-    rules = extract_rules(roco_id, caption)
-    if extractor is extract_rules:
+def _extract(roco_id: str, caption: str, extractor: Extractor, result: SourceResult,
+             profile: Profile) -> tuple[Extraction, Extraction] | None:
+    rules = extract_rules(roco_id, caption, profile)
+    if extractor is extract_rules:  # the rules, read in the source's profile
         return rules, rules
     try:
         return rules, extractor(roco_id, caption)
@@ -65,13 +69,15 @@ def _extract(roco_id: str, caption: str, extractor: Extractor, result: SourceRes
 
 
 def load_roco_images(
-    data_dir: Path, policy: ImagePolicy, image_root: Path, extractor: Extractor = extract_rules, write: bool = True
+    data_dir: Path, policy: ImagePolicy, image_root: Path, extractor: Extractor = extract_rules, write: bool = True,
+    profile: Profile = PAPER, folder: str = "roco-images",
 ) -> SourceResult:
+    """ROCO figures of a ``metadata.csv`` folder (``folder`` names it in messages) -> records of the profile's scope."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
-        raise SourceError(f"roco-images directory not found: {data_dir}")
+        raise SourceError(f"{folder} directory not found: {data_dir}")
     result = SourceResult(SOURCE)
-    rows = read_metadata(data_dir, REQUIRED, "roco-images")
+    rows = read_metadata(data_dir, REQUIRED, folder)
     pending = []
     for row in progress(rows, desc="captions", unit="caption", leave=False, disable=len(rows) < 200):
         image_id = f"roco-{row['roco_id']}"
@@ -82,16 +88,17 @@ def load_roco_images(
         if not row["licence"]:
             result.exclude("no licence stated", image_id)
             continue
-        got = _extract(row["roco_id"], row["caption"], extractor, result)
+        got = _extract(row["roco_id"], row["caption"], extractor, result, profile)
         if got is None:
             continue
         rules, ex = got
-        reason = exclusion(rules, ex)
+        reason = exclusion(rules, ex, profile)
         if reason:
             result.exclude(reason, image_id)
             continue
         if ex is not rules:  # another extractor's free text, in the controlled vocabularies (or left out)
-            kept = [n for f in ex.findings if (n := normalise_finding(f["condition"], f.get("position"), ex.organ))]
+            kept = [n for f in ex.findings
+                    if (n := normalise_finding(f["condition"], f.get("position"), ex.organ, profile))]
             ex.findings = list({(n["condition"], n["position"]): n for n in kept}.values())
         findings = [Finding(f["condition"], f.get("position")) for f in ex.findings]
         pending.append((ImageRecord(
@@ -109,7 +116,7 @@ def load_roco_images(
         ), src))
     write_images(pending, policy, result, write)
     if not result.records:
-        raise SourceError(f"{data_dir}: no usable roco-images figure")
+        raise SourceError(f"{data_dir}: no usable {folder} figure")
     result.notes["captions"] = len(rows)
     return result
 

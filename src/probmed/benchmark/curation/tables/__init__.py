@@ -8,6 +8,8 @@
   member of a present finding's group is never asked as a hallucinated condition.
 * ``region_overlap.csv``: position regions of one organ that overlap (one contains
   or shares tissue with the other): never an adversary of each other.
+* ``organ_regions.csv``: the benchmark organ each fine body region of a caption belongs
+  to (regions too small to stand alone merged, or ``other``).
 
 Lines starting with ``#`` are comments. Each loader is cached: the tables are read once.
 """
@@ -19,6 +21,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
 from typing import Iterator
+
+from probmed.core.vocab import ORGANS
 
 
 class TableError(ValueError):
@@ -87,3 +91,14 @@ def region_overlaps() -> dict[str, frozenset[tuple[str, str]]]:
         pairs.add((row["region"], row["overlaps"]))
         pairs.add((row["overlaps"], row["region"]))
     return {k: frozenset(v) for k, v in out.items()}
+
+
+@lru_cache(maxsize=None)
+def organ_regions() -> dict[str, str]:
+    """Fine body region (as the caption extractor and the roco-extended hand labels name it) -> organ."""
+    out: dict[str, str] = {}
+    for lineno, row in _rows("organ_regions.csv", ("region", "organ", "why")):
+        if row["organ"] not in ORGANS:
+            raise TableError(f"organ_regions.csv: line {lineno}: organ {row['organ']!r} not in {ORGANS}")
+        out[row["region"]] = row["organ"]
+    return out

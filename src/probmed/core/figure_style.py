@@ -7,6 +7,9 @@ stage). Every accuracy bar carries its bootstrap interval and the number behind
 it (images or units, :func:`bars`); a missing value is an "n/a" mark where the
 bar would be, never a bar of height 0, and a true 0 is a visible outline with
 its interval and n.
+
+In core because both the report (probmed.reporting) and the transfer study
+(probmed.finetune) draw with it, and fine-tuning never imports reporting.
 """
 
 from __future__ import annotations
