@@ -147,8 +147,13 @@ class GateResult:
 
 
 def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True) -> GateResult:
-    """Fail when the oracle beats exact random by more than the margin anywhere, or a lint or contradiction remains."""
+    """Fail when the oracle beats exact random by more than the margin anywhere, or a lint or contradiction remains.
+
+    An empty set fails too: with nothing to score every check passes vacuously, and a run over it measures nothing.
+    """
     failures = []
+    if not audit["meta"]["questions"]:
+        failures.append("the question set has no questions (every record was excluded, or none was given)")
     oracle = audit["oracle"]
     for name, entry in [*oracle["by_category"].items(), ("overall", oracle["overall"])]:
         acc, rnd = entry["accuracy"], entry["random"]
