@@ -86,3 +86,38 @@ def test_the_key_is_redacted_in_every_encoding_a_server_may_echo():
             assert KEY[:n] not in cleaned and urllib.parse.quote(KEY[:n], safe="") not in cleaned, what
         assert base64.b64encode(KEY.encode()).decode()[:12] not in cleaned, what
     assert redact("a short sk-proj prefix stays") == "a short sk-proj prefix stays"  # 7 chars: not a leak
+
+
+PROBE_KEY = "sk-test-SECRET123456789"  # the probe: the server echoed the key without its prefix
+
+
+def test_any_run_of_8_characters_of_the_key_is_masked_not_only_prefixes():
+    redact = Redactor(PROBE_KEY)
+    suffix = PROBE_KEY[len("sk-test-"):]  # SECRET123456789: all of the key's random part
+    echoes = {
+        "suffix": f"Yes. Your key {suffix} was used.",
+        "middle": f"No. Key ...{PROBE_KEY[5:14]}... is near its quota.",
+        "suffix percent": "key=" + "".join(f"%{b:02x}" for b in suffix.encode()),
+        "suffix mixed": "key=SEC" + "".join(f"%{b:02X}" for b in b"RET12") + "\\u0033" + "456789",
+        "suffix json": json.dumps(suffix).replace("E", "\\u0045"),
+        "suffix base64": base64.b64encode(f"user:{suffix}".encode()).decode(),
+        "suffix base64 url": base64.urlsafe_b64encode(f"ab{suffix}".encode()).decode(),
+    }
+    for what, text in echoes.items():
+        cleaned = redact(text)
+        assert "***" in cleaned, what
+        for start in range(len(PROBE_KEY) - 7):  # no 8-character run of the key survives
+            assert PROBE_KEY[start:start + 8] not in cleaned, (what, cleaned)
+    assert redact(f"Yes. Your key {suffix} was used.") == "Yes. Your key *** was used."
+    assert redact("SECRET1 and 23456789") == "SECRET1 and ***"  # 7 characters: not a leak; 8: masked
+    assert redact("The answer is yes.") == "The answer is yes."
+
+
+def test_redaction_is_linear_in_the_text_for_a_long_key():
+    import time
+
+    redact = Redactor("sk-proj-" + "A1b2C3d4e5" * 16)  # 168 characters, like a project key
+    text = "The answer is yes, because the image shows a consolidation. " * 530  # a 32,000-character answer
+    start = time.perf_counter()
+    assert redact(text) == text
+    assert time.perf_counter() - start < 1.0

@@ -179,14 +179,14 @@ def test_a_second_writer_is_refused_naming_the_holders_pid(tmp_path):
         reader = AnswerStore(tmp_path / "s")  # reading is always allowed
         with pytest.raises(StoreLockedError, match=f"pid {holder.pid}"):
             reader.append([full("a")])  # a reader becomes a writer at its first append
-        other = AnswerStore(tmp_path / "s", "shard-001-of-002.jsonl", writer=True)  # another file: no conflict
-        other.close()
+        with pytest.raises(StoreLockedError, match=f"in use by an unsharded run \\(pid {holder.pid}\\)"):
+            AnswerStore(tmp_path / "s", "shard-001-of-002.jsonl", writer=True)  # another split of the same store
     finally:
         holder.kill()
         holder.wait()
     with AnswerStore(tmp_path / "s", writer=True) as store:  # the kernel dropped the dead holder's lock
         store.append([full("a")])
-    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["answers.jsonl", "shard-001-of-002.jsonl"]
+    assert sorted(p.name for p in (tmp_path / "s").iterdir()) == ["answers.jsonl"]  # no lock file is left
 
 
 def test_a_second_writer_waits_when_asked(tmp_path):

@@ -7,6 +7,13 @@ credential-named key or a key-shaped value is refused before any work
 (probmed.core.secrets), since params reach git, dvc.lock and MLflow. OmegaConf
 is imported when a file is read, not with this module, so every command starts
 fast (`probmed --help`).
+
+Parameters are plain data, checked as the commands will see them: the YAML
+loader refuses anchors and aliases (a "billion laughs" file of a few hundred
+bytes expands to 9^d values in OmegaConf) and nesting deeper than
+:data:`MAX_DEPTH`, and any ``${...}`` interpolation is refused (params.yaml has
+none by design, keys come from ``api_key_env``, and ``${oc.env:...}`` would
+carry a key past the secret guard into every log), each naming the key.
 """
 
 from __future__ import annotations
@@ -16,7 +23,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, Sequence
 
 from probmed.core.errors import ConfigError
-from probmed.core.secrets import refuse_secrets
+from probmed.core.secrets import leaves, refuse_secrets
 
 if TYPE_CHECKING:
     from omegaconf import DictConfig
@@ -24,6 +31,7 @@ if TYPE_CHECKING:
 OVERRIDE_KEY = re.compile(r"^[A-Za-z_][\w\-]*(?:\.[\w\-]+|\[\d+\])*$")
 
 DEFAULT_PARAMS = Path("params.yaml")
+MAX_DEPTH = 32  # nesting levels a params tree may have (params.yaml has 5)
 
 def _parse_override(override: str) -> tuple[str, Any]:
     """One dotted ``key=value``: the key and its value read as YAML 1.2 (like params.yaml); ConfigError names it."""
@@ -32,8 +40,12 @@ def _parse_override(override: str) -> tuple[str, Any]:
     key, sep, text = override.partition("=")
     if not sep or not OVERRIDE_KEY.match(key):
         raise ConfigError(f"override {override!r} is not of the form key=value (a dotted key, e.g. score.seed=1)")
+    if len(re.split(r"\.|\[", key)) > MAX_DEPTH:
+        raise ConfigError(f"override {key[:60]}...: the key has more than {MAX_DEPTH} parts")
     try:
         return key, (yaml.load(text, Loader=yaml12_loader()) if text else "")
+    except _NotPlain as exc:
+        raise ConfigError(f"override {key}=...: {exc.at(key)}") from None
     except yaml.YAMLError as exc:
         reason = str(exc).splitlines()[0]
         raise ConfigError(f"override {override!r}: cannot set {key} ({reason})") from None
@@ -50,33 +62,52 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()
     """Read params.yaml and apply dotted ``key=value`` overrides (values read as YAML 1.2, as DVC reads them).
 
     Merging follows `dvc exp run -S` (Hydra): a mapping value merges into the
-    mapping it overrides, anything else replaces the old value. Whether the
-    result is a valid parameter set is :func:`check_config`'s question.
+    mapping it overrides, anything else replaces the old value. The file and
+    every override are checked as plain data before OmegaConf sees them (no
+    interpolation, no secret), and the merged tree's resolved values once more
+    for secrets. Whether the result is a valid parameter set is
+    :func:`check_config`'s question.
     """
-    import yaml
-    from omegaconf import DictConfig, OmegaConf
+    from omegaconf import OmegaConf
     from omegaconf.errors import OmegaConfBaseException
 
     path = Path(path)
     if not path.exists():
         raise ConfigError(f"parameter file {path} not found")
-    try:
-        cfg = OmegaConf.create(read_yaml_12(path))
-    except yaml.YAMLError as exc:
-        raise ConfigError(f"parameter file {path} is not valid YAML: {exc}") from None
-    if not isinstance(cfg, DictConfig):
+    data = read_yaml_12(path)
+    if not isinstance(data, dict):
         raise ConfigError(f"parameter file {path}: expected a mapping of parameters")
-    refuse_secrets(OmegaConf.to_container(cfg, resolve=False), str(path))
+    refuse_unplain(data, str(path))
     parsed = [(override, *_parse_override(override)) for override in overrides]
-    for _, key, value in parsed:  # every override checked for secrets before any is applied
-        refuse_secrets(_as_tree(key, value), "overrides")
+    for _, key, value in parsed:  # every override checked before any is applied
+        refuse_unplain(_as_tree(key, value), "overrides")
+    cfg = OmegaConf.create(data)
     for override, key, value in parsed:
         try:
             OmegaConf.update(cfg, key, value, merge=True)
         except OmegaConfBaseException as exc:
             reason = str(exc).splitlines()[0]
             raise ConfigError(f"override {override!r}: cannot set {key} ({reason})") from None
+    refuse_secrets(to_plain(cfg), "params")  # what every command reads: the resolved tree
     return cfg
+
+
+def refuse_unplain(tree: Any, where: str) -> None:
+    """ConfigError naming each key whose value interpolates (``${...}``), then each secret (probmed.core.secrets).
+
+    Interpolation is refused outright: params.yaml has none by design, OmegaConf
+    and DVC would resolve it where no check looks (``${oc.env:OPENAI_API_KEY}``
+    puts a key into the output, dvc.lock and MLflow), and keys are read from
+    the environment variable ``api_key_env`` names.
+    """
+    found = [key for key, value in leaves(tree) if isinstance(value, str) and "${" in value]
+    if found:
+        raise ConfigError(
+            f"{where}: {', '.join(found)}: '${{...}}' interpolation is not allowed in parameters (value not shown); "
+            "write the value itself (an API key is never a parameter: name its environment variable in the "
+            "model's api_key_env)"
+        )
+    refuse_secrets(tree, where)
 
 
 def check_config(cfg: Any) -> None:
@@ -86,21 +117,63 @@ def check_config(cfg: Any) -> None:
     check_params(to_plain(cfg))
 
 
+class _NotPlain(Exception):
+    """The YAML holds an anchor, an alias or too deep a nesting (raised while composing, before any value is built)."""
+
+    def __init__(self, keys: list[str], line: int, reason: str) -> None:
+        super().__init__(reason)
+        self.keys, self.line, self.reason = keys, line, reason
+
+    def at(self, prefix: str = "") -> str:
+        """The message, naming the key (under ``prefix``) and the line."""
+        key = _dotted([prefix, *self.keys]) or "(top level)"
+        return f"key {key} (line {self.line}): {self.reason}"
+
+
+def _dotted(parts: list[str]) -> str:
+    """``["a", "b", "[0]"]`` as ``a.b[0]`` (empty parts, the document and mapping keys, left out)."""
+    out = ""
+    for part in filter(None, parts):
+        out += part if part.startswith("[") or not out else f".{part}"
+    return out
+
+
 def yaml12_loader() -> type:
-    """A YAML loader with YAML 1.2 booleans (only true/false), the way DVC reads params.yaml.
+    """A YAML loader for parameters: YAML 1.2 booleans (only true/false), the way DVC reads params.yaml, and plain data.
 
     OmegaConf's own loader follows YAML 1.1, where ``yes``/``no``/``on``/``off`` are
     booleans. DVC rewrites params.yaml on ``dvc exp run -S`` and drops quotes, so a
     quoted ``"yes"`` key would come back as ``True``; reading with 1.2 rules keeps
-    both tools agreeing on every value.
+    both tools agreeing on every value. Anchors and aliases are refused, and
+    nesting past :data:`MAX_DEPTH`, while the document is composed: an alias
+    costs nothing to parse but OmegaConf copies what it points at, so nine
+    lines of aliases make 9^9 values (a "billion laughs"), and deep nesting
+    exhausts the recursion of every tree walker.
     """
+    import yaml
     from omegaconf._utils import get_yaml_loader
 
     base = get_yaml_loader()
     bool_tag = "tag:yaml.org,2002:bool"
 
     class Yaml12Loader(base):  # type: ignore[misc, valid-type]
-        pass
+        def __init__(self, stream: Any) -> None:
+            super().__init__(stream)
+            self.keys: list[str] = []  # the path to the node being composed
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            keys = self.keys
+            keys.append(f"[{index}]" if isinstance(index, int) else str(getattr(index, "value", "")))
+            event = self.peek_event()
+            if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None) is not None:
+                raise _NotPlain(list(keys), event.start_mark.line + 1, "a YAML anchor or alias (&name, *name): parameters "
+                                "are plain values, write each one out")
+            if len(keys) > MAX_DEPTH:
+                raise _NotPlain(list(keys), event.start_mark.line + 1, f"nested more than {MAX_DEPTH} levels deep")
+            try:
+                return super().compose_node(parent, index)
+            finally:
+                keys.pop()
 
     Yaml12Loader.yaml_implicit_resolvers = {
         first: [(tag, rx) for tag, rx in resolvers if tag != bool_tag]
@@ -111,11 +184,16 @@ def yaml12_loader() -> type:
 
 
 def read_yaml_12(path: str | Path) -> Any:
-    """Parse a YAML file with YAML 1.2 booleans (see :func:`yaml12_loader`)."""
+    """Parse a parameter file (see :func:`yaml12_loader`); ConfigError names the file, and the key where it can."""
     import yaml
 
-    with open(path, encoding="utf-8") as fh:
-        return yaml.load(fh, Loader=yaml12_loader()) or {}
+    try:
+        with open(path, encoding="utf-8") as fh:
+            return yaml.load(fh, Loader=yaml12_loader()) or {}
+    except _NotPlain as exc:
+        raise ConfigError(f"parameter file {path}: {exc.at()}") from None
+    except yaml.YAMLError as exc:
+        raise ConfigError(f"parameter file {path} is not valid YAML: {exc}") from None
 
 
 def to_plain(cfg: Any) -> Any:

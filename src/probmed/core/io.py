@@ -62,6 +62,7 @@ def write_text_atomic(text: str, path: str | Path) -> None:
 
 
 def write_json_atomic(obj: Any, path: str | Path) -> None:
+    """Write indented JSON atomically (readers never see half a file)."""
     write_text_atomic(json.dumps(obj, indent=2, sort_keys=False) + "\n", path)
 
 

@@ -23,15 +23,18 @@ from probmed.core.io import require_file, write_parquet
 from probmed.core.vocab import LABELS, MODALITIES, ORGANS, POLARITIES
 
 
-
 @dataclass(frozen=True)
 class Finding:
+    """One condition seen in an image, with its position when the source states one."""
+
     condition: str
     position: str | None = None
 
 
 @dataclass
 class ImageRecord:
+    """One image and what its source says about it (the paper's D_i); vocabulary fields checked on creation."""
+
     image_id: str
     source: str
     modality: str = "unknown"
@@ -57,6 +60,7 @@ IMAGE_JSON_FIELDS = ("findings", "absent_conditions", "provenance")
 
 
 def image_records_to_frame(records: Iterable[ImageRecord]) -> pd.DataFrame:
+    """Records as a table of plain columns (nested fields as JSON strings, so any Parquet reader sees them)."""
     rows = []
     for rec in records:
         row = asdict(rec)
@@ -70,6 +74,7 @@ def image_records_to_frame(records: Iterable[ImageRecord]) -> pd.DataFrame:
 
 
 def image_records_from_frame(frame: pd.DataFrame) -> list[ImageRecord]:
+    """The inverse of :func:`image_records_to_frame` (Parquet's NaN for an absent value read as None)."""
     records = []
     for row in frame.to_dict("records"):
         for name in IMAGE_JSON_FIELDS:
@@ -82,10 +87,12 @@ def image_records_from_frame(frame: pd.DataFrame) -> list[ImageRecord]:
 
 
 def write_image_records(records: Iterable[ImageRecord], path: str | Path) -> None:
+    """Write a record table atomically."""
     write_parquet(image_records_to_frame(records), path)
 
 
 def read_image_records(path: str | Path) -> list[ImageRecord]:
+    """Read a record table; a missing file is named."""
     return image_records_from_frame(pd.read_parquet(require_file(path, "record table")))
 
 
@@ -146,6 +153,26 @@ def check_image_paths(frame: pd.DataFrame, where: str = "questions") -> None:
     raise RecordError(f"{where}: record {i} (image {frame['image_id'].iat[i]}): field 'image_path' = {path!r} {bad[path]}")
 
 
+def check_one_path_per_image(frame: pd.DataFrame, where: str = "questions") -> None:
+    """RecordError naming the first image id whose rows give two image paths, and both paths.
+
+    One image id is one image: predict decodes each image once (the first path it meets), so a second
+    path would have its questions asked with another image's pixels, and scores group by image id.
+    """
+    if "image_path" not in frame.columns or "image_id" not in frame.columns:
+        return
+    pairs = frame[["image_id", "image_path"]].reset_index(drop=True).drop_duplicates()
+    clash = pairs["image_id"].duplicated()
+    if not clash.any():
+        return
+    image = pairs["image_id"][clash].iat[0]
+    first, second = pairs.index[pairs["image_id"] == image][:2]
+    raise RecordError(
+        f"{where}: image {image!r} has two image paths: {pairs['image_path'][first]!r} (record {first}) and "
+        f"{pairs['image_path'][second]!r} (record {second}); one image id names one image file"
+    )
+
+
 def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd.DataFrame:
     """Check a question table strictly; raise RecordError naming row, image and field.
 
@@ -157,6 +184,7 @@ def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd
     if missing:
         raise RecordError(f"{where}: missing column(s) {missing}")
     check_image_paths(frame, where)
+    check_one_path_per_image(frame, where)
     checks = (
         ("category", CATEGORIES),
         ("polarity", POLARITIES),
@@ -180,11 +208,13 @@ def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd
 
 
 def write_questions(frame: pd.DataFrame, path: str | Path) -> None:
+    """Write a question table atomically, checked as strictly as it will be read."""
     frame = validate_question_frame(frame, str(path))
     write_parquet(frame[list(QUESTION_COLUMNS)], path)
 
 
 def read_questions(path: str | Path) -> pd.DataFrame:
+    """Read a question table, checked strictly (:func:`validate_question_frame`)."""
     return validate_question_frame(pd.read_parquet(require_file(path, "question table")), str(path))
 
 
@@ -207,10 +237,12 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
 
 
 def write_predictions(frame: pd.DataFrame, path: str | Path) -> None:
+    """Write a prediction table atomically (its columns in PREDICTION_COLUMNS order)."""
     write_parquet(frame[list(PREDICTION_COLUMNS)], path)
 
 
 def read_predictions(path: str | Path) -> pd.DataFrame:
+    """Read a prediction table; RecordError names a missing column or the first unknown label."""
     frame = pd.read_parquet(require_file(path, "prediction table"))
     missing = [c for c in ("qid", "label") if c not in frame.columns]
     if missing:

@@ -11,6 +11,7 @@ of the release format (question files, conversions to tables) is in
 from __future__ import annotations
 
 import json
+import sys
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
@@ -21,12 +22,15 @@ RESPONSE_FILE_FIELDS: tuple[str, ...] = ("id", "image_type", "qa_type", "questio
 
 
 def load_json_list(path: str | Path) -> list[Any]:
-    """A file holding a JSON list; a clear error for a missing file, bad JSON or another JSON type."""
+    """A file holding a JSON list; a clear error for a missing file, bad JSON, too deep a nesting or another type."""
     path = Path(path)
     if not path.exists():
         raise MissingFileError(f"{path}: no such file")
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except RecursionError:  # the decoder's depth bound (the interpreter's recursion limit): records are 2 deep
+        raise RecordError(f"{path}: JSON nested deeper than {sys.getrecursionlimit()} levels; "
+                          "expected a list of flat records") from None
     except json.JSONDecodeError as exc:
         raise RecordError(f"{path}: not valid JSON ({exc})") from None
     except UnicodeDecodeError as exc:

@@ -1,4 +1,4 @@
-"""Secrets stay in the environment: never in params, never in anything probmed writes.
+r"""Secrets stay in the environment: never in params, never in anything probmed writes.
 
 Two guards. :func:`refuse_secrets` runs when parameters are loaded (params.yaml
 and every dotted override), before any work: a key named like a credential
@@ -10,7 +10,8 @@ environment variables (``api_key_env``) are not secrets and pass.
 :class:`Redactor` removes a key from text a server sent back, in every encoding
 a server may echo it: as is, percent-encoded (either case of hex), JSON
 ``\\uXXXX``-escaped, base64 (standard and URL-safe, at any alignment), and any
-prefix of at least 8 characters of those (a truncated echo).
+run of at least 8 of its characters in those (a truncated echo, or the key
+without its ``sk-...-`` prefix).
 """
 
 from __future__ import annotations
@@ -54,13 +55,14 @@ def looks_like_key(value: Any) -> bool:
     return isinstance(value, str) and _PROVIDER_KEY.search(value) is not None
 
 
-def _walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+def leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """(dotted key, value) for every leaf of a tree of mappings and lists (``a.b[0]``)."""
     if isinstance(obj, Mapping):
         for key, value in obj.items():
-            yield from _walk(value, f"{prefix}.{key}" if prefix else str(key))
+            yield from leaves(value, f"{prefix}.{key}" if prefix else str(key))
     elif isinstance(obj, (list, tuple)):
         for i, value in enumerate(obj):
-            yield from _walk(value, f"{prefix}[{i}]")
+            yield from leaves(value, f"{prefix}[{i}]")
     else:
         yield prefix, obj
 
@@ -68,7 +70,7 @@ def _walk(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 def find_secrets(params: Any) -> list[str]:
     """Dotted keys of params that are or hold a secret (a credential name with a value, or a key-shaped value)."""
     found = []
-    for key, value in _walk(params):
+    for key, value in leaves(params):
         named = is_secret_name(key) and value not in (None, "", False)
         if named or looks_like_key(value):
             found.append(key)
@@ -91,31 +93,47 @@ def refuse_secrets(params: Any, where: str) -> None:
 
 # --- redaction ----------------------------------------------------------------------
 
-
-def _char_forms(ch: str) -> str:
-    """A regex matching one character as is, percent-encoded or \\u-escaped."""
-    forms = [re.escape(ch), _percent(ch)]
-    if ord(ch) < 0x10000:
-        forms.append(rf"\\u(?i:{ord(ch):04x})")
-    return "(?:" + "|".join(forms) + ")"
+_ESCAPE = re.compile(r"%([0-9A-Fa-f]{2})|\\u([0-9A-Fa-f]{4})")
 
 
-def _percent(ch: str) -> str:
-    return "".join(f"%(?i:{b:02x})" for b in ch.encode("utf-8"))
+def _decoded(text: str) -> tuple[bytes, list[int], list[int]]:
+    r"""The text's UTF-8 bytes with every ``%XX`` and ``\uXXXX`` decoded, and the text span each byte came from.
 
-
-def _prefix_pattern(units: list[str], minimum: int) -> str:
-    """Regex for any prefix of ``units`` (a list of sub-patterns) at least ``minimum`` units long."""
-    if len(units) < minimum:
-        return ""
-    tail = ""
-    for unit in reversed(units[minimum:]):
-        tail = f"(?:{unit}{tail})?"
-    return "".join(units[:minimum]) + tail
+    Matching the key's bytes against this one view finds it in any mix of the three spellings, so a run of
+    the key is found whether a server echoed it as is, percent-encoded (either case of hex) or JSON-escaped.
+    """
+    data = bytearray()
+    starts: list[int] = []
+    ends: list[int] = []
+    pos = 0
+    for m in [*_ESCAPE.finditer(text), None]:
+        raw = text[pos: m.start() if m else len(text)]
+        if raw.isascii():  # the common case, without a loop over characters
+            data += raw.encode("ascii")
+            starts.extend(range(pos, pos + len(raw)))
+            ends.extend(range(pos + 1, pos + len(raw) + 1))
+        else:
+            for offset, ch in enumerate(raw):
+                n = len(ch.encode("utf-8", "surrogatepass"))
+                data += ch.encode("utf-8", "surrogatepass")
+                starts += [pos + offset] * n
+                ends += [pos + offset + 1] * n
+        if m is None:
+            break
+        piece = bytes.fromhex(m.group(1)) if m.group(1) else chr(int(m.group(2), 16)).encode("utf-8", "surrogatepass")
+        data += piece
+        starts += [m.start()] * len(piece)
+        ends += [m.end()] * len(piece)
+        pos = m.end()
+    return bytes(data), starts, ends
 
 
 def _base64_forms(secret: bytes) -> list[str]:
-    """The stable part of the key's base64 (standard and URL-safe) at each of the three alignments."""
+    """The stable part of the key's base64 (standard and URL-safe) at each of the three alignments.
+
+    Any run of the key encoded at any offset shares its stable characters with one of these three
+    (bytes group in threes the same way whenever the offsets agree modulo 3).
+    """
     out = []
     for shift in range(3):
         encoded = base64.b64encode(b"\0" * shift + secret).decode("ascii").rstrip("=")
@@ -128,26 +146,52 @@ def _base64_forms(secret: bytes) -> list[str]:
     return out
 
 
+def _grams(seq: Any, size: int) -> set[Any]:
+    """Every run of ``size`` consecutive items of ``seq``."""
+    return {seq[i: i + size] for i in range(len(seq) - size + 1)}
+
+
 class Redactor:
-    """Removes one secret from text in every encoding a server may echo it (see module doc)."""
+    """Masks every run of at least 8 characters of one secret, in every encoding a server may echo it (module doc).
+
+    Any 8-character run of the key, not only its prefixes: a server that drops the ``sk-test-`` prefix or
+    shows the key's middle still echoes the part that grants access. Found by sliding an 8-byte window
+    over the decoded text (and a 10-character window over the raw text for base64), so the cost is linear
+    in the text whatever the key's length; overlapping hits merge into one mask.
+    """
 
     def __init__(self, secret: str | None, mask: str = "***") -> None:
         self.mask = mask
-        self._pattern: re.Pattern[str] | None = None
-        if not secret or len(secret) < MIN_PREFIX:
-            self._plain = secret or None
-            return
-        self._plain = None
-        char_units = [_char_forms(ch) for ch in secret]
-        alternatives = [_prefix_pattern(char_units, MIN_PREFIX)]
-        for text in _base64_forms(secret.encode("utf-8")):
-            alternatives.append(_prefix_pattern([re.escape(c) for c in text], MIN_PREFIX + 2))
-        self._pattern = re.compile("|".join(a for a in alternatives if a))
+        self._plain = secret if secret and len(secret) < MIN_PREFIX else None
+        key = secret.encode("utf-8", "surrogatepass") if secret and not self._plain else b""
+        self._byte_grams: set[bytes] = _grams(key, MIN_PREFIX) if key else set()
+        self._b64_grams: set[str] = set()
+        for text in _base64_forms(key) if key else []:
+            self._b64_grams |= _grams(text, MIN_PREFIX + 2)
+
+    def _spans(self, text: str) -> list[tuple[int, int]]:
+        """Text spans holding a run of the key, merged where they overlap."""
+        data, starts, ends = _decoded(text)
+        hits = [(starts[i], ends[i + MIN_PREFIX - 1]) for i in range(len(data) - MIN_PREFIX + 1)
+                if data[i: i + MIN_PREFIX] in self._byte_grams]
+        size = MIN_PREFIX + 2
+        hits += [(i, i + size) for i in range(len(text) - size + 1) if text[i: i + size] in self._b64_grams]
+        merged: list[tuple[int, int]] = []
+        for start, end in sorted(hits):
+            if merged and start <= merged[-1][1]:
+                merged[-1] = (merged[-1][0], max(end, merged[-1][1]))
+            else:
+                merged.append((start, end))
+        return merged
 
     def __call__(self, text: Any) -> str:
         text = "" if text is None else str(text)
-        if self._pattern is not None:
-            return self._pattern.sub(self.mask, text)
         if self._plain:
             return text.replace(self._plain, self.mask)
-        return text
+        if not self._byte_grams:
+            return text
+        out, pos = [], 0
+        for start, end in self._spans(text):
+            out += [text[pos:start], self.mask]
+            pos = end
+        return "".join(out) + text[pos:]

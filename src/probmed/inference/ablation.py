@@ -35,6 +35,7 @@ import pandas as pd
 from probmed.core.errors import ConfigError
 from probmed.core.io import atomic_path
 from probmed.core.settings import Setting
+from probmed.inference.images import open_image
 
 CONTROL_DIR = "control-images"
 
@@ -71,11 +72,10 @@ def shuffle_donors(images: pd.DataFrame, seed: int) -> dict[str, str]:
 
 def mean_grey(path: Path) -> int:
     """The mean of the image's 8-bit luminance, rounded: the blank control's uniform value."""
-    from PIL import Image, ImageStat
+    from PIL import ImageStat
 
-    with Image.open(path) as im:
-        grey = im.convert("L")
-        return int(round(ImageStat.Stat(grey).mean[0]))
+    grey = open_image(path).convert("L")  # decoded within the pixel budget, as every image a run sees
+    return int(round(ImageStat.Stat(grey).mean[0]))
 
 
 def blank_image(path: Path, out_dir: Path, image_hash: str) -> Path:

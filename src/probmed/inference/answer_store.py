@@ -12,6 +12,10 @@ A writer (``writer=True``, or the first ``append``) holds an exclusive lock on
 its file for its whole life (``.<file>.lock`` beside it, holding the pid): a
 second writer on the same file stops with an error naming that pid, or waits
 when asked (``lock_wait_s``), so two processes never ask the same questions.
+Writers of one store also agree on how its questions are split
+(:mod:`probmed.inference.store_lock`): the shards of one ``--shard i/N`` write
+together, a run split another way (unsharded beside ``--shard 0/2``) is refused
+the same way, since the questions the two share would be paid for twice.
 
 Every line is validated on load and on write against the answer record
 (:func:`probmed.inference.answer_record.validate_line`). A writer moves a
@@ -45,6 +49,7 @@ from typing import TYPE_CHECKING, Any, Iterable, Mapping
 from probmed.core.errors import DiskFullError, StoreLockedError
 from probmed.core.filelock import FileLock
 from probmed.inference.answer_record import validate_line
+from probmed.inference.store_lock import ShardingLock, sharding_of
 
 if TYPE_CHECKING:
     from probmed.core.params_schema import Predict
@@ -227,6 +232,8 @@ class AnswerStore:
         self._fd: int | None = None
         self._lock = FileLock(lock_path(self.path), f"answer store {self.path}", lock_wait_s, StoreLockedError,
                               on_wait=lambda msg: log.warning("%s", msg))
+        self._sharding = ShardingLock(self.dir, sharding_of(file_name), lock_wait_s,
+                                      on_wait=lambda msg: log.warning("%s", msg))
         if writer:
             self._start_writing()
         self.load()
@@ -300,6 +307,7 @@ class AnswerStore:
         self.dir.mkdir(parents=True, exist_ok=True)
         self._lock.acquire()
         try:
+            self._sharding.acquire()  # after the file's lock, whose pid a refused writer of another split is told
             if self.path.exists():
                 repair_tail(self.path)
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o644)
@@ -385,6 +393,7 @@ class AnswerStore:
             finally:
                 os.close(self._fd)
                 self._fd = None
+        self._sharding.release()
         if self._lock.held:
             self.reserve_path.unlink(missing_ok=True)
             self._lock.release()

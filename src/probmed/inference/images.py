@@ -18,6 +18,8 @@ from typing import Iterable
 from probmed.core.errors import MissingFileError, RecordError
 from probmed.core.records import image_path_problem
 
+MAX_IMAGE_PIXELS = 40_000_000  # per image: 12 x the largest image of the pinned data (VQA-RAD, 2321 x 1384)
+
 
 def resolve_image(image_root: str | Path, rel: object, image_id: str) -> Path:
     """The real path of an image inside the image root; RecordError / MissingFileError naming the image."""
@@ -40,16 +42,25 @@ def resolve_image(image_root: str | Path, rel: object, image_id: str) -> Path:
 
 
 def open_image(path: str | Path, image_id: str = ""):
-    """The decoded image (PIL), fully loaded; RecordError naming the image if it does not decode."""
+    """The decoded image (PIL), fully loaded; RecordError naming the image if it does not decode.
+
+    An image over :data:`MAX_IMAGE_PIXELS` is refused from its header, before it is decoded: a small PNG
+    can declare 12000 x 12000 pixels (under PIL's own bomb limit) and take 1.3 GB to decode, for every
+    backend alike (API uploads are shrunk only after decoding, local models decode in full).
+    """
     from PIL import Image
 
+    who = f"image {image_id}: " if image_id else ""
     try:
         with Image.open(path) as im:
-            im.load()
-            return im.copy()
+            width, height = im.size
+            if width * height <= MAX_IMAGE_PIXELS:
+                im.load()
+                return im.copy()
     except (OSError, ValueError, SyntaxError, Image.DecompressionBombError) as exc:
-        who = f"image {image_id}: " if image_id else ""
         raise RecordError(f"{who}{path} is not a decodable image ({type(exc).__name__}: {exc})") from None
+    raise RecordError(f"{who}{path} is {width} x {height} pixels, over the budget of {MAX_IMAGE_PIXELS:,} pixels "
+                      "per image (refused before decoding it): downscale it")
 
 
 class DecodedImages:

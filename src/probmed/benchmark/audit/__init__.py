@@ -74,7 +74,14 @@ def image_mix(questions: pd.DataFrame) -> list[dict[str, Any]]:
 
 
 def _pixel_items(questions: pd.DataFrame, records: Sequence[ImageRecord] | None, image_root: Path) -> list[tuple]:
-    """(image_id, image_type, file, abnormal) for images with a known label and a file on disk."""
+    """(image_id, image_type, file, abnormal) for images with a known label and a file on disk.
+
+    Files are found as predict finds them (probmed.inference.images.resolve_image): one a symlink leads
+    out of the image root is a RecordError naming the image, never read.
+    """
+    from probmed.core.errors import MissingFileError
+    from probmed.inference.images import resolve_image
+
     labels: dict[str, bool] = {}
     if records:
         labels = {r.image_id: bool(r.abnormal) for r in records if r.abnormal is not None}
@@ -83,8 +90,12 @@ def _pixel_items(questions: pd.DataFrame, records: Sequence[ImageRecord] | None,
     first = questions.drop_duplicates("image_id")
     items = []
     for iid, itype, path in zip(first["image_id"].astype(str), first["image_type"], first["image_path"]):
-        if iid in labels and path and (image_root / str(path)).is_file():
-            items.append((iid, str(itype), image_root / str(path), labels[iid]))
+        if iid not in labels or not path:
+            continue
+        try:
+            items.append((iid, str(itype), resolve_image(image_root, path, iid), labels[iid]))
+        except MissingFileError:
+            continue  # not on disk: not audited
     return items
 
 
@@ -136,8 +147,13 @@ class GateResult:
 
 
 def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True) -> GateResult:
-    """Fail when the oracle beats exact random by more than the margin anywhere, or a lint or contradiction remains."""
+    """Fail when the oracle beats exact random by more than the margin anywhere, or a lint or contradiction remains.
+
+    An empty set fails too: with nothing to score every check passes vacuously, and a run over it measures nothing.
+    """
     failures = []
+    if not audit["meta"]["questions"]:
+        failures.append("the question set has no questions (every record was excluded, or none was given)")
     oracle = audit["oracle"]
     for name, entry in [*oracle["by_category"].items(), ("overall", oracle["overall"])]:
         acc, rnd = entry["accuracy"], entry["random"]

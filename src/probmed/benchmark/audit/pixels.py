@@ -28,13 +28,17 @@ STORAGE = FEATURES[:6]  # how the file is stored, not what it shows
 MIN_PER_CLASS = 10
 
 
-def image_features(path: Path) -> list[float]:
-    """The FEATURES of one image file."""
+def image_features(path: Path, image_id: str = "") -> list[float]:
+    """The FEATURES of one image file, decoded as predict decodes it (RecordError naming a bad image)."""
     from PIL import Image
 
-    with Image.open(path) as im:
-        fmt, mode, (w, h) = im.format or "", im.mode, im.size
-        g = np.asarray(im.convert("L"), dtype=np.float64)
+    from probmed.inference.images import open_image
+
+    im = open_image(path, image_id)  # a bomb, a truncated file or a non-image: exit 2 naming the image
+    with Image.open(path) as header:  # its format only: the decoded copy has none
+        fmt = header.format or ""
+    mode, (w, h) = im.mode, im.size
+    g = np.asarray(im.convert("L"), dtype=np.float64)
     hist = np.bincount(g.astype(np.uint8).ravel(), minlength=256) / g.size
     nz = hist[hist > 0]
     edges = np.abs(np.diff(g, axis=0)).mean() + np.abs(np.diff(g, axis=1)).mean()
@@ -82,17 +86,17 @@ def pixel_leak(items: Sequence[tuple[str, str, Path, bool]], folds: int = 5, see
     ``items``: (image_id, image_type, image file, abnormal) for every image with a known label.
     """
     out: dict[str, Any] = {}
-    by_type: dict[str, list[tuple[Path, bool]]] = {}
-    for _, itype, path, abnormal in items:
-        by_type.setdefault(itype, []).append((path, abnormal))
+    by_type: dict[str, list[tuple[str, Path, bool]]] = {}
+    for image_id, itype, path, abnormal in items:
+        by_type.setdefault(itype, []).append((image_id, path, abnormal))
     for itype, rows in sorted(by_type.items()):
-        y = np.array([int(a) for _, a in rows])
+        y = np.array([int(a) for _, _, a in rows])
         entry: dict[str, Any] = {"normal": int((y == 0).sum()), "abnormal": int((y == 1).sum()), "auc": None}
         if min(entry["normal"], entry["abnormal"]) < MIN_PER_CLASS:
             entry["note"] = f"fewer than {MIN_PER_CLASS} images of a class"
             out[itype] = entry
             continue
-        x = np.array([image_features(p) for p, _ in rows])
+        x = np.array([image_features(p, image_id) for image_id, p, _ in rows])
         entry["auc"] = _cv_auc(x, y, folds, seed)
         storage = x[:, : len(STORAGE)]
         entry["storage_auc"] = 0.5 if np.ptp(storage, axis=0).max() == 0 else _cv_auc(storage, y, folds, seed)
