@@ -40,6 +40,8 @@ PREFIX_TEXT, SUFFIX_TEXT = 20, 35  # tokens: system/role header; question + inst
 
 @dataclass(frozen=True)
 class Spec:
+    """One family's real checkpoint sizes, the inputs of its FLOP and memory estimates."""
+
     family: str
     checkpoint: str  # the registry model whose geometry and sizes these are
     lm_params: float  # language model parameters (the per-token prefill cost)

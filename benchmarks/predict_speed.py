@@ -48,10 +48,10 @@ from typing import Any, Callable
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
 
+from probmed.core.settings import SETTINGS  # noqa: E402
 from probmed.inference.models.base import Item  # noqa: E402
 from probmed.inference.models.registry import build_backend  # noqa: E402
 from probmed.inference.models.tiny import REALISTIC, build_tiny_llava  # noqa: E402
-from probmed.core.settings import SETTINGS  # noqa: E402
 from probmed.inference.predict import PredictJob, run_predictions  # noqa: E402
 from probmed.inference.prompting import PromptSet  # noqa: E402
 

@@ -17,8 +17,8 @@ import shlex
 from pathlib import Path
 
 import pytest
-from cli.test_overrides import recorded  # noqa: F401  (the fixture)
 
+from cli.test_overrides import recorded  # noqa: F401  (the fixture)
 from probmed.cli import main
 
 OTHER_PROGRAMS: dict[str, str] = {

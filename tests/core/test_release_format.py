@@ -10,6 +10,8 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from probmed.core.errors import RecordError
+from probmed.core.io import write_parquet
 from probmed.core.release_format import (
     parse_qa_type,
     question_id,
@@ -23,8 +25,6 @@ from probmed.core.release_format import (
     write_question_file,
     write_response_file,
 )
-from probmed.core.io import write_parquet
-from probmed.core.errors import RecordError
 
 
 def official_records() -> list[dict[str, Any]]:

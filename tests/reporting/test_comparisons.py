@@ -7,10 +7,10 @@ import pandas as pd
 import pytest
 from comparison_runs import QUESTION_SET, write_scores
 
+from probmed.core.figure_style import model_colours
 from probmed.reporting import comparison_plots
 from probmed.reporting.comparisons import compare_runs, differences_table, reliance_table, warnings
 from probmed.reporting.report import discover_runs
-from probmed.core.figure_style import model_colours
 from probmed.scoring.compare import Bootstrap
 
 

@@ -12,12 +12,12 @@ import pytest
 from comparison_runs import QUESTION_SET, write_scores
 
 from probmed.core.categories import PAIRED_CATEGORIES
+from probmed.core.figure_style import MISSING_COLOUR, bars, model_colours
 from probmed.core.params_schema import Report
 from probmed.reporting import plots
 from probmed.reporting.comparisons import compare_runs
 from probmed.reporting.report import discover_runs
 from probmed.reporting.runs import FigureInput
-from probmed.core.figure_style import MISSING_COLOUR, bars, model_colours
 from probmed.scoring.compare import Bootstrap
 
 MODELS = ["looker", "blind"]

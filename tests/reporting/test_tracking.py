@@ -3,6 +3,11 @@
 from __future__ import annotations
 
 import json
+import os
+import sqlite3
+import subprocess
+import sys
+import textwrap
 from pathlib import Path
 
 import pandas as pd
@@ -10,8 +15,9 @@ import pytest
 from metrics_factory import make_metrics
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
+from probmed.cli import main as cli_main
 from probmed.core.clock import epoch_ms
-from probmed.core.errors import ScoresError, TrackingError
+from probmed.core.errors import DatabaseError, ScoresError, TrackingError
 from probmed.core.tracking_store import EXPERIMENT_KIND, unique_run_name
 from probmed.reporting.run_metrics import MAX_METRICS, metrics_from_scores
 from probmed.reporting.tracking import (
@@ -181,15 +187,6 @@ def test_audit_is_one_run_per_question_set_updated_in_place(logged, tmp_path):
 
 
 # --- the tracking database is never replaced; each run is complete or completed next time; one writer -------
-
-import os
-import sqlite3
-import subprocess
-import sys
-import textwrap
-
-from probmed.cli import main as cli_main
-from probmed.core.errors import DatabaseError
 
 
 def _spec(tmp: Path, setting: str = "vanilla") -> RunSpec:

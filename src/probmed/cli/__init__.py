@@ -94,6 +94,7 @@ def quiet_libraries() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """Run one sub-command on `argv` (default: the command line) and return its exit code; errors become messages."""
     quiet_libraries()
     argv = list(sys.argv[1:] if argv is None else argv)
     parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)

@@ -25,6 +25,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add `finetune` and `transfer` to the `probmed` parser."""
     f = sub.add_parser("finetune", help="train the base model (pretrain) or a LoRA adapter on the domain (adapt)")
     _common(f)
     f.add_argument("--stage", required=True, choices=STAGES,
@@ -53,6 +54,7 @@ def _paths(args: argparse.Namespace, params: Params) -> tuple[str, str, Path]:
 
 
 def cmd_finetune(args: argparse.Namespace) -> int:
+    """`probmed finetune`: train one stage and print its summary (without the metrics) as JSON."""
     from probmed.finetune.train import finetune_params, run_stage
 
     params = params_of(args)
@@ -64,6 +66,7 @@ def cmd_finetune(args: argparse.Namespace) -> int:
 
 
 def cmd_transfer(args: argparse.Namespace) -> int:
+    """`probmed transfer`: run the transfer study, optionally write its headline, print a JSON summary."""
     from probmed.finetune.transfer import run_transfer
 
     params = params_of(args)

@@ -42,6 +42,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add `predict`, `describe`, `merge`, `export-responses` and `build-tiny-model` to the `probmed` parser."""
     from probmed.inference.models.tiny_families import (
         BUILDERS,  # light: no torch until a model is built
     )
@@ -184,6 +185,7 @@ def _predict(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
+    """Like `predict`, stops as soon as its parent (the `dvc repro` that started it) is gone."""
     with _parent_watch(args):
         return _describe(args)
 
@@ -219,6 +221,7 @@ def _describe(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
+    """`probmed merge`: join shard prediction tables into one, checked against the questions."""
     from probmed.core.records import read_predictions, write_predictions
     from probmed.inference.predict import merge_shards
 
@@ -230,6 +233,7 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
+    """`probmed export-responses`: predictions as an original-format response file (questions without one counted)."""
     from probmed.core.records import read_predictions
     from probmed.core.release_format import write_response_file
 
@@ -247,6 +251,7 @@ def cmd_export(args: argparse.Namespace) -> int:
 
 
 def cmd_build_tiny(args: argparse.Namespace) -> int:
+    """`probmed build-tiny-model`: the default tiny LLaVA, or a random-weight model of one family."""
     from probmed.inference.models.tiny import build_tiny_llava
     from probmed.inference.models.tiny_families import BUILDERS, build_tiny_family
 

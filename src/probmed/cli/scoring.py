@@ -16,6 +16,7 @@ def _score_section(args: argparse.Namespace) -> Score:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
+    """`probmed score`: metrics.json and the paper's tables for one prediction table, with warnings for gaps."""
     from probmed.core.clock import iso_time
     from probmed.core.records import read_predictions
     from probmed.core.release_format import read_questions_any
@@ -48,6 +49,7 @@ def cmd_score(args: argparse.Namespace) -> int:
 
 
 def cmd_score_responses(args: argparse.Namespace) -> int:
+    """`probmed score-responses`: an original-format response file through the project's scorer."""
     from probmed.core.release_format import read_response_file
     from probmed.scoring.run import from_response_records, score_run, write_run
 
@@ -71,6 +73,7 @@ def _fmt(value: float | None) -> str:
 
 
 def cmd_score_official(args: argparse.Namespace) -> int:
+    """`probmed score-official`: the original release's scorer, quirks included (no params)."""
     from probmed.core.io import write_json_atomic
     from probmed.core.response_file import read_response_file
     from probmed.scoring.official import score_official_file, score_official_vqarad
@@ -94,6 +97,7 @@ def cmd_score_official(args: argparse.Namespace) -> int:
 
 
 def cmd_baseline(args: argparse.Namespace) -> int:
+    """`probmed baseline`: random, always-yes or always-no predictions for a question set."""
     from probmed.core.records import write_predictions
     from probmed.core.release_format import read_questions_any
     from probmed.scoring.baselines import always_no, always_yes, random_predictions
@@ -111,6 +115,7 @@ def cmd_baseline(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add `score`, `score-responses`, `score-official` and `baseline` to the `probmed` parser."""
     p = sub.add_parser(
         "score",
         help="score a prediction table against a question set (metrics.json + paper tables)",

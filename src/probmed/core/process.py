@@ -32,6 +32,7 @@ _reason: list[str] = [""]
 
 
 def stop_reason() -> str:
+    """Why STOP was set (which parent exited), for the ParentExited message."""
     return _reason[0] or "stop requested"
 
 

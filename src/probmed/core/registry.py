@@ -43,6 +43,6 @@ class Registry:
             raise ConfigError(f"params: {where} is not a known {self.what}; expected one of {list(self.kinds)}")
         return str(kind)
 
-    def load(self, kind: str, key: str | None = None) -> Any:
-        """The implementation of `kind` (imported now)."""
+    def load(self, kind: Any, key: str | None = None) -> Any:
+        """The implementation of `kind` (imported now); like :meth:`check`, `kind` may be any params value."""
         return load_object(self.entries[self.check(kind, key or self.what)])

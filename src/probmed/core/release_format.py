@@ -33,7 +33,6 @@ Conversion between the formats (decisions where the original format is silent):
 from __future__ import annotations
 
 import hashlib
-import json
 import logging
 import re
 from dataclasses import dataclass, field

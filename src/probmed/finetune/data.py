@@ -201,6 +201,7 @@ def description_examples(frame: pd.DataFrame, prompts: Any = None) -> list[Examp
 
 
 def chat_text(processor: Any, prompt: str) -> str:
+    """The training prompt for one question about one image, as the model's chat template renders it."""
     messages = [{"role": "user", "content": [{"type": "image"}, {"type": "text", "text": prompt}]}]
     return processor.apply_chat_template(messages, add_generation_prompt=True, tokenize=False)
 
@@ -222,6 +223,8 @@ def answer_token_ids(processor: Any, answer_texts: Mapping[str, str]) -> dict[st
 
 @dataclass
 class Encoded:
+    """One example ready for collation: prompt tokens, the image's pixels and what the model must answer."""
+
     input_ids: torch.Tensor  # prompt tokens (image tokens expanded)
     pixel_values: torch.Tensor  # shared by every question of one image
     answer: str
@@ -230,6 +233,7 @@ class Encoded:
 
 
 def load_image(image_root: Path, example: Example):
+    """The example's image as RGB; a RecordError names the question when it cannot be read."""
     from PIL import Image
 
     path = image_root / example.image_path

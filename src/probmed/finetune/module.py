@@ -94,6 +94,7 @@ def count_parameters(model: torch.nn.Module) -> tuple[int, int]:
 
 
 def load_base_model(model_dir: str | Path, dtype: str | None = None) -> torch.nn.Module:
+    """The saved model without an adapter, in `dtype` when one is named (else as transformers loads it)."""
     from transformers import AutoModelForImageTextToText
 
     kwargs: dict[str, Any] = {}

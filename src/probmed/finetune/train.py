@@ -177,6 +177,8 @@ def resolve_base(pretrain_dir: str | Path) -> tuple[str, str | None]:
 
 @dataclass
 class StageResult:
+    """What one training stage produced: the model's directory, its MLflow run and the counts written to <stage>.json."""
+
     stage: str
     out_dir: str
     run_id: str
@@ -266,7 +268,7 @@ def make_trainer(fcfg: FinetuneProfile, epochs: int, logger):
 
 
 def _deterministic(value: Any) -> bool | str:
-    """true / false, or "warn" (CUDA kernels without a deterministic variant only warn)."""
+    """Lightning's `deterministic`: True / False, or "warn" (CUDA kernels without a deterministic variant only warn)."""
     return "warn" if str(value).lower() == "warn" else bool(value)
 
 

@@ -231,6 +231,8 @@ def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title:
 
 @dataclass
 class TransferResult:
+    """What the transfer study produced: the per-group table, its MLflow runs and the headline numbers."""
+
     table: pd.DataFrame
     run_ids: dict[str, str]
     out_dir: Path

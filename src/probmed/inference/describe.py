@@ -25,6 +25,7 @@ from probmed.inference.prompting import PromptSet
 
 
 def description_key(describer: Backend, prompts: PromptSet, image_hash: str) -> str:
+    """The answer-store key of one image's description: describer, describe prompt and image content, no question."""
     fingerprint = {**describer.fingerprint(), "describe_max_new_tokens": prompts.describe_max_new_tokens}
     return cache_key(fingerprint, "describe", prompts.version, prompts.describe, image_hash, "")
 

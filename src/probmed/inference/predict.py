@@ -46,6 +46,8 @@ from probmed.inference.prompting import PromptSet
 
 @dataclass
 class RunResult:
+    """What one prediction run produced: the predictions table and the counts its summary reports."""
+
     predictions: pd.DataFrame
     n_questions: int = 0
     n_cached: int = 0
@@ -279,8 +281,10 @@ def _ask(plan: _Plan, backend: Backend, job: PredictJob, sink: AnswerSink, bar: 
         if backend.stop_requested:
             break
         decoded.check((p.item.image_id, p.item.image_path) for p in batch)  # before the backend sees them
-        sink.execute([p.item for p in batch], lambda i, ans, batch=batch: answer_record(batch[i], ans, backend, job),
-                     together=backend.batch_by_image)
+        def to_record(i: int, ans: Answer, batch: list[PendingQuestion] = batch) -> AnswerRecord:
+            return answer_record(batch[i], ans, backend, job)
+
+        sink.execute([p.item for p in batch], to_record, together=backend.batch_by_image)
         st = backend.stats()
         bar.set_postfix(cached=plan.n_cached, failed=sink.failed, retries=st.get("retries", 0),
                         cost=f"${st.get('cost_usd', sink.cost):.4f}", refresh=False)

@@ -18,9 +18,9 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
+from probmed.core.figure_style import bars, colour  # noqa: E402
 from probmed.core.settings import IMAGE_CONTROLS, PROMPT_ABLATIONS  # noqa: E402
 from probmed.reporting.comparisons import Comparisons  # noqa: E402
-from probmed.core.figure_style import bars, colour  # noqa: E402
 from probmed.scoring.compare import OVERALL  # noqa: E402
 
 HATCHES = (None, "///", "...", "xx")
@@ -47,7 +47,7 @@ def reliance_figure(comp: Comparisons, question_set: str, palette: Mapping[str, 
         width = 0.8 / len(controls)
         for k, control in enumerate(controls):
             rows = part[part["control"] == control].set_index("category").reindex(cats)
-            bars(ax, x - 0.4 + width * (k + 0.5), rows["drop"].to_numpy(float), rows["ci_low"].to_numpy(),
+            bars(ax, (x - 0.4 + width * (k + 0.5)).tolist(), rows["drop"].to_numpy(float), rows["ci_low"].to_numpy(),
                  rows["ci_high"].to_numpy(), [None if pd.isna(n) else int(n) for n in rows["n_images"]],
                  colour(palette, model), width, label=f"real - {control}", hatch=HATCHES[k % len(HATCHES)],
                  alpha=0.9)
@@ -81,7 +81,7 @@ def differences_figure(comp: Comparisons, question_set: str, palette: Mapping[st
         hatch = HATCHES[hatch_of.setdefault(who, 0) % len(HATCHES)]
         hatch_of[who] += 1
         label = f"{model}: {a} - {b}" if kind == "setting" else model
-        bars(ax, x - 0.4 + width * (k + 0.5), rows["diff"].to_numpy(float), rows["ci_low"].to_numpy(),
+        bars(ax, (x - 0.4 + width * (k + 0.5)).tolist(), rows["diff"].to_numpy(float), rows["ci_low"].to_numpy(),
              rows["ci_high"].to_numpy(), [None if pd.isna(n) else int(n) for n in rows["n_images"]],
              colour(palette, who), width, label=label, hatch=hatch, alpha=0.9)
     ax.axhline(0, color="black", linewidth=0.8)

@@ -71,7 +71,7 @@ class Comparisons:
             self.intervals[self.intervals["question_set"] == question_set],
         )
 
-    def interval(self, run: Run, category: str, metric: str, image_type: str = ALL) -> tuple[float, float, float | None]:
+    def interval(self, run: Run, category: str, metric: str, image_type: str = ALL) -> tuple[float, float, int | None]:
         """(low, high, n_images) of a run's accuracy; NaN / None where there is none."""
         f = self.intervals
         hit = f[(f["question_set"] == run.question_set) & (f["model"] == run.model) & (f["setting"] == run.setting)
@@ -156,7 +156,7 @@ def compare_runs(runs: Sequence[Run], boot: Bootstrap, model_pairs: Iterable[Seq
 
 
 def _model_rows(tables: dict[tuple[str, str, str], pd.DataFrame | None], a: str, b: str, boot: Bootstrap) -> list[dict]:
-    """a - b in vanilla on every question set both have, whole set and per image type (Figure 5 reads these)."""
+    """The differences a - b in vanilla on every question set both have, whole set and per image type (Figure 5 reads these)."""
     rows: list[dict] = []
     for qset in sorted({q for q, _, _ in tables}):
         ta, tb = tables.get((qset, a, BASE_SETTING)), tables.get((qset, b, BASE_SETTING))

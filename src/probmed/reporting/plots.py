@@ -32,12 +32,12 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
+from probmed.core.figure_style import bars, colour  # noqa: E402
 from probmed.core.io import atomic_path  # noqa: E402
 from probmed.core.settings import BASE_SETTING  # noqa: E402
 from probmed.reporting import comparison_plots  # noqa: E402
 from probmed.reporting.comparisons import ALL, Comparisons  # noqa: E402
 from probmed.reporting.runs import FigureInput, Run  # noqa: E402
-from probmed.core.figure_style import bars, colour  # noqa: E402
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
@@ -80,15 +80,15 @@ def build_strict_vs_averaged(data: FigureInput) -> plt.Figure | None:
                              squeeze=False, sharey=True)
     x = np.arange(len(runs))
     for ax, category in zip(axes[0], categories):
-        for offset, metric, key, style in ((-0.2, "averaged", "averaged_accuracy", {"alpha": 0.45, "hatch": "//"}),
-                                           (0.2, "strict", "accuracy_adv_pairs", {})):
+        for offset, metric, key, alpha, hatch in ((-0.2, "averaged", "averaged_accuracy", 0.45, "//"),
+                                                  (0.2, "strict", "accuracy_adv_pairs", 1.0, None)):
             for i, run in enumerate(runs):
                 low, high, n = _interval(data, run, category, metric)
                 label = None
                 if i == 0 and ax is axes[0][0]:
                     label = "averaged (without adversarial pairs)" if metric == "averaged" else "with adversarial pairs"
                 bars(ax, [x[i] + offset], [run.scores.value(category, key)], [low], [high], [n],
-                     colour(data.palette, run.model), 0.4, label=label, **style)
+                     colour(data.palette, run.model), 0.4, label=label, hatch=hatch, alpha=alpha)
         ax.set_title(category)
         ax.set_xticks(x, [r.label for r in runs], rotation=45, ha="right", fontsize=8)
         ax.set_ylim(0, 112)
@@ -148,7 +148,8 @@ def build_response_distribution(data: FigureInput) -> plt.Figure | None:
     colors = {"yes": "#31a354", "no": "#de2d26", "refusal": "#756bb1", "unparsed": "#969696",
               "failed": "#252525"}
     for ax, category in zip(axes[0], categories):
-        labels, shares = [], {k: [] for k in colors}
+        labels: list[str] = []
+        shares: dict[str, list[float]] = {k: [] for k in colors}
         if questions is not None and len(questions):
             subset = questions[questions["category"] == category]
             if len(subset):
@@ -210,10 +211,12 @@ def build_transfer(data: FigureInput) -> plt.Figure | None:
 
 
 def build_visual_reliance(data: FigureInput) -> plt.Figure | None:
+    """Visual reliance: per model, accuracy with the real image minus with each control (None without controls)."""
     return comparison_plots.reliance_figure(_comparisons(data), data.question_set, data.palette)
 
 
 def build_differences(data: FigureInput) -> plt.Figure | None:
+    """Figure 4 / Appendix D: setting and model differences with paired intervals (None when there are none)."""
     return comparison_plots.differences_figure(_comparisons(data), data.question_set, data.palette)
 
 
@@ -222,24 +225,30 @@ def _saved(fig: plt.Figure | None, path: Path) -> Path | None:
 
 
 def figure_strict_vs_averaged(data: FigureInput, path: Path) -> Path | None:
+    """Figure 1 as a PNG at `path` (figure table entry ``fig1_strict_vs_averaged``); None when not drawn."""
     return _saved(build_strict_vs_averaged(data), path)
 
 
 def figure_per_image_type(data: FigureInput, path: Path) -> Path | None:
+    """The Appendix A heatmaps as a PNG at `path`; None without image types or categories to draw."""
     return _saved(build_per_image_type(data), path)
 
 
 def figure_response_distribution(data: FigureInput, path: Path) -> Path | None:
+    """The Appendix F response shares as a PNG at `path`; None when no category was scored."""
     return _saved(build_response_distribution(data), path)
 
 
 def figure_visual_reliance(data: FigureInput, path: Path) -> Path | None:
+    """The visual-reliance drops as a PNG at `path`; None without image-control runs."""
     return _saved(build_visual_reliance(data), path)
 
 
 def figure_differences(data: FigureInput, path: Path) -> Path | None:
+    """The setting and model differences (Figure 4 / Appendix D) as a PNG at `path`; None without any."""
     return _saved(build_differences(data), path)
 
 
 def figure_transfer(data: FigureInput, path: Path) -> Path | None:
+    """Figure 5 as a PNG at `path`; None when the transfer models have no vanilla runs per image type."""
     return _saved(build_transfer(data), path)

@@ -51,7 +51,7 @@ from probmed.reporting.comparisons import (
 from probmed.reporting.figures import draw_all
 from probmed.reporting.runs import Run
 from probmed.scoring.compare import Bootstrap
-from probmed.scoring.score_report import ScoreReport, number
+from probmed.scoring.score_report import ScoreReport, ScoreSection, number
 from probmed.scoring.tables import response_values
 
 SETTING_ORDER = {name: i for i, name in enumerate(SETTING_NAMES)}
@@ -179,7 +179,7 @@ OVERALL_COLUMNS: dict[str, str] = {
 }
 
 
-def _category_row(head: dict[str, Any], scores: ScoreReport) -> dict[str, Any]:
+def _category_row(head: dict[str, Any], scores: ScoreSection) -> dict[str, Any]:
     row = dict(head)
     for category in CATEGORIES:
         row[category] = scores.value(category, "accuracy_adv_pairs")

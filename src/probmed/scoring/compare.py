@@ -39,8 +39,8 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, category
 from probmed.core.errors import RecordError
-from probmed.scoring.bootstrap import interval, resample_weights
 from probmed.core.params_schema import Score
+from probmed.scoring.bootstrap import interval, resample_weights
 from probmed.scoring.metrics import Prepared
 
 OVERALL = "overall"
@@ -166,7 +166,7 @@ def paired_differences(
     a: pd.DataFrame, b: pd.DataFrame, boot: Bootstrap = Bootstrap(), paired: bool = True,
     image_type: str | None = None,
 ) -> pd.DataFrame:
-    """a - b per category (and ``overall``) for strict and averaged accuracy, with a bootstrap interval.
+    """The differences a - b per category (and ``overall``) for strict and averaged accuracy, with a bootstrap interval.
 
     `a` and `b` are per-image tables (:func:`per_image_table`) of two runs on the
     same questions. Paired (the default): one resample of images scores both runs.
@@ -233,7 +233,7 @@ def visual_reliance(real: pd.DataFrame, controls: Mapping[str, pd.DataFrame], bo
 
 
 def without_looking(drops: pd.DataFrame) -> dict[str, bool | None]:
-    """category -> True when every control's strict drop has an interval that includes 0, False when one
+    """Per category: True when every control's strict drop has an interval that includes 0, False when one
     is distinguishable from 0, None without an interval (one model's rows of :func:`visual_reliance`)."""
     flags: dict[str, bool | None] = {}
     strict = drops[drops["metric"] == "strict"]

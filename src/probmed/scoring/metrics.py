@@ -69,11 +69,11 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES, category
 from probmed.core.errors import RecordError
 from probmed.core.params_schema import Score
-from probmed.scoring.bootstrap import interval, resample_weights
-from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES, category
 from probmed.core.vocab import LABELS
+from probmed.scoring.bootstrap import interval, resample_weights
 
 _SCORE = Score()  # the defaults of params score.* (bootstrap resamples, seed, interval level)
 
@@ -431,7 +431,7 @@ def score_prepared(
     p: Prepared, resamples: int = _SCORE.bootstrap_resamples, seed: int = _SCORE.seed, level: float = _SCORE.ci_level,
     by_image_type: bool = True,
 ) -> dict[str, Any]:
-    """overall / by_category / by_image_type / random_baseline for prepared questions."""
+    """The scores (overall / by_category / by_image_type / random_baseline) of prepared questions."""
     rows = np.arange(len(p.frame))
     by_cat, overall, rnd = score_rows(p, rows, resamples, seed, level)
     result: dict[str, Any] = {"overall": overall, "by_category": by_cat}

@@ -12,8 +12,8 @@ import numpy as np
 import pandas as pd
 
 from probmed.core.categories import category
-from probmed.core.release_format import question_id
 from probmed.core.records import QUESTION_COLUMNS
+from probmed.core.release_format import question_id
 from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
 
 PROBMED_IMAGES = 6303

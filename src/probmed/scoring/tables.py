@@ -27,10 +27,11 @@ from typing import Any, Mapping
 
 import pandas as pd
 
-from probmed.core.markdown import markdown_table, number_cell
 from probmed.core.categories import CATEGORIES, CATEGORY_TITLES, PROCEDURAL_STAGES
+from probmed.core.markdown import markdown_table, number_cell
 from probmed.scoring.procedural import error_keys
 from probmed.scoring.score_report import ScoreReport, ScoreSection, number
+
 RANDOM_ROW = "Random Choice"
 
 Runs = Mapping[str, "ScoreReport | Mapping[str, Any]"]
@@ -84,6 +85,7 @@ def table2(runs: Runs, vqarad_runs: Runs | None = None) -> pd.DataFrame:
 
 
 def table3(runs: Runs) -> pd.DataFrame:
+    """Table 3: one row per run under the random-choice row, per category and overall in both weightings."""
     columns = ["model", *CATEGORIES, "overall", "overall_question_weighting"]
     rows = []
     scored = [(name, _scores(m)) for name, m in runs.items()]
@@ -140,6 +142,7 @@ TABLE4_ROWS: tuple[tuple[str, str, str], ...] = _table4_rows()
 
 
 def table4(runs: Runs) -> pd.DataFrame:
+    """Table 4: one row per TABLE4_ROWS entry, one column per run (n_images as counted, the rest in percent)."""
     rows = []
     for stage, title, key in TABLE4_ROWS:
         row: dict[str, Any] = {"question_type": title, "metric": key}
@@ -160,10 +163,10 @@ def response_values(block: Mapping[str, Any], rounded: bool = True) -> dict[str,
     return {k: block.get(k) if k in RESPONSE_COUNTS or not rounded else _r(block.get(k)) for k in RESPONSE_KEYS}
 
 
-def table_responses(runs: Runs) -> pd.DataFrame:
+def table_responses(runs: Mapping[str, Mapping[str, Any]]) -> pd.DataFrame:
     """What came back, per category and overall: yes share, refusals and unparsed answers (%), questions
     that failed after every retry and questions without a prediction (counts). A failure is never an
-    unparsed answer: the model never answered."""
+    unparsed answer: the model never answered. Reads the metrics dicts (render_all converts ScoreReports)."""
     rows = []
     for name, m in runs.items():
         blocks = [(c, m["by_category"].get(c)) for c in CATEGORIES] + [("overall", m["overall"])]
@@ -174,6 +177,7 @@ def table_responses(runs: Runs) -> pd.DataFrame:
 
 
 def table_subsets(runs: Runs) -> pd.DataFrame:
+    """Appendix C (Table 18): accuracy on each seeded random image subset, one row per run and fraction."""
     rows = []
     for name, m in runs.items():
         for r in _scores(m).subset_robustness or []:
@@ -240,6 +244,7 @@ def to_markdown(frame: pd.DataFrame, title: str = "") -> str:
 
 
 def to_csv(frame: pd.DataFrame) -> str:
+    """The table as CSV without the index (empty cells where a value is undefined)."""
     return frame.to_csv(index=False)
 
 

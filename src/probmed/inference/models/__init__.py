@@ -1,0 +1,1 @@
+"""Model backends: one interface, its typed configs, and the backends a `models:` entry can name."""

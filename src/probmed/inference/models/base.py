@@ -56,6 +56,7 @@ NOT_ASKED = "not_asked"  # Answer.extra flag: the backend stopped before asking 
 
 
 def not_asked() -> Answer:
+    """The placeholder answer of an item the backend never asked because the run was stopping."""
     return Answer(error="not asked (the run was stopping)", extra={NOT_ASKED: True})
 
 

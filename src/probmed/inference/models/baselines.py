@@ -48,12 +48,17 @@ class _TableBackend(Backend):
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class RandomConfig(BackendConfig):
+    """The random baseline's keys: its seed is part of the answer key."""
+
     seed: int | None = answer_field(None)  # null: the run's seed
 
 
 class RandomBackend(_TableBackend):
+    """Uniform yes / no per question, seeded: the scorer's random baseline behind the backend interface."""
+
     kind = "random"
     config_class = RandomConfig
+    config: RandomConfig  # built from config_class by Backend.__init__
 
     def __init__(self, name, cfg, context=None):
         super().__init__(name, cfg, context)
@@ -61,11 +66,15 @@ class RandomBackend(_TableBackend):
             self.config = self.config.replace(seed=int(self.context.get("seed", 0)))
 
     def prepare(self, questions: pd.DataFrame) -> None:
-        preds = scoring_baselines.random_predictions(questions, seed=self.config.seed)
+        seed = self.config.seed
+        assert seed is not None  # __init__ replaced a null seed with the run's
+        preds = scoring_baselines.random_predictions(questions, seed=seed)
         self._table = {q: (lab, None) for q, lab in zip(preds["qid"], preds["label"])}
 
 
 class AlwaysYesBackend(_TableBackend):
+    """Answers "yes" to every question (the scorer's always-yes baseline)."""
+
     kind = "always-yes"
 
     def prepare(self, questions: pd.DataFrame) -> None:
@@ -74,6 +83,8 @@ class AlwaysYesBackend(_TableBackend):
 
 
 class AlwaysNoBackend(_TableBackend):
+    """Answers "no" to every question (the scorer's always-no baseline)."""
+
     kind = "always-no"
 
     def prepare(self, questions: pd.DataFrame) -> None:
@@ -104,11 +115,14 @@ def embed_questions(texts: list[str], batch_size: int = 64) -> np.ndarray:
 
 
 def image_fold(image_id: str, folds: int) -> int:
+    """The cross-fitting fold of an image, from a hash of its id (stable across runs and machines)."""
     return int(hashlib.sha256(str(image_id).encode()).hexdigest(), 16) % folds
 
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class BlindConfig(BackendConfig):
+    """The blind baseline's keys; the embedder is fixed in code and keyed through CODE_KEY."""
+
     folds: int = answer_field(5)  # cross-fitting folds over image groups
     C: float = answer_field(1.0)  # inverse regularisation strength of the logistic regression
     train_questions: str | None = answer_field(None)  # a question table to train on instead
@@ -121,6 +135,7 @@ class BlindBackend(_TableBackend):
 
     kind = "blind"
     config_class = BlindConfig
+    config: BlindConfig  # built from config_class by Backend.__init__
 
     def _fit_predict(self, x_train: np.ndarray, y_train: np.ndarray, x_test: np.ndarray) -> np.ndarray:
         """Logistic regression on (distinct text, answer) rows weighted by their counts: the same

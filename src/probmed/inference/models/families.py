@@ -73,7 +73,7 @@ def processor_images(family: Family, images: list[Any]) -> list[Any]:
 
 
 @functools.cache
-def image_only(cls: type) -> type:
+def image_only(cls: type[Any]) -> type[Any]:
     """`cls` without its video processor argument.
 
     Same class name (a saved processor stays loadable by AutoProcessor) and the

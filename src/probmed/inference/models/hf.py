@@ -34,8 +34,8 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import time
-from collections import Counter
 import warnings
+from collections import Counter
 from pathlib import Path
 from typing import Any, Iterator
 
@@ -66,6 +66,8 @@ def peft_quietly() -> Iterator[None]:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class HFConfig(BackendConfig):
+    """The keys of a transformers checkpoint entry: what is answered (answer fields) and where it runs."""
+
     model_id: str = answer_field(hash_as="weights")  # hub id, or a local directory keyed by its content
     revision: str | None = answer_field(None)  # the commit sha a hub id is pinned to
     adapter: str | None = answer_field(None, hash_as="adapter")  # a LoRA directory, keyed by its content
@@ -103,8 +105,11 @@ def encode(processor, family: Family, images: list[Any], prompts: list[str]):
 
 
 class HFBackend(Backend):
+    """A local transformers vision-language checkpoint, answering in generate or logit mode."""
+
     kind = "hf"
     config_class = HFConfig
+    config: HFConfig  # built from config_class by Backend.__init__
     sends_system_prompt = True
 
     def __init__(self, name, cfg, context=None):
@@ -234,6 +239,8 @@ class HFBackend(Backend):
         """The item's image, decoded and converted to RGB."""
         from PIL import Image
 
+        if item.image_path is None:
+            raise MissingFileError(f"image {item.image_id}: the question has no image path")
         try:
             with Image.open(item.image_path) as im:
                 return im.convert("RGB")

@@ -44,6 +44,8 @@ def deterministic_answer(text: str) -> str:
 
 
 class MockChatServer:
+    """The server on 127.0.0.1 in a background thread, with the faults and latency described above."""
+
     def __init__(
         self,
         faults: dict[str, list[str]] | None = None,

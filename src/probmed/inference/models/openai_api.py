@@ -35,6 +35,7 @@ from probmed.inference.models.base import Answer, AnswerCallback, Backend, Item,
 from probmed.inference.models.config import BackendConfig, answer_field, run_field
 from probmed.inference.models.pricing import cost_usd
 
+
 class _Retryable(Exception):
     """A failed request worth retrying; `retry_after` is the server's Retry-After, if it gave one."""
 
@@ -97,6 +98,8 @@ def p_yes_from_logprobs(choice: Any) -> float | None:
 
 @dataclasses.dataclass(frozen=True, kw_only=True)
 class OpenAIConfig(BackendConfig):
+    """The keys of an OpenAI-compatible endpoint entry: what is asked (answer fields) and how (run fields)."""
+
     model_id: str = answer_field(hash_as="weights")  # the API's model name; a local directory is keyed by content
     revision: str | None = answer_field(None)
     base_url: str | None = answer_field(None, when_set=True)  # the endpoint (null: api.openai.com)
@@ -117,8 +120,11 @@ class OpenAIConfig(BackendConfig):
 
 
 class OpenAIBackend(Backend):
+    """A model behind an OpenAI-compatible chat endpoint, asked concurrently with retries and rate limiting."""
+
     kind = "openai"
     config_class = OpenAIConfig
+    config: OpenAIConfig  # built from config_class by Backend.__init__
     batch_by_image = False
     sends_system_prompt = True
 

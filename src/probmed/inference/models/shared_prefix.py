@@ -168,6 +168,7 @@ class PaddedSuffixes:
 
 
 def pad_suffixes(prompts: ImagePrompts, prefix_len: int, pad_id: int, device) -> PaddedSuffixes:
+    """Each prompt's tokens after the shared prefix, left padded into one batch on `device`."""
     import torch
 
     suffixes = [x[prefix_len:] for x in prompts.ids]

@@ -206,4 +206,5 @@ def tiny_processor(tokenizer, g: LlavaGeometry = TINY):
 
 
 def count_parameters(model) -> int:
+    """All parameters of a model, trainable or not (the tiny model's size is checked against it)."""
     return sum(p.numel() for p in model.parameters())

@@ -166,8 +166,7 @@ def build_llava(out: Path, seed: int, corpus) -> Path:
 
 def build_llava_next(out: Path, seed: int, corpus) -> Path:
     """LLaVA-NeXT / v1.6 (Mistral): any-resolution tiles plus a base view, newline tokens between rows."""
-    from transformers import (LlavaNextConfig, LlavaNextForConditionalGeneration, LlavaNextImageProcessorPil,
-                              LlavaNextProcessor)
+    from transformers import LlavaNextConfig, LlavaNextForConditionalGeneration, LlavaNextImageProcessorPil, LlavaNextProcessor
 
     tok = build_bpe_tokenizer(LLAMA2_TOKENS, corpus)
     pinpoints = [[32, 32], [32, 64], [64, 32]]
@@ -186,8 +185,12 @@ def build_llava_next(out: Path, seed: int, corpus) -> Path:
 
 def build_llava_onevision(out: Path, seed: int, corpus) -> Path:
     """LLaVA-OneVision (Qwen2 language model, SigLIP tower, any-resolution up to 9 tiles)."""
-    from transformers import (LlavaOnevisionConfig, LlavaOnevisionForConditionalGeneration,
-                              LlavaOnevisionImageProcessorPil, LlavaOnevisionProcessor)
+    from transformers import (
+        LlavaOnevisionConfig,
+        LlavaOnevisionForConditionalGeneration,
+        LlavaOnevisionImageProcessorPil,
+        LlavaOnevisionProcessor,
+    )
 
     from probmed.inference.models.families import image_only
 
@@ -240,6 +243,7 @@ def _build_qwen(out: Path, seed: int, corpus, version: str) -> Path:
 
 
 def build_qwen2_vl(out: Path, seed: int, corpus) -> Path:
+    """Qwen2-VL: the Qwen vision tower without windowed attention, M-RoPE positions."""
     return _build_qwen(out, seed, corpus, "2")
 
 
@@ -306,6 +310,7 @@ def _build_idefics(out: Path, seed: int, corpus, smol: bool) -> Path:
 
 
 def build_idefics3(out: Path, seed: int, corpus) -> Path:
+    """Idefics3 (Llama text model): the Idefics3 processor's prompt and image-token layout."""
     return _build_idefics(out, seed, corpus, smol=False)
 
 
