@@ -216,7 +216,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     started_ms = int(time.time() * 1000)
     manifest = build_report(roots, args.out_dir, questions=questions, full_questions=full, audits=audits,
                             report=params.report, bootstrap=Bootstrap.of(params.score),
-                            palette=palette_from_params(cfg))
+                            palette=palette_from_params(params))
     if args.headline:
         _write_evaluation_headline(params, roots, args.headline)
     report_run = None

@@ -15,9 +15,12 @@ In core because both the report (probmed.reporting) and the transfer study
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from probmed.core.params_schema import Params
 
 # Qualitative colours (matplotlib's tab10, then tab20's light shades): distinct for up to 20 models.
 _COLOURS: tuple[str, ...] = (
@@ -36,10 +39,9 @@ def model_colours(models: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def palette_from_params(cfg: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, str]:
+def palette_from_params(params: Params, extra: Iterable[str] = ()) -> dict[str, str]:
     """The project's palette: params ``models`` in order, then ``report.transfer_models``, then `extra`."""
-    report = cfg.get("report") or {}
-    return model_colours([*(cfg.get("models") or {}), *(report.get("transfer_models") or []), *extra])
+    return model_colours([*params.models, *params.report.transfer_models, *extra])
 
 
 def colour(palette: Mapping[str, str], model: str) -> str:

@@ -13,10 +13,10 @@ from probmed.benchmark.curation.extract_llm import (
     SCHEMA,
     LLMAnswerError,
     LLMExtractor,
-    LLMSettings,
     parse_json_answer,
 )
 from probmed.cli import main
+from probmed.core.params_schema import ExtractLLM
 
 SECRET = "sk-test-do-not-leak-123"
 SCRIPT = {
@@ -66,8 +66,8 @@ def server():
     s.httpd.shutdown()
 
 
-def settings(server: Server, tmp_path: Path, **kw) -> LLMSettings:
-    return LLMSettings(base_url=server.url, model="scripted-1", api_key_env="PROBMED_TEST_KEY", cache=str(tmp_path / "cache.jsonl"), max_retries=0, **kw)
+def settings(server: Server, tmp_path: Path, **kw) -> ExtractLLM:
+    return ExtractLLM(base_url=server.url, model="scripted-1", api_key_env="PROBMED_TEST_KEY", cache=str(tmp_path / "cache.jsonl"), max_retries=0, **kw)
 
 
 @pytest.mark.slow

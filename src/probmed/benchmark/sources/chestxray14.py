@@ -32,6 +32,7 @@ from probmed.benchmark.sources.base import (
 )
 from probmed.core.errors import SourceError
 from probmed.core.licences import CHESTXRAY14 as LICENCE
+from probmed.core.params_schema import CurateChestXray14
 from probmed.core.records import Finding, ImageRecord
 
 SOURCE = "ChestX-ray14"
@@ -168,13 +169,16 @@ def _normal_record(name: str, src: Path, row: dict[str, str], dst: Path, image_r
     )
 
 
+_DEFAULT = CurateChestXray14()  # the loader's defaults are the params section's
+
+
 def load_chestxray14(
     data_dir: Path,
     out_dir: Path,
     image_root: Path,
-    size: int = 256,
-    resample: str = "lanczos",
-    workers: int = 2,
+    size: int = _DEFAULT.image_size,
+    resample: str = _DEFAULT.resample,
+    workers: int = _DEFAULT.workers,
     write_images: bool = True,
 ) -> SourceResult:
     """Read the ChestX-ray14 copy under data_dir and write curated images to out_dir.
@@ -232,9 +236,7 @@ def load_chestxray14(
 
 
 def load(context: SourceContext) -> SourceResult:
-    """The registry's loader: options `images_dir` (required), `image_size`, `resample`, `workers`."""
-    return load_chestxray14(
-        context.data_dir, Path(context.require("images_dir")), context.image_root,
-        int(context.option("image_size", 256)), str(context.option("resample", "lanczos")),
-        int(context.option("workers", 2)),
-    )
+    """The registry's loader: section `curate.chestxray14` (`images_dir`, `image_size`, `resample`, `workers`)."""
+    options = context.options_as(CurateChestXray14)
+    return load_chestxray14(context.data_dir, Path(options.images_dir), context.image_root,
+                            options.image_size, options.resample, options.workers)
