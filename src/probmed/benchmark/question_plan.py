@@ -61,6 +61,8 @@ ORGAN_CONFUSION = {"chest": "abdomen", "abdomen": "chest", "brain": "spine", "sp
 
 @dataclass
 class GenerationReport:
+    """What question generation did: images and questions made, what it excluded or skipped and why."""
+
     images: int = 0
     questions: int = 0
     strategy: str = "balanced"

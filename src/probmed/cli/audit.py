@@ -67,6 +67,7 @@ def _track(params: Params, headline: dict[str, float], out_dir: Path, name: str)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    """Audit a question set, write its report and headline, and exit 1 on a failed gate under --strict."""
     from probmed.benchmark.audit import gate, run_audit
     from probmed.core.records import read_image_records
 
@@ -95,6 +96,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add `audit` to the command line."""
     p = sub.add_parser("audit", help="is a question set answerable without the image? text-only baselines, truth, lint, leaks")
     p.add_argument("questions", help="question table (.parquet) or original-format question file (.json)")
     p.add_argument("--records", nargs="+", help="image record tables: check every 'no' against metadata and QA")

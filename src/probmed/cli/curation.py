@@ -7,7 +7,7 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from probmed.benchmark.sources.registry import SOURCES
 from probmed.cli.options import add_params_arguments, params_of
@@ -23,7 +23,7 @@ def _common(p: argparse.ArgumentParser) -> None:
     add_params_arguments(p, "curate.chestxray14.image_size=224")
 
 
-def _extractor(extract: Extract, method: str) -> CaptionExtractor:
+def _extractor(section: Extract, method: str) -> CaptionExtractor:
     """The caption extractor `method` names (rules, or the LLM at `extract.llm`)."""
     if method == "rules":
         from probmed.benchmark.curation.extract_rules import extract
@@ -32,7 +32,7 @@ def _extractor(extract: Extract, method: str) -> CaptionExtractor:
     if method == "llm":
         from probmed.benchmark.curation.extract_llm import LLMExtractor
 
-        return LLMExtractor(extract.llm).extract
+        return LLMExtractor(section.llm).extract
     raise UserError(f"--method {method!r}: expected rules or llm")
 
 
@@ -61,6 +61,7 @@ def curate_one(cfg: Params, source: str, data: str | None, out: str | None, imag
 
 
 def cmd_curate(args: argparse.Namespace) -> int:
+    """Curate one source, or every source of curate.all."""
     cfg = params_of(args)
     sources = [SOURCES.check(s, "curate.all") for s in cfg.curate.all] if args.source == "all" else [args.source]
     if len(sources) > 1 and (args.out or args.data):
@@ -71,6 +72,7 @@ def cmd_curate(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    """Generate the question set from record tables, behind the audit gate."""
     import sys
 
     from probmed.benchmark.audit import gate, run_audit
@@ -129,6 +131,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
+    """Build the VQA-RAD adversarial ablation set and its report."""
     from probmed.benchmark.vqarad_adversarial import (
         Twin,
         build_vqarad_adversarial,
@@ -170,6 +173,7 @@ def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
+    """Extract modality, organ and findings from a caption table into JSONL."""
     from probmed.benchmark.sources.base import SourceResult
     from probmed.benchmark.sources.captions import read_caption_tsv, run_extractor
 
@@ -188,6 +192,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_extract_eval(args: argparse.Namespace) -> int:
+    """Score a caption extractor on a hand-labelled set; exit 1 when a goal is missed."""
     from functools import partial
 
     from probmed.benchmark.curation.extract_eval import (
@@ -203,9 +208,13 @@ def cmd_extract_eval(args: argparse.Namespace) -> int:
     captions = args.captions or f"data/{labelled.captions}"
     if not Path(captions).is_file():
         raise UserError(f"caption table {captions} not found ({labelled.captions})")
-    extractor = _extractor(cfg.extract, args.method)
+    extractor: CaptionExtractor
     if args.method == "rules":  # the rules read the set in its profile (the LLM answers in the paper's values)
-        extractor = partial(extractor, profile=labelled.profile)
+        from probmed.benchmark.curation.extract_rules import extract
+
+        extractor = partial(extract, profile=labelled.profile)
+    else:
+        extractor = _extractor(cfg.extract, args.method)
     scores = score_labelled_set(args.labels or labelled.labels, read_roco_captions(captions), extractor)
     table = scores_markdown(scores)
     if args.out:
@@ -219,6 +228,7 @@ def cmd_extract_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    """Write the Table 1 statistics and the yes/no balance of a question set."""
     from probmed.core.records import read_image_records, read_questions
     from probmed.reporting.table1 import (
         balance,
@@ -249,6 +259,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
+    """Export an expert-review sheet, or import its verdicts and report on them."""
     from probmed.benchmark.review import export_review, read_verdicts, review_report
     from probmed.core.records import read_predictions, read_questions
 
@@ -269,6 +280,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_import_release(args: argparse.Namespace) -> int:
+    """Convert the original release's question file into a question table."""
     from probmed.benchmark.sources.probmed_release import import_release
     from probmed.core.records import write_questions
 
@@ -279,6 +291,7 @@ def cmd_import_release(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the benchmark-construction commands to the command line."""
     p = sub.add_parser("curate", help="raw source -> image records (Parquet) + exclusion report")
     p.add_argument("source", choices=(*SOURCES.kinds, "all"))
     p.add_argument("--data", help="source directory (default curate.<source>.data)")

@@ -107,6 +107,8 @@ def run_audit(
 
 @dataclass
 class GateResult:
+    """The gate's verdict on an audit: passed or not, why, and whether a failure stops generation."""
+
     passed: bool
     failures: list[str]
     enforced: bool

@@ -150,6 +150,8 @@ class LLMClient:
 
 
 class LLMExtractor:
+    """The caption -> metadata extractor answered by an LLM endpoint (same output as the rules)."""
+
     def __init__(self, settings: ExtractLLM) -> None:
         self.llm = LLMClient(settings)
 

@@ -51,6 +51,8 @@ class SourceContext:
 
 @dataclass
 class SourceResult:
+    """A loader's output: the records, every exclusion with its ids, and notes for the report."""
+
     source: str
     records: list[ImageRecord] = field(default_factory=list)
     # reason -> offending ids (image ids, row numbers, QA ids)
@@ -88,6 +90,7 @@ def relative_path(path: Path, image_root: Path) -> str:
 
 
 def require_file(path: Path, what: str) -> Path:
+    """The path, when it is a file; otherwise a SourceError naming what is missing."""
     if not Path(path).is_file():
         raise SourceError(f"{what} not found: {path}")
     return Path(path)

@@ -42,6 +42,8 @@ LABEL_FILE = "Data_Entry_2017_v2020.csv.gz"
 
 @dataclass
 class RawBox:
+    """One row of the ChestX-ray14 box list: image, label and box."""
+
     image: str
     label: str
     box: Box
@@ -96,6 +98,7 @@ def read_label_table(path: Path, wanted: set[str]) -> dict[str, dict[str, str]]:
 
 
 def image_id(name: str) -> str:
+    """A ChestX-ray14 image's id in the records."""
     return f"cxr14-{Path(name).stem}"
 
 
@@ -112,8 +115,8 @@ def _normal_files(data_dir: Path) -> dict[str, Path]:
 def _abnormal_record(name: str, boxes: list[RawBox], row: dict[str, str], pixels: str, dst: Path, image_root: Path,
                      size: int, result: SourceResult) -> ImageRecord | None:
     """A boxed image's record: box findings with positions, then table labels without a box."""
-    table_labels = {CXR14_LABELS[l] for l in row["Finding Labels"].split("|") if l in CXR14_LABELS}
-    unknown = [l for l in row["Finding Labels"].split("|") if l not in CXR14_LABELS and l != "No Finding"]
+    table_labels = {CXR14_LABELS[label] for label in row["Finding Labels"].split("|") if label in CXR14_LABELS}
+    unknown = [label for label in row["Finding Labels"].split("|") if label not in CXR14_LABELS and label != "No Finding"]
     if unknown:
         result.exclude("unknown label in label table", f"{name}: {'|'.join(unknown)}")
         return None

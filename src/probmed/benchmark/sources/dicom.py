@@ -39,6 +39,7 @@ def to_uint8(pixels: np.ndarray) -> np.ndarray:
 
 
 def load_dicom_dir(data_dir: Path, image_root: Path, licence: str | None = None) -> SourceResult:
+    """Every readable DICOM file of a folder -> a record, all under the folder's licence."""
     result = SourceResult("DICOM")
     files = sorted(Path(data_dir).glob("*.dcm"))
     if not files:
