@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from probmed.benchmark.mix import MixCaps, capped_counts, sample_records
+from probmed.benchmark.mix import capped_counts, sample_records
 from probmed.core.errors import ConfigError
+from probmed.core.params_schema import ImageTypeCaps, parse_params
 from probmed.core.records import ImageRecord
 
 
@@ -18,22 +19,22 @@ def _records(counts: dict[tuple[str, str], int]) -> list[ImageRecord]:
 
 def test_caps_bound_the_largest_type_and_keep_every_type() -> None:
     counts = {"X-ray - Chest": 900, "MRI - Brain": 300, "CT Scan - Chest": 60, "X-ray - Brain": 3}
-    kept = capped_counts(counts, MixCaps(max_share=0.5))
+    kept = capped_counts(counts, ImageTypeCaps(max_share=0.5))
     assert kept["X-ray - Chest"] == 363 and kept["MRI - Brain"] == 300 and kept["X-ray - Brain"] == 3
     assert max(kept.values()) <= 0.5 * sum(kept.values())
-    assert capped_counts(counts, MixCaps(max_share=0.5, max_images=100)) == {
+    assert capped_counts(counts, ImageTypeCaps(max_share=0.5, max_images=100)) == {
         "X-ray - Chest": 100, "MRI - Brain": 100, "CT Scan - Chest": 60, "X-ray - Brain": 3}
-    assert capped_counts({"X-ray - Chest": 5, "MRI - Brain": 5}, MixCaps(0.5)) == {"X-ray - Chest": 5, "MRI - Brain": 5}
+    assert capped_counts({"X-ray - Chest": 5, "MRI - Brain": 5}, ImageTypeCaps(max_share=0.5)) == {"X-ray - Chest": 5, "MRI - Brain": 5}
     with pytest.raises(ConfigError, match="cannot hold with 3 image types"):
-        capped_counts({"a": 5, "b": 5, "c": 5}, MixCaps(max_share=0.2))
+        capped_counts({"a": 5, "b": 5, "c": 5}, ImageTypeCaps(max_share=0.2))
 
 
 def test_sampling_is_seeded_and_keeps_order() -> None:
     recs = _records({("x-ray", "chest"): 90, ("mri", "brain"): 20, ("ct", "chest"): 10})
     recs.append(ImageRecord("caption-only", "ROCO"))  # no image: passed through, never counted
-    a, report = sample_records(recs, MixCaps(0.5), seed=1)
-    b, _ = sample_records(recs, MixCaps(0.5), seed=1)
-    c, _ = sample_records(recs, MixCaps(0.5), seed=2)
+    a, report = sample_records(recs, ImageTypeCaps(max_share=0.5), seed=1)
+    b, _ = sample_records(recs, ImageTypeCaps(max_share=0.5), seed=1)
+    c, _ = sample_records(recs, ImageTypeCaps(max_share=0.5), seed=2)
     assert [r.image_id for r in a] == [r.image_id for r in b] != [r.image_id for r in c]
     assert report["images_before"]["X-ray - Chest"] == 90 and report["images_after"]["X-ray - Chest"] == 30
     assert report["largest_share_after"] == 0.5
@@ -43,8 +44,12 @@ def test_sampling_is_seeded_and_keeps_order() -> None:
 
 
 def test_caps_from_params_name_the_key() -> None:
-    assert MixCaps.from_params(None, "k") == MixCaps(0.5, None)
+    def caps(image_types: object) -> ImageTypeCaps:
+        qset = {"sources": ["vqarad"], **({} if image_types is None else {"image_types": image_types})}
+        return parse_params({"datasets": {"question_sets": {"probmed": qset}}}).datasets.question_sets["probmed"].image_types
+
+    assert caps(None) == ImageTypeCaps(max_share=0.5, max_images=None)
     with pytest.raises(ConfigError, match=r"datasets\.question_sets\.probmed\.image_types\.max_share = 2"):
-        MixCaps.from_params({"max_share": 2}, "datasets.question_sets.probmed.image_types")
-    with pytest.raises(ConfigError, match="unknown key"):
-        MixCaps.from_params({"share": 0.4}, "k")
+        caps({"max_share": 2})
+    with pytest.raises(ConfigError, match="not a parameter"):
+        caps({"share": 0.4})

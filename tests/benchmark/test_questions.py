@@ -172,8 +172,8 @@ def test_report_names_what_was_left_out(records) -> None:
 def test_the_whole_default_set_passes_the_audit(records, shared_data: Path, repo_root: Path, tmp_path: Path) -> None:
     """Every source of the default set, sampled under its image-type caps as `dvc repro` does: the text-only oracle
     at exact random in every category, abnormality half yes, no contradicted "no", no lint finding."""
-    from probmed.benchmark.audit import AuditSettings, gate, run_audit
-    from probmed.benchmark.mix import MixCaps, sample_records
+    from probmed.benchmark.audit import gate, run_audit
+    from probmed.benchmark.mix import sample_records
     from probmed.benchmark.sources.brain_mri import (
         load_brats_sample,
         load_figshare_brain_tumor,
@@ -182,6 +182,7 @@ def test_the_whole_default_set_passes_the_audit(records, shared_data: Path, repo
     from probmed.benchmark.sources.roco_images import load_roco_images
     from probmed.benchmark.sources.tabular import ImagePolicy
     from probmed.core.config import load_params, to_plain
+    from probmed.core.params_schema import Audit, parse_params
 
     policy = ImagePolicy(tmp_path / "img", workers=1)
     every = list(records)
@@ -190,12 +191,12 @@ def test_the_whole_default_set_passes_the_audit(records, shared_data: Path, repo
     every += load_figshare_brain_tumor(shared_data / "figshare-brain-tumor", policy, tmp_path, write=False).records
     every += load_brats_sample(shared_data / "brats2015-deepmedic-sample", policy, tmp_path, write=False).records
     cfg = to_plain(load_params(repo_root / "params.yaml"))
-    caps = MixCaps.from_params(cfg["datasets"]["question_sets"]["probmed"]["image_types"], "image_types")
+    caps = parse_params(cfg).datasets.question_sets["probmed"].image_types
     sampled, _ = sample_records(every, caps, int(cfg["seed"]))
     frame, report = generate_questions(sampled, seed=int(cfg["seed"]))
     assert report.images > 2500 and frame["image_type"].nunique() >= 12
     assert lint_questions(frame["question"]) == []
-    audit = run_audit(frame, sampled, None, AuditSettings())
+    audit = run_audit(frame, sampled, None, Audit())
     assert gate(audit, 5.0).passed
     for name, entry in [*audit["oracle"]["by_category"].items(), ("overall", audit["oracle"]["overall"])]:
         assert abs(entry["accuracy"] - entry["random"]) < 1.0, name

@@ -159,15 +159,16 @@ def test_no_runs_or_bad_metrics_is_a_clear_error(tmp_path):
 
 def test_audit_section(tmp_path):
     """A `probmed audit` directory becomes the set's benchmark-validity table, the full audit linked."""
-    from probmed.benchmark.audit import AuditSettings, gate, run_audit
+    from probmed.benchmark.audit import gate, run_audit
     from probmed.benchmark.questions import generate_questions
     from probmed.cli.audit import write_audit
+    from probmed.core.params_schema import Audit
     from probmed.core.records import Finding, ImageRecord
 
     recs = [ImageRecord(f"i{k}", "S", "x-ray" if k % 2 else "ct", "chest", bool(k % 3), [Finding("mass")] if k % 3 else [],
                         image_path=f"{k}.png") for k in range(12)]
     q, _ = generate_questions(recs, strategy="random")
-    audit = run_audit(q, recs, None, AuditSettings())
+    audit = run_audit(q, recs, None, Audit())
     write_audit(audit, gate(audit, 5.0).to_json(), tmp_path / "audit")
     path = tmp_path / "scores" / "probmed" / "tiny" / "vanilla" / "metrics.json"
     path.parent.mkdir(parents=True)

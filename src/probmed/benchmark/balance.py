@@ -63,9 +63,9 @@ def _distinct_rows(live: Sequence[Slot], pairs: Sequence[tuple[int, str]], n: in
     rows = [js for js in members.values() if len(js) > 1]
     if not rows:
         return None
-    r = [i for i, js in enumerate(rows) for _ in js]
-    c = [j for js in rows for j in js]
-    return coo_matrix((np.ones(len(c)), (r, c)), shape=(len(rows), n)).tocsr()
+    row_of = [i for i, js in enumerate(rows) for _ in js]
+    column_of = [j for js in rows for j in js]
+    return coo_matrix((np.ones(len(column_of)), (row_of, column_of)), shape=(len(rows), n)).tocsr()
 
 
 def assign_balanced(slots: Sequence[Slot], targets: Mapping[str, int], rng: random.Random) -> dict[Hashable, Choice | None]:

@@ -41,6 +41,8 @@ _WORD = re.compile(r"[A-Za-z][A-Za-z0-9'-]*")
 
 @dataclass(frozen=True)
 class LintFinding:
+    """One grammar problem in a question text: the rule broken and why."""
+
     question: str
     rule: str
     message: str

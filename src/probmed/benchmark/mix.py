@@ -4,8 +4,10 @@ Why: one source can dominate a benchmark (chest X-rays were 84% of the images be
 sources), and a type that holds most of the images lets a model answer "Is this an X-ray?" from the
 prior. Caps (``datasets.question_sets.<set>.image_types``):
 
-* ``max_share``: no image type holds more than this share of the set's images (default 0.5);
+* ``max_share``: no image type holds more than this share of the set's images;
 * ``max_images``: at most this many images of any one type (null: no such cap).
+
+Both are :class:`probmed.core.params_schema.ImageTypeCaps` fields, with their defaults.
 
 Every type keeps at least one image, so every type with images is represented. The largest
 per-type count ``c`` that satisfies both caps is found (types with fewer images keep all of
@@ -18,35 +20,15 @@ from __future__ import annotations
 
 import hashlib
 from collections import Counter
-from dataclasses import dataclass
 from typing import Any, Mapping, Sequence
 
 from probmed.core.errors import ConfigError
+from probmed.core.params_schema import ImageTypeCaps
 from probmed.core.records import ImageRecord
 from probmed.core.vocab import image_type
 
 
-@dataclass(frozen=True)
-class MixCaps:
-    max_share: float = 0.5
-    max_images: int | None = None
-
-    @classmethod
-    def from_params(cls, cfg: Mapping[str, Any] | None, key: str) -> "MixCaps":
-        cfg = dict(cfg or {})
-        unknown = sorted(set(cfg) - {"max_share", "max_images"})
-        if unknown:
-            raise ConfigError(f"params: {key} has unknown key(s) {unknown}; expected max_share, max_images")
-        share = cfg.get("max_share", 0.5)
-        limit = cfg.get("max_images")
-        if not isinstance(share, (int, float)) or isinstance(share, bool) or not 0 < share <= 1:
-            raise ConfigError(f"params: {key}.max_share = {share!r}, expected a number in (0, 1]")
-        if limit is not None and (not isinstance(limit, int) or isinstance(limit, bool) or limit < 1):
-            raise ConfigError(f"params: {key}.max_images = {limit!r}, expected a positive integer or null")
-        return cls(float(share), limit)
-
-
-def capped_counts(counts: Mapping[str, int], caps: MixCaps) -> dict[str, int]:
+def capped_counts(counts: Mapping[str, int], caps: ImageTypeCaps) -> dict[str, int]:
     """Images kept per type: min(n, c, max_images) with the largest c meeting max_share."""
     if not counts:
         return {}
@@ -77,7 +59,7 @@ def _rank(seed: int, image_id: str) -> str:
     return hashlib.sha256(f"mix:{seed}:{image_id}".encode()).hexdigest()
 
 
-def sample_records(records: Sequence[ImageRecord], caps: MixCaps, seed: int) -> tuple[list[ImageRecord], dict[str, Any]]:
+def sample_records(records: Sequence[ImageRecord], caps: ImageTypeCaps, seed: int) -> tuple[list[ImageRecord], dict[str, Any]]:
     """(kept records in their original order, report with counts per type before and after)."""
     with_image = [r for r in records if r.image_path]
     by_type: dict[str, list[ImageRecord]] = {}
@@ -90,7 +72,7 @@ def sample_records(records: Sequence[ImageRecord], caps: MixCaps, seed: int) -> 
     kept = [r for r in records if not r.image_path or r.image_id in keep]
     before = Counter({t: len(v) for t, v in by_type.items()})
     report = {
-        "caps": {"max_share": caps.max_share, "max_images": caps.max_images},
+        "caps": {"max_share": float(caps.max_share), "max_images": caps.max_images},
         "seed": seed,
         "images_before": dict(sorted(before.items())),
         "images_after": dict(sorted(target.items())),

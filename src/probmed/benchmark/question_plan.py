@@ -51,6 +51,7 @@ from probmed.benchmark.curation.vocabularies import (
     flip_side,
     positions_for,
 )
+from probmed.core.params_schema import Questions
 from probmed.core.records import ImageRecord
 from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
 
@@ -61,9 +62,11 @@ ORGAN_CONFUSION = {"chest": "abdomen", "abdomen": "chest", "brain": "spine", "sp
 
 @dataclass
 class GenerationReport:
+    """What question generation did: images and questions made, what it excluded or skipped and why."""
+
     images: int = 0
     questions: int = 0
-    strategy: str = "balanced"
+    strategy: str = Questions().strategy
     excluded: dict[str, list[str]] = field(default_factory=dict)
     skipped_categories: Counter = field(default_factory=Counter)  # "category: reason" -> count
 

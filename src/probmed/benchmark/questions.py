@@ -43,6 +43,7 @@ from probmed.benchmark.question_plan import (
 )
 from probmed.core.categories import CATEGORIES, CategorySpec, category
 from probmed.core.errors import RecordError
+from probmed.core.params_schema import Questions
 from probmed.core.progress import progress as progress_bar
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.core.release_format import question_id
@@ -236,7 +237,7 @@ def _image_rows(rec: ImageRecord, drafts: list[Draft]) -> list[tuple[str | None,
 def generate_questions(
     records: Sequence[ImageRecord],
     seed: int = 0,
-    strategy: str = "balanced",
+    strategy: str = Questions().strategy,
     popularity: Popularity | None = None,
     progress: bool = False,
 ) -> tuple[pd.DataFrame, GenerationReport]:

@@ -26,6 +26,7 @@ FALSE = {"0", "n", "no", "false", "invalid"}
 
 
 def sample_images(questions: pd.DataFrame, n_images: int, seed: int) -> list[str]:
+    """A seeded sample of image ids to put in front of a reviewer."""
     ids = sorted(questions["image_id"].unique())
     return sorted(random.Random(seed).sample(ids, min(n_images, len(ids))))
 

@@ -109,6 +109,7 @@ def qa_mentions(rec: ImageRecord) -> Mentions:
 
 
 def organs_in_view(modality: str, organ: str) -> frozenset[str]:
+    """Organs visible in an image of this modality and organ (field_of_view table)."""
     table = field_of_view()
     return table.get(("*", organ), frozenset()) | table.get((modality, organ), frozenset())
 

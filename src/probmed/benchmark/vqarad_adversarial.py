@@ -137,6 +137,8 @@ _COND_RE = re.compile(r"\b(" + "|".join(re.escape(k) for k in sorted(_TWIN_SYN, 
 
 @dataclass
 class Twin:
+    """The adversarial twin of a yes-question: its text, how it was made, the entity and its evidence."""
+
     question: str
     kind: str
     entity: str
@@ -155,6 +157,7 @@ def _fix_articles(text: str) -> str:
 
 
 def rule_side(q: str, rec: ImageRecord, **_: Any) -> Twin | None:
+    """Twin by swapping left and right, unless the image's QA puts the finding on the other side too."""
     if not re.search(r"\b(left|right)\b", q, re.I):
         return None
     out = re.sub(r"\b(left|right)\b", lambda m: {"left": "right", "right": "left"}[m.group(1).lower()], q, flags=re.I)
@@ -162,13 +165,14 @@ def rule_side(q: str, rec: ImageRecord, **_: Any) -> Twin | None:
     from probmed.benchmark.curation.extract_rules import find_conditions
 
     for f in find_conditions(q)[0]:  # the condition must not be on the flipped side by any QA of the image
-        places, _ = truth.occupied_positions(rec, f["condition"])
+        places, _cells = truth.occupied_positions(rec, f["condition"])
         if any(p.split()[0] in (side, "bilateral", "both") for p in places if p):
             return None
     return Twin(out, "side", side, "assumed_absent")
 
 
 def rule_plane(q: str, **_: Any) -> Twin | None:
+    """Twin by naming another imaging plane."""
     for pat, repl in PLANES:
         out = _sub_all(pat, repl, q)
         if out:
@@ -177,6 +181,7 @@ def rule_plane(q: str, **_: Any) -> Twin | None:
 
 
 def rule_abnormality(q: str, **_: Any) -> Twin | None:
+    """Twin of a whole-image abnormality question: its fixed counterpart, known absent."""
     for pat, repl in WHOLE_IMAGE:
         if re.match(pat, q, re.I):
             return Twin(repl, "abnormality", "normal", "known_absent")
@@ -200,6 +205,7 @@ def _noun_form(new: str, matched: str, before: str) -> tuple[str, str]:
 
 
 def rule_condition(q: str, rec: ImageRecord, rng: random.Random, **_: Any) -> Twin | None:
+    """Twin by naming another condition of the organ and modality, one the record knows absent when it can."""
     m = _COND_RE.search(q)
     if not m:
         return None
@@ -218,6 +224,7 @@ def rule_condition(q: str, rec: ImageRecord, rng: random.Random, **_: Any) -> Tw
 
 
 def rule_attribute(q: str, **_: Any) -> Twin | None:
+    """Twin by swapping a size or shape attribute for its opposite."""
     for pat, repl in ATTRIBUTES:
         out = _sub_all(pat, repl, q)
         if out:
@@ -226,6 +233,7 @@ def rule_attribute(q: str, **_: Any) -> Twin | None:
 
 
 def rule_modality(q: str, rec: ImageRecord, **_: Any) -> Twin | None:
+    """Twin by naming another modality than the image's."""
     for pat, repl in MODALITIES:
         out = _sub_all(pat, repl, q)
         if out:
@@ -234,6 +242,7 @@ def rule_modality(q: str, rec: ImageRecord, **_: Any) -> Twin | None:
 
 
 def rule_organ(q: str, rec: ImageRecord, rng: random.Random, **_: Any) -> Twin | None:
+    """Twin of a presence question by naming another organ in place of the image's own."""
     if not PRESENCE.search(q):
         return None
     for term in ANATOMY.get(rec.organ, ()):
@@ -250,6 +259,7 @@ RULES: tuple[Callable[..., Twin | None], ...] = (rule_side, rule_plane, rule_abn
 
 
 def exclusion_reason(q: str, question_type: str) -> str:
+    """Why a yes-question gets no twin (general knowledge, counts, contrast, ...)."""
     if GENERAL_KNOWLEDGE.search(q):
         return "general-knowledge question, not about an entity in the image"
     if "COUNT" in question_type:
@@ -385,6 +395,7 @@ def official_records(frame: pd.DataFrame) -> pd.DataFrame:
 
 
 def report_markdown(report: dict[str, Any]) -> str:
+    """The adversarial set's report as Markdown: counts, twins by rule and exclusions."""
     lines = [
         "# VQA-RAD adversarial set",
         "",

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, command_params, params_of
+from probmed.cli.options import add_params_arguments, params_of
 from probmed.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -31,13 +31,6 @@ def read_question_set(path: str | Path) -> Any:
     return read_question_file(path) if path.suffix.lower() == ".json" else read_questions(path)
 
 
-def audit_settings(cfg: Any) -> Any:
-    from probmed.benchmark.audit import AuditSettings
-    from probmed.core.config import to_plain
-
-    return AuditSettings.from_mapping(to_plain(cfg.get("audit")) if cfg.get("audit") is not None else {})
-
-
 def write_audit(audit: dict[str, Any], gate: dict[str, Any] | None, out_dir: Path) -> dict[str, float]:
     """audit.json, audit.md and metrics.json (headline numbers) into ``out_dir``; returns the headline."""
     from probmed.benchmark.audit.report import audit_markdown, headline_metrics
@@ -50,15 +43,14 @@ def write_audit(audit: dict[str, Any], gate: dict[str, Any] | None, out_dir: Pat
     return headline
 
 
-def _blind(args: argparse.Namespace, cfg: Any, questions: Any) -> Any:
+def _blind(args: argparse.Namespace, params: Params, questions: Any) -> Any:
     from probmed.benchmark.audit.scores import blind_from_predictions, blind_probabilities
-    from probmed.core.config import to_plain
     from probmed.core.records import read_predictions
 
     if args.blind_predictions:
         return blind_from_predictions(questions, read_predictions(args.blind_predictions))
     if args.blind:
-        blind_cfg = to_plain((cfg.get("models") or {}).get("blind") or {})
+        blind_cfg = params.models.get("blind") or {}  # a models: entry, raw as every backend's entry
         return blind_probabilities(questions, {k: v for k, v in blind_cfg.items() if k in ("folds", "C")})
     return None
 
@@ -75,19 +67,20 @@ def _track(params: Params, headline: dict[str, float], out_dir: Path, name: str)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
+    """Audit a question set, write its report and headline, and exit 1 on a failed gate under --strict."""
     from probmed.benchmark.audit import gate, run_audit
     from probmed.core.records import read_image_records
 
-    cfg = command_params(args)
-    settings = audit_settings(cfg)
+    params = params_of(args)
+    settings = params.audit
     questions = read_question_set(args.questions)
     records = []
     for p in args.records or []:
         if not Path(p).is_file():
             raise UserError(f"record table {p} not found")
         records += read_image_records(p)
-    image_root = None if args.no_pixels else Path(args.image_root or params_of(args).curate.image_root)
-    audit = run_audit(questions, records or None, image_root, settings, _blind(args, cfg, questions), str(args.questions))
+    image_root = None if args.no_pixels else Path(args.image_root or params.curate.image_root)
+    audit = run_audit(questions, records or None, image_root, settings, _blind(args, params, questions), str(args.questions))
     result = gate(audit, settings.max_oracle_margin, settings.enforce).to_json()
     out_dir = Path(args.out_dir or Path(args.questions).with_suffix("").as_posix() + ".audit")
     headline = write_audit(audit, result, out_dir)
@@ -96,13 +89,14 @@ def cmd_audit(args: argparse.Namespace) -> int:
         from probmed.core.headline import write_headline
 
         write_headline({name: headline}, args.headline)
-    tracked = args.track and _track(params_of(args), headline, out_dir, name)
+    tracked = args.track and _track(params, headline, out_dir, name)
     print(json.dumps({"gate": "passed" if result["passed"] else "failed", "failures": result["failures"], **headline,
                       "out": str(out_dir), "mlflow": bool(tracked)}, indent=1))
     return 1 if args.strict and result["enforced"] and not result["passed"] else 0
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add `audit` to the command line."""
     p = sub.add_parser("audit", help="is a question set answerable without the image? text-only baselines, truth, lint, leaks")
     p.add_argument("questions", help="question table (.parquet) or original-format question file (.json)")
     p.add_argument("--records", nargs="+", help="image record tables: check every 'no' against metadata and QA")

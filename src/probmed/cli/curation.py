@@ -7,46 +7,47 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING
 
 from probmed.benchmark.sources.registry import SOURCES
-from probmed.cli.options import add_params_arguments, command_params
-from probmed.core.config import to_plain
+from probmed.cli.options import add_params_arguments, params_of
 from probmed.core.errors import ConfigError, UserError
 from probmed.core.io import write_json_atomic, write_text_atomic
 
-
-def _params(args: argparse.Namespace) -> Any:
-    return command_params(args)
+if TYPE_CHECKING:
+    from probmed.benchmark.sources.base import CaptionExtractor
+    from probmed.core.params_schema import Extract, Params
 
 
 def _common(p: argparse.ArgumentParser) -> None:
     add_params_arguments(p, "curate.chestxray14.image_size=224")
 
 
-def _extractor(cfg: Any, method: str):
+def _extractor(section: Extract, method: str) -> CaptionExtractor:
+    """The caption extractor `method` names (rules, or the LLM at `extract.llm`)."""
     if method == "rules":
         from probmed.benchmark.curation.extract_rules import extract
 
         return extract
     if method == "llm":
-        from probmed.benchmark.curation.extract_llm import LLMExtractor, LLMSettings
+        from probmed.benchmark.curation.extract_llm import LLMExtractor
 
-        return LLMExtractor(LLMSettings.from_params(cfg.extract.llm)).extract
+        return LLMExtractor(section.llm).extract
     raise UserError(f"--method {method!r}: expected rules or llm")
 
 
-def curate_one(cfg: Any, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
+def curate_one(cfg: Params, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
+    """Curate one source into its record table and exclusion report; returns the report."""
     from probmed.benchmark.sources.base import SourceContext
     from probmed.core.records import write_image_records
 
     loader = SOURCES.load(source, "curate source")  # the command line offers only registered sources
-    options = to_plain(cfg.curate.get(source)) or {}
-    data_dir = data or options.get("data")
+    options = getattr(cfg.curate, source)  # every registered source has its section (params_schema.Curate)
+    data_dir = data or options.data
     if not data_dir:
         raise ConfigError(f"params: curate.{source}.data is missing (or pass --data)")
     context = SourceContext(source, Path(data_dir), Path(image_root or cfg.curate.image_root), options,
-                            make_extractor=lambda: _extractor(cfg, cfg.extract.method))
+                            make_extractor=lambda: _extractor(cfg.extract, cfg.extract.method))
     t0 = time.perf_counter()
     res = loader(context)
     out_path = Path(out or Path(cfg.curate.records_dir) / f"{source}.parquet")
@@ -60,7 +61,8 @@ def curate_one(cfg: Any, source: str, data: str | None, out: str | None, image_r
 
 
 def cmd_curate(args: argparse.Namespace) -> int:
-    cfg = _params(args)
+    """Curate one source, or every source of curate.all."""
+    cfg = params_of(args)
     sources = [SOURCES.check(s, "curate.all") for s in cfg.curate.all] if args.source == "all" else [args.source]
     if len(sources) > 1 and (args.out or args.data):
         raise UserError("--out/--data apply to a single source, not 'all'")
@@ -70,15 +72,16 @@ def cmd_curate(args: argparse.Namespace) -> int:
 
 
 def cmd_generate(args: argparse.Namespace) -> int:
+    """Generate the question set from record tables, behind the audit gate."""
     import sys
 
     from probmed.benchmark.audit import gate, run_audit
     from probmed.benchmark.questions import generate_questions
-    from probmed.cli.audit import audit_settings, write_audit
+    from probmed.cli.audit import write_audit
     from probmed.core.records import read_image_records, write_questions
     from probmed.core.release_format import write_question_file
 
-    cfg = _params(args)
+    cfg = params_of(args)
     paths = args.records or list(cfg.questions.records)
     records = []
     for p in paths:
@@ -90,16 +93,16 @@ def cmd_generate(args: argparse.Namespace) -> int:
     t0 = time.perf_counter()
     mix = None
     if args.question_set:  # the set's image-type caps (datasets.question_sets.<set>.image_types)
-        from probmed.benchmark.mix import MixCaps, sample_records
+        from probmed.benchmark.mix import sample_records
 
         key = f"datasets.question_sets.{args.question_set}"
-        qset = ((cfg.get("datasets") or {}).get("question_sets") or {}).get(args.question_set)
+        qset = cfg.datasets.question_sets.get(args.question_set)
         if qset is None:
             raise UserError(f"--question-set {args.question_set!r}: params {key} is missing")
-        records, mix = sample_records(records, MixCaps.from_params(qset.get("image_types"), f"{key}.image_types"), int(seed))
+        records, mix = sample_records(records, qset.image_types, int(seed))
     frame, report = generate_questions(records, seed=int(seed), strategy=strategy, progress=True)
     out = Path(args.out or cfg.questions.out)
-    settings = audit_settings(cfg)
+    settings = cfg.audit
     # the gate: the set must not be answerable from its texts, every "no" must be true, every question must read right
     audit = run_audit(frame, records, None, settings, source=str(out))
     verdict = gate(audit, settings.max_oracle_margin, settings.enforce)
@@ -128,6 +131,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
 
 def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
+    """Build the VQA-RAD adversarial ablation set and its report."""
     from probmed.benchmark.vqarad_adversarial import (
         Twin,
         build_vqarad_adversarial,
@@ -137,17 +141,13 @@ def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
     from probmed.core.records import write_questions
     from probmed.core.release_format import write_question_file
 
-    cfg = _params(args)
+    cfg = params_of(args)
     vcfg = cfg.questions.vqarad_adversarial
     llm = None
     if vcfg.use_llm and cfg.extract.llm.base_url:
-        from probmed.benchmark.curation.extract_llm import (
-            LLMAnswerError,
-            LLMClient,
-            LLMSettings,
-        )
+        from probmed.benchmark.curation.extract_llm import LLMAnswerError, LLMClient
 
-        client = LLMClient(LLMSettings.from_params(cfg.extract.llm))
+        client = LLMClient(cfg.extract.llm)
         schema = {"type": "object", "required": ["question", "entity"], "properties": {"question": {"type": "string", "minLength": 5}, "entity": {"type": "string"}}}
         system = ("Write an adversarial twin of a closed medical VQA question answered 'yes': the same question about a "
                   "hallucinated entity (another condition, organ, modality, plane, side or size attribute) that is not "
@@ -173,11 +173,12 @@ def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
+    """Extract modality, organ and findings from a caption table into JSONL."""
     from probmed.benchmark.sources.base import SourceResult
     from probmed.benchmark.sources.captions import read_caption_tsv, run_extractor
 
-    cfg = _params(args)
-    ex = _extractor(cfg, args.method)
+    cfg = params_of(args)
+    ex = _extractor(cfg.extract, args.method)
     res = SourceResult("captions")
     items = read_caption_tsv(Path(args.captions), res)
     outs = run_extractor(items, ex, res)
@@ -191,6 +192,7 @@ def cmd_extract(args: argparse.Namespace) -> int:
 
 
 def cmd_extract_eval(args: argparse.Namespace) -> int:
+    """Score a caption extractor on a hand-labelled set; exit 1 when a goal is missed."""
     from functools import partial
 
     from probmed.benchmark.curation.extract_eval import (
@@ -201,14 +203,18 @@ def cmd_extract_eval(args: argparse.Namespace) -> int:
         scores_markdown,
     )
 
-    cfg = _params(args)
+    cfg = params_of(args)
     labelled = LABELLED_SETS[args.set]
     captions = args.captions or f"data/{labelled.captions}"
     if not Path(captions).is_file():
         raise UserError(f"caption table {captions} not found ({labelled.captions})")
-    extractor = _extractor(cfg, args.method)
+    extractor: CaptionExtractor
     if args.method == "rules":  # the rules read the set in its profile (the LLM answers in the paper's values)
-        extractor = partial(extractor, profile=labelled.profile)
+        from probmed.benchmark.curation.extract_rules import extract
+
+        extractor = partial(extract, profile=labelled.profile)
+    else:
+        extractor = _extractor(cfg.extract, args.method)
     scores = score_labelled_set(args.labels or labelled.labels, read_roco_captions(captions), extractor)
     table = scores_markdown(scores)
     if args.out:
@@ -222,6 +228,7 @@ def cmd_extract_eval(args: argparse.Namespace) -> int:
 
 
 def cmd_stats(args: argparse.Namespace) -> int:
+    """Write the Table 1 statistics and the yes/no balance of a question set."""
     from probmed.core.records import read_image_records, read_questions
     from probmed.reporting.table1 import (
         balance,
@@ -231,7 +238,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
         to_markdown,
     )
 
-    cfg = _params(args)
+    cfg = params_of(args)
     q = read_questions(args.questions or cfg.questions.out)
     out = Path(args.out or cfg.questions.stats_dir)
     t1, bal, paper = table1(q), balance(q), table1_vs_paper(q)
@@ -252,10 +259,11 @@ def cmd_stats(args: argparse.Namespace) -> int:
 
 
 def cmd_review(args: argparse.Namespace) -> int:
+    """Export an expert-review sheet, or import its verdicts and report on them."""
     from probmed.benchmark.review import export_review, read_verdicts, review_report
     from probmed.core.records import read_predictions, read_questions
 
-    cfg = _params(args)
+    cfg = params_of(args)
     rcfg = cfg.questions.review
     if args.action == "export":
         q = read_questions(args.questions or cfg.questions.out)
@@ -272,6 +280,7 @@ def cmd_review(args: argparse.Namespace) -> int:
 
 
 def cmd_import_release(args: argparse.Namespace) -> int:
+    """Convert the original release's question file into a question table."""
     from probmed.benchmark.sources.probmed_release import import_release
     from probmed.core.records import write_questions
 
@@ -282,6 +291,7 @@ def cmd_import_release(args: argparse.Namespace) -> int:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the benchmark-construction commands to the command line."""
     p = sub.add_parser("curate", help="raw source -> image records (Parquet) + exclusion report")
     p.add_argument("source", choices=(*SOURCES.kinds, "all"))
     p.add_argument("--data", help="source directory (default curate.<source>.data)")

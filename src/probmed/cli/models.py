@@ -6,13 +6,14 @@ from __future__ import annotations
 import argparse
 import json
 from pathlib import Path
+from typing import Any
 
-from probmed.cli.options import command_params
-from probmed.core.config import to_plain
+from probmed.cli.options import params_of
 from probmed.core.errors import MissingFileError
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add `models` and `pin` to the command line."""
     m = sub.add_parser("models", help="list the model registry (or a profile such as the paper's Table 3)")
     m.add_argument("--profile", help="a name under model_profiles (e.g. paper)")
     m.add_argument("--json", action="store_true", help="JSON lines instead of a Markdown table")
@@ -24,7 +25,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_pin)
 
 
-def _read(path: str) -> dict:
+def _read(path: str) -> dict[str, Any]:
+    """The parameter file as written (no overrides): the file `pin` edits."""
     from probmed.core.config import read_yaml_12
 
     if not Path(path).is_file():
@@ -33,17 +35,17 @@ def _read(path: str) -> dict:
 
 
 def cmd_models(args: argparse.Namespace) -> int:
+    """Print the model registry, or a named profile of it, as a Markdown table or JSON lines."""
     import pandas as pd
 
     from probmed.core.markdown import markdown_table
     from probmed.inference.models.catalog import profile_rows, registry_rows
 
-    params = to_plain(command_params(args))
-    models = params.get("models") or {}
+    params = params_of(args)
     if args.profile:
-        rows = profile_rows(models, params.get("model_profiles") or {}, args.profile)
+        rows = profile_rows(params.models, params.model_profiles, args.profile)
     else:
-        rows = registry_rows(models)
+        rows = registry_rows(params.models)
     if args.json:
         print("\n".join(json.dumps(r) for r in rows))
     else:
@@ -52,12 +54,13 @@ def cmd_models(args: argparse.Namespace) -> int:
 
 
 def cmd_pin(args: argparse.Namespace) -> int:
+    """Resolve the model's hub revision to a commit sha and write it into the parameter file."""
     from probmed.core.params_edit import set_param
+    from probmed.core.params_schema import parse_params
     from probmed.inference.models.hub import pinnable, resolve_revision
 
     path = args.params or "params.yaml"  # the file to update (--params, as every command takes)
-    params = _read(path)
-    model_id = pinnable(params.get("models") or {}, args.model)
+    model_id = pinnable(parse_params(_read(path)).models, args.model)
     sha = resolve_revision(args.model, model_id, args.revision)
     changed = set_param(path, ["models", args.model, "revision"], sha)
     print(json.dumps({"model": args.model, "model_id": model_id, "revision": args.revision, "sha": sha,

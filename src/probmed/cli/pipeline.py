@@ -32,6 +32,7 @@ def _params(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
+    """Add the pipeline's own commands to the command line."""
     f = sub.add_parser("fetch-data", help="get the pinned raw data (data.dvc) into data/ and the DVC cache")
     f.add_argument("--source", help="a copy of the data to import from (default: the source data.dvc records)")
     f.add_argument("--remote", help="DVC remote to pull from (default: the configured default remote, if any)")
@@ -80,6 +81,7 @@ def _cfg(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def cmd_fetch(args: argparse.Namespace) -> int:
+    """Fetch the pinned raw data into data/."""
     from probmed.core.pinned_data import fetch_data
 
     result = fetch_data(".", args.dvc_file, source=args.source, remote=args.remote)
@@ -88,6 +90,7 @@ def cmd_fetch(args: argparse.Namespace) -> int:
 
 
 def cmd_plan(args: argparse.Namespace) -> int:
+    """Check the params and write the run plan before any work."""
     from probmed.pipeline.plan import write_plan
 
     plan = write_plan(params_of(args), args.out_dir)
@@ -96,6 +99,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 
 def cmd_subset(args: argparse.Namespace) -> int:
+    """Write the seeded image subset a question set names."""
     from probmed.benchmark.subsets import drop_training_images, subset_questions
     from probmed.core.records import read_questions, write_questions
 
@@ -157,6 +161,7 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, 
 
 
 def cmd_track(args: argparse.Namespace) -> int:
+    """Log every planned evaluation as an MLflow run."""
     from probmed.core.io import write_json_atomic
     from probmed.pipeline.plan import evaluations
     from probmed.reporting.tracking import RunSpec, log_model_runs
@@ -193,6 +198,7 @@ def cmd_track(args: argparse.Namespace) -> int:
 
 
 def cmd_report(args: argparse.Namespace) -> int:
+    """Build the HTML report, its headline file, and its MLflow run."""
     from probmed.core.figure_style import palette_from_params
     from probmed.reporting.report import build_report
     from probmed.scoring.compare import Bootstrap
@@ -216,7 +222,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     started_ms = int(time.time() * 1000)
     manifest = build_report(roots, args.out_dir, questions=questions, full_questions=full, audits=audits,
                             report=params.report, bootstrap=Bootstrap.of(params.score),
-                            palette=palette_from_params(cfg))
+                            palette=palette_from_params(params))
     if args.headline:
         _write_evaluation_headline(params, roots, args.headline)
     report_run = None

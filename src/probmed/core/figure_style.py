@@ -15,9 +15,12 @@ In core because both the report (probmed.reporting) and the transfer study
 from __future__ import annotations
 
 import math
-from typing import Any, Iterable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Mapping, Sequence
 
 import numpy as np
+
+if TYPE_CHECKING:
+    from probmed.core.params_schema import Params
 
 # Qualitative colours (matplotlib's tab10, then tab20's light shades): distinct for up to 20 models.
 _COLOURS: tuple[str, ...] = (
@@ -28,7 +31,7 @@ MISSING_COLOUR = "#9a9a9a"
 
 
 def model_colours(models: Iterable[str]) -> dict[str, str]:
-    """model -> colour, in the given order (first seen first); repeats keep their first colour."""
+    """Model -> colour, in the given order (first seen first); repeats keep their first colour."""
     out: dict[str, str] = {}
     for name in models:
         if name not in out:
@@ -36,10 +39,9 @@ def model_colours(models: Iterable[str]) -> dict[str, str]:
     return out
 
 
-def palette_from_params(cfg: Mapping[str, Any], extra: Iterable[str] = ()) -> dict[str, str]:
+def palette_from_params(params: Params, extra: Iterable[str] = ()) -> dict[str, str]:
     """The project's palette: params ``models`` in order, then ``report.transfer_models``, then `extra`."""
-    report = cfg.get("report") or {}
-    return model_colours([*(cfg.get("models") or {}), *(report.get("transfer_models") or []), *extra])
+    return model_colours([*params.models, *params.report.transfer_models, *extra])
 
 
 def colour(palette: Mapping[str, str], model: str) -> str:
@@ -57,26 +59,27 @@ def bars(ax, x: Sequence[float], values: Sequence[float], low: Sequence[float | 
          high: Sequence[float | None] | None, counts: Sequence[int | None] | None, colour: str, width: float,
          label: str | None = None, hatch: str | None = None, alpha: float = 1.0, n_prefix: str = "n=") -> None:
     """Bars with error bars (percentile interval) and the n behind each; NaN values are drawn as "n/a"."""
-    x = np.asarray(x, dtype=float)
+    xs = np.asarray(x, dtype=float)
     vals = np.array([v if _finite(v) else np.nan for v in values], dtype=float)
     have = ~np.isnan(vals)
-    ax.bar(x[have], vals[have], width, color=colour, alpha=alpha, hatch=hatch, edgecolor=colour, linewidth=1.0,
+    ax.bar(xs[have], vals[have], width, color=colour, alpha=alpha, hatch=hatch, edgecolor=colour, linewidth=1.0,
            label=label)
-    lo = np.array([lo if _finite(lo) else np.nan for lo in (low if low is not None else [None] * len(x))], float)
-    hi = np.array([h if _finite(h) else np.nan for h in (high if high is not None else [None] * len(x))], float)
+    lo = np.array([lo if _finite(lo) else np.nan for lo in (low if low is not None else [None] * len(xs))], float)
+    hi = np.array([h if _finite(h) else np.nan for h in (high if high is not None else [None] * len(xs))], float)
     err = have & ~np.isnan(lo) & ~np.isnan(hi)
     if err.any():
         yerr = np.vstack([np.maximum(vals[err] - lo[err], 0), np.maximum(hi[err] - vals[err], 0)])
-        ax.errorbar(x[err], vals[err], yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+        ax.errorbar(xs[err], vals[err], yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
     span = np.nan_to_num(np.where(np.isnan(hi), vals, hi), nan=0.0)
     for i in np.flatnonzero(~have):
-        ax.text(x[i], 0, "n/a", ha="center", va="bottom", fontsize=6, color=MISSING_COLOUR, rotation=90)
+        ax.text(xs[i], 0, "n/a", ha="center", va="bottom", fontsize=6, color=MISSING_COLOUR, rotation=90)
     if counts is None:
         return
-    for i in np.flatnonzero(have):
-        if counts[i] is None:
+    for j in map(int, np.flatnonzero(have)):
+        count = counts[j]
+        if count is None:
             continue
-        below = vals[i] < 0
-        y = (np.nanmin([vals[i], lo[i]]) if below else span[i])
-        ax.text(x[i], y, f"{n_prefix}{int(counts[i])}", ha="center", va="top" if below else "bottom", fontsize=5.5,
+        below = vals[j] < 0
+        y = (np.nanmin([vals[j], lo[j]]) if below else span[j])
+        ax.text(xs[j], y, f"{n_prefix}{int(count)}", ha="center", va="top" if below else "bottom", fontsize=5.5,
                 rotation=90, color="#333333")

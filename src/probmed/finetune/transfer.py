@@ -335,7 +335,7 @@ def run_transfer(
     if meta["scale"] == "smoke":
         title += " (smoke scale: tiny model)"
     plot_transfer(table, out_dir / "transfer.png", fcfg.transfer.plot_categories, title,
-                  palette_from_params(as_mapping(params)))
+                  palette_from_params(params))
     headline = transfer_headline(questions, predictions, domain)
     started = {name: (p.attrs.get("answering") or {}).get("started_at") for name, p in predictions.items()}
     run_ids = log_transfer_runs(fcfg, params.tracking, out_dir, reports, meta, headline, started)

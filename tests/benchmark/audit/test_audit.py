@@ -11,7 +11,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from probmed.benchmark.audit import AuditSettings, gate, run_audit
+from probmed.benchmark.audit import gate, run_audit
 from probmed.benchmark.audit.oracle import OracleSettings, normalise_text, oracle_votes
 from probmed.benchmark.audit.pixels import pixel_leak
 from probmed.benchmark.audit.report import audit_markdown, headline_metrics
@@ -19,6 +19,7 @@ from probmed.benchmark.audit.scores import blind_scores, fixed_policies, oracle_
 from probmed.benchmark.questions import generate_questions
 from probmed.benchmark.sources.vqarad import load_vqarad
 from probmed.cli import main
+from probmed.core.params_schema import Audit
 from probmed.core.records import (
     PREDICTION_COLUMNS,
     write_image_records,
@@ -89,7 +90,7 @@ def test_fixed_policy_bounds_text_only_models_by_the_pair_structure(vqarad_recor
     # a leaking set: X-ray on 30 of 40 images, "X-ray? yes, CT? no" gets those 30
     assert fixed_policies(_modality_pairs(30, 10))["by_category"]["modality"]["accuracy"] == pytest.approx(75.0)
     # too many texts for every choice: not computed rather than fitted to the set's noise
-    audit = run_audit(generate_questions(vqarad_records, seed=0)[0], vqarad_records, None, AuditSettings())
+    audit = run_audit(generate_questions(vqarad_records, seed=0)[0], vqarad_records, None, Audit())
     condition = audit["fixed_policy"]["by_category"]["condition"]
     assert condition["texts"] > 8 and condition["accuracy"] is None
     organ = audit["fixed_policy"]["by_category"]["organ"]
@@ -98,12 +99,12 @@ def test_fixed_policy_bounds_text_only_models_by_the_pair_structure(vqarad_recor
     assert headline_metrics(audit)["audit_fixed_policy_margin_organ"] == pytest.approx(organ["accuracy"] - organ["random"], abs=1e-3)
 
 def test_gate_fails_on_a_deliberately_unbalanced_set(popular, vqarad_records) -> None:
-    audit = run_audit(popular, vqarad_records, None, AuditSettings())
+    audit = run_audit(popular, vqarad_records, None, Audit())
     result = gate(audit, 5.0, True)
     assert not result.passed and result.enforced
     assert any(f.startswith("organ: the text-only oracle scores") for f in result.failures)
     balanced = generate_questions(vqarad_records, seed=0)[0]
-    ok = gate(run_audit(balanced, vqarad_records, None, AuditSettings()), 5.0, True)
+    ok = gate(run_audit(balanced, vqarad_records, None, Audit()), 5.0, True)
     assert ok.passed, ok.failures
 
 

@@ -65,7 +65,7 @@ def test_pituitary_sagittal_and_bad_boxes(shared_data: Path) -> None:
 
 def test_plane_estimate_never_gives_a_sagittal_slice_a_side(shared_data: Path) -> None:
     """On the test part (labelled after the threshold was fixed) and on BraTS (axial by construction)."""
-    labels = [l for l in json.loads(PLANES.read_text())["labels"] if l["part"] == "test"]
+    labels = [label for label in json.loads(PLANES.read_text())["labels"] if label["part"] == "test"]
     seen: dict[str, list[bool]] = {"axial": [], "coronal": [], "sagittal": []}
     for lab in labels:
         with Image.open(shared_data / "figshare-brain-tumor" / lab["file"]) as im:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import threading
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -13,10 +14,10 @@ from probmed.benchmark.curation.extract_llm import (
     SCHEMA,
     LLMAnswerError,
     LLMExtractor,
-    LLMSettings,
     parse_json_answer,
 )
 from probmed.cli import main
+from probmed.core.params_schema import ExtractLLM
 
 SECRET = "sk-test-do-not-leak-123"
 SCRIPT = {
@@ -66,8 +67,8 @@ def server():
     s.httpd.shutdown()
 
 
-def settings(server: Server, tmp_path: Path, **kw) -> LLMSettings:
-    return LLMSettings(base_url=server.url, model="scripted-1", api_key_env="PROBMED_TEST_KEY", cache=str(tmp_path / "cache.jsonl"), max_retries=0, **kw)
+def settings(server: Server, tmp_path: Path, **kw) -> ExtractLLM:
+    return ExtractLLM(base_url=server.url, model="scripted-1", api_key_env="PROBMED_TEST_KEY", cache=str(tmp_path / "cache.jsonl"), max_retries=0, **kw)
 
 
 @pytest.mark.slow
@@ -83,8 +84,7 @@ def test_extracts_validates_and_caches(server: Server, tmp_path: Path, monkeypat
     LLMExtractor(settings(server, tmp_path)).extract("r1", "GOOD caption")
     assert len(server.requests) == 2
     # another model or prompt version is another cache key
-    s = settings(server, tmp_path)
-    s.model = "scripted-2"
+    s = dataclasses.replace(settings(server, tmp_path), model="scripted-2")  # sections are frozen
     LLMExtractor(s).extract("r1", "GOOD caption")
     s2 = settings(server, tmp_path, prompt_version="v2")
     LLMExtractor(s2).extract("r1", "GOOD caption")
@@ -100,7 +100,7 @@ def test_invalid_answers_are_reported_not_crashed_on(server: Server, tmp_path: P
     rc = main(["extract", str(tsv), f"extract.llm.base_url={server.url}", f"extract.llm.cache={tmp_path / 'cache.jsonl'}",
                "extract.llm.max_retries=0", "--method", "llm", "--out", str(out), "--params", str(repo_root / "params.yaml")])
     assert rc == 0
-    assert [json.loads(l)["id"] for l in out.read_text().splitlines()] == ["a"]
+    assert [json.loads(line)["id"] for line in out.read_text().splitlines()] == ["a"]
     rep = json.loads(out.with_suffix(".report.json").read_text())
     errs = rep["excluded"]["extractor error"]["ids"]
     assert errs[0].startswith("b: invalid JSON") and errs[1].startswith("c: schema violation at modality")

@@ -29,7 +29,7 @@ def test_other_and_unknown() -> None:
 
 
 def _captions(shared: Path) -> dict[str, str]:
-    caps = dict(l.split("\t", 1) for l in (shared / "roco-captions/test/radiology/captions.txt").read_text(encoding="utf-8").splitlines())
+    caps = dict(line.split("\t", 1) for line in (shared / "roco-captions/test/radiology/captions.txt").read_text(encoding="utf-8").splitlines())
     for line in (shared / "medicat-sample/sample.jsonl").read_text(encoding="utf-8").splitlines():
         row = json.loads(line)
         caps[medicat_id(row)] = row["s2_caption"]
@@ -39,9 +39,9 @@ def _captions(shared: Path) -> dict[str, str]:
 def test_precision_recall_on_hand_labelled_captions(shared_data: Path) -> None:
     labels = json.loads(FIXTURE.read_text())["labels"]
     assert len(labels) >= 40
-    assert {l["source"] for l in labels} == {"ROCO", "MedICaT"}
+    assert {label["source"] for label in labels} == {"ROCO", "MedICaT"}
     caps = _captions(shared_data)
-    preds = {l["id"]: extract(l["id"], caps[l["id"]]).to_json() for l in labels}
+    preds = {label["id"]: extract(label["id"], caps[label["id"]]).to_json() for label in labels}
     scores = evaluate(labels, preds)
     print(json.dumps(scores))
     # Floors a little under the measured values (see the issue note), so a regression fails.
@@ -71,10 +71,10 @@ def test_roco_images_labelled_set_meets_every_goal_on_both_parts(shared_data: Pa
     )
 
     labels = json.loads(ROCO_LABELS.read_text())["labels"]
-    assert len(labels) >= 150 and len({l["id"] for l in labels}) == len(labels)
-    held = [l for l in labels if l["part"] == "heldout"]
+    assert len(labels) >= 150 and len({label["id"] for label in labels}) == len(labels)
+    held = [label for label in labels if label["part"] == "heldout"]
     assert len(held) >= len(labels) / 3
-    types = {(l["modality"], l["organ"]) for l in labels}
+    types = {(label["modality"], label["organ"]) for label in labels}
     assert {(m, o) for m in ("x-ray", "ct", "mri") for o in ("abdomen", "brain", "spine")} | {("ct", "chest"), ("mri", "chest")} <= types
     scores = score_labelled_set(ROCO_LABELS, read_roco_captions(shared_data / "roco-images" / "metadata.csv"), extract)
     print(json.dumps({p: {k: s[k] for k in ("modality", "organ", "condition", "position")} for p, s in scores.items()}))

@@ -43,7 +43,7 @@ def test_positions_agree_with_reading_by_eye() -> None:
 
 
 def test_known_real_boxes(shared_data: Path) -> None:
-    boxes = {(n, l): b for n, l, b in real_boxes(shared_data)}
+    boxes = {(n, label): b for n, label, b in real_boxes(shared_data)}
     # x = 225 px: the image's left half, i.e. the patient's RIGHT lung; centre 0.57 H of the film is the
     # middle zone of a lung field spanning 0.10-0.76 H (0.54 of the film would already be the lower zone)
     assert box_position(boxes[("00013118_008.png", "atelectasis")], "atelectasis") == "right lower lung zone"

@@ -38,7 +38,7 @@ def test_tsv_bad_lines_and_empty_captions(tmp_path: Path, repo_root: Path) -> No
     tsv.write_text("A1\tAxial CT of the abdomen shows a liver mass.\nno tab here\nA2\t\nA3\tFigure 2.\nA1\tduplicate\n")
     rc = main(["extract", str(tsv), "--method", "rules", "--out", str(tmp_path / "o.jsonl"), "--params", str(repo_root / "params.yaml")])
     assert rc == 0
-    lines = [json.loads(l) for l in (tmp_path / "o.jsonl").read_text().splitlines()]
+    lines = [json.loads(line) for line in (tmp_path / "o.jsonl").read_text().splitlines()]
     assert lines == [{"id": "A1", "modality": "ct", "organ": "abdomen", "findings": [{"condition": "mass", "position": "liver"}]}]
     rep = json.loads((tmp_path / "o.report.json").read_text())
     assert rep["excluded"]["malformed caption line (expected id<TAB>caption)"] == {"count": 2, "ids": ["line 2", "line 3"]}

@@ -86,7 +86,7 @@ def _bad_copy(shared: Path, tmp: Path) -> Path:
     (d / "images_no_finding").mkdir()
     lines = (src / "BBox_List_2017.csv").read_text().splitlines()
     good = lines[1:4]
-    names = [l.split(",")[0] for l in good]
+    names = [line.split(",")[0] for line in good]
     bad = [
         "00000001_000.png,Atelectasis,1,2,3",  # too few values
         "00000002_000.png,Tumour,1,2,3,4",  # unknown label

@@ -9,6 +9,7 @@ import pytest
 from probmed.cli import main
 from probmed.core.config import read_yaml_12
 from probmed.core.errors import ConfigError
+from probmed.core.params_schema import ProfileModel, parse_params
 from probmed.inference.models.catalog import check_profile, profile_rows
 
 PAPER_TABLE3 = {"LLaVA-v1", "LLaVA-v1.6", "MiniGPT-v2", "LLaVA-Med-v1", "LLaVA-Med-v1.5", "CheXagent", "BiomedGPT",
@@ -21,16 +22,17 @@ def params(repo_root) -> dict:
 
 
 def test_paper_profile_covers_table3_and_every_runnable_model_is_registered(params):
-    models, profiles = params["models"], params["model_profiles"]
+    typed = parse_params(params)
+    models, profiles = typed.models, typed.model_profiles
     paper = check_profile(models, profiles, "paper")
     assert PAPER_TABLE3 <= set(paper)
     for label, spec in paper.items():
-        if spec.get("model"):
-            entry = models[spec["model"]]
-            assert {"hf": "hf", "api": "openai"}[spec["runs"]] == entry["backend"], label
+        if spec.model:
+            entry = models[spec.model]
+            assert {"hf": "hf", "api": "openai"}[spec.runs] == entry["backend"], label
             assert entry.get("hardware"), label
         else:
-            assert spec["why"], label
+            assert spec.why, label
 
 
 def test_current_models_are_registered_with_hardware_and_unpinned(params):
@@ -49,12 +51,12 @@ def test_current_models_are_registered_with_hardware_and_unpinned(params):
 
 def test_profile_errors_name_the_key():
     models = {"m": {"backend": "hf"}}
-    with pytest.raises(ConfigError, match=r"model_profiles.p.X.runs = 'gpu'"):
-        check_profile(models, {"p": {"X": {"runs": "gpu"}}}, "p")
+    with pytest.raises(ConfigError, match=r"model_profiles.p.X.runs = 'gpu'"):  # the schema checks `runs`
+        parse_params({"models": models, "model_profiles": {"p": {"X": {"runs": "gpu"}}}})
     with pytest.raises(ConfigError, match=r"model_profiles.p.X.model = 'zz' is not in models"):
-        check_profile(models, {"p": {"X": {"runs": "hf", "model": "zz"}}}, "p")
+        check_profile(models, {"p": {"X": ProfileModel(runs="hf", model="zz")}}, "p")
     with pytest.raises(ConfigError, match="must say why"):
-        check_profile(models, {"p": {"X": {"runs": "unsupported"}}}, "p")
+        check_profile(models, {"p": {"X": ProfileModel(runs="unsupported")}}, "p")
     with pytest.raises(ConfigError, match="model_profiles.q not found"):
         profile_rows(models, {"p": {}}, "q")
 

@@ -28,36 +28,15 @@ import numpy as np
 import pandas as pd
 
 from probmed.benchmark.audit.oracle import OracleSettings
+from probmed.core.params_schema import Audit
 from probmed.core.records import ImageRecord
 
-__all__ = ["AuditSettings", "GateResult", "gate", "run_audit", "image_mix"]
+__all__ = ["GateResult", "gate", "run_audit", "image_mix", "oracle_settings"]
 
 
-@dataclass(frozen=True)
-class AuditSettings:
-    """The ``audit:`` section of params.yaml (defaults mirror it)."""
-
-    folds: int = 5
-    alpha: float = 0.05
-    seed: int = 0
-    max_oracle_margin: float = 5.0
-    enforce: bool = True
-    pixel_folds: int = 5
-    log_to_mlflow: bool = True
-
-    @classmethod
-    def from_mapping(cls, section: Any) -> "AuditSettings":
-        from probmed.core.errors import ConfigError
-
-        section = dict(section or {})
-        unknown = sorted(set(section) - set(cls.__dataclass_fields__))
-        if unknown:
-            raise ConfigError(f"params: unknown key(s) under 'audit': {unknown}")
-        return cls(**section)
-
-    @property
-    def oracle(self) -> OracleSettings:
-        return OracleSettings(folds=self.folds, alpha=self.alpha)
+def oracle_settings(audit: Audit) -> OracleSettings:
+    """The gate's oracle: the audit's folds and binomial-test level."""
+    return OracleSettings(folds=audit.folds, alpha=audit.alpha)
 
 
 def image_mix(questions: pd.DataFrame) -> list[dict[str, Any]]:
@@ -103,20 +82,21 @@ def run_audit(
     questions: pd.DataFrame,
     records: Sequence[ImageRecord] | None = None,
     image_root: Path | None = None,
-    settings: AuditSettings = AuditSettings(),
+    settings: Audit | None = None,
     blind_p_yes: np.ndarray | None = None,
     source: str = "",
 ) -> dict[str, Any]:
     """The full audit of a question set as a JSON-ready dict (sections in the module docstring)."""
     from probmed.benchmark.audit import pixels, scores, texts, truthcheck
 
+    settings = settings if settings is not None else Audit()
     audit: dict[str, Any] = {
         "meta": {
             "source": source, "questions": int(len(questions)), "images": int(questions["image_id"].nunique()),
             "folds": settings.folds, "alpha": settings.alpha, "seed": settings.seed,
             "records": bool(records), "pixels": image_root is not None, "blind": blind_p_yes is not None,
         },
-        "oracle": scores.oracle_scores(questions, settings.oracle),
+        "oracle": scores.oracle_scores(questions, oracle_settings(settings)),
         # for reference, not the gate: every training majority taken, however slight (audit.scores explains)
         "oracle_raw": scores.oracle_scores(questions, OracleSettings(folds=settings.folds, alpha=1.0)),
         "blind": None if blind_p_yes is None else scores.blind_scores(questions, blind_p_yes),
@@ -138,6 +118,8 @@ def run_audit(
 
 @dataclass
 class GateResult:
+    """The gate's verdict on an audit: passed or not, why, and whether a failure stops generation."""
+
     passed: bool
     failures: list[str]
     enforced: bool

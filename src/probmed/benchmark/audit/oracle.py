@@ -23,6 +23,8 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from probmed.core.params_schema import Audit
+
 _NON_WORD = re.compile(r"[^a-z0-9]+")
 
 
@@ -38,8 +40,10 @@ def image_fold(image_id: str, folds: int) -> int:
 
 @dataclass(frozen=True)
 class OracleSettings:
-    folds: int = 5
-    alpha: float = 0.05
+    """How the text-only oracle cross-fits: folds of images and the binomial-test level (defaults: params ``audit``)."""
+
+    folds: int = Audit().folds
+    alpha: float = Audit().alpha
 
 
 def _decided(yes: np.ndarray, total: np.ndarray, alpha: float) -> np.ndarray:

@@ -6,8 +6,8 @@ from typing import Any
 
 import pandas as pd
 
-from probmed.core.markdown import markdown_table
 from probmed.core.categories import CATEGORIES
+from probmed.core.markdown import markdown_table
 
 NOTE = (
     "Strict accuracy with adversarial pairs (%), scored by the project scorer. *Oracle*: the majority answer of the "
@@ -50,7 +50,7 @@ def baseline_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
 def _reference(audit: dict[str, Any]) -> str:
     """The deterministic variants, for reference: on a perfectly balanced set their numbers are fold noise."""
     raw = audit["oracle_raw"]
-    parts = [f"every training majority taken however slight (oracle without the test): "
+    parts = ["every training majority taken however slight (oracle without the test): "
              + ", ".join(f"{c} {_pct(m['accuracy'])}" for c, m in raw["by_category"].items()) + f", overall {_pct(raw['overall']['accuracy'])}"]
     if audit.get("blind"):
         arg = audit["blind"]["argmax"]
@@ -131,6 +131,7 @@ def _mix_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def audit_markdown(audit: dict[str, Any], gate: dict[str, Any] | None = None) -> str:
+    """The audit as the Markdown report audit.md (with the gate's verdict when given)."""
     meta = audit["meta"]
     lines = [f"# Question-set audit{': ' + meta['source'] if meta.get('source') else ''}", "",
              f"{meta['questions']} questions on {meta['images']} images.", ""]

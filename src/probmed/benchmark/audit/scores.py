@@ -83,6 +83,7 @@ def chance_correct(questions: pd.DataFrame, p_yes: np.ndarray) -> np.ndarray:
 
 
 def oracle_scores(questions: pd.DataFrame, settings: OracleSettings) -> dict[str, Any]:
+    """The cross-fitted text-only oracle scored like a model: per category, overall and per image type."""
     votes = oracle_votes(questions, settings)
     return expected_scores(questions, chance_correct(questions, np.where(votes > 0, 1.0, np.where(votes < 0, 0.0, 0.5))))
 

@@ -1,0 +1,1 @@
+"""Raw captions and images -> image records: images, caption extraction, positions, vocabularies."""

@@ -98,7 +98,7 @@ def estimate_plane(outline: Outline) -> str:
 
 
 def box_side(box: Box, width: float, height: float, outline: Outline) -> str:
-    """right hemisphere | left hemisphere | midline for a box on an axial or coronal slice."""
+    """Right hemisphere | left hemisphere | midline for a box on an axial or coronal slice."""
     box_mask = np.zeros((GRID, GRID))
     x0, x1 = int(box.x / width * GRID), int(np.ceil((box.x + box.w) / width * GRID))
     y0, y1 = int(box.y / height * GRID), int(np.ceil((box.y + box.h) / height * GRID))
@@ -118,6 +118,8 @@ def box_side(box: Box, width: float, height: float, outline: Outline) -> str:
 
 @dataclass(frozen=True)
 class BrainPosition:
+    """Where a brain finding lies (hemisphere or midline), with the plane and symmetry that decided it."""
+
     position: str | None
     plane: str  # the plane used: given by the source, estimated, or unknown
     symmetry: float | None  # the outline symmetry when it was measured

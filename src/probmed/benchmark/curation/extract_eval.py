@@ -77,11 +77,11 @@ def evaluate(labels: Iterable[dict[str, Any]], predictions: dict[str, dict[str, 
             tp += guess != "unknown" and guess == lab[fld]
             right += guess == lab[fld]
         out[fld] = {**_pr(tp, pred, gold), "accuracy": round(right / len(labels), 4) if labels else None}
-    gold_c = {(l["id"], f["condition"]) for l in labels for f in l["findings"]}
-    pred_c = {(l["id"], f["condition"]) for l in labels for f in predictions.get(l["id"], {}).get("findings", [])}
+    gold_c = {(lab["id"], f["condition"]) for lab in labels for f in lab["findings"]}
+    pred_c = {(lab["id"], f["condition"]) for lab in labels for f in predictions.get(lab["id"], {}).get("findings", [])}
     out["condition"] = _pr(len(gold_c & pred_c), len(pred_c), len(gold_c))
-    gold_p = {(l["id"], f["condition"], f["position"]) for l in labels for f in l["findings"] if f["position"]}
-    pred_p = {(l["id"], f["condition"], f["position"]) for l in labels for f in predictions.get(l["id"], {}).get("findings", []) if f.get("position")}
+    gold_p = {(lab["id"], f["condition"], f["position"]) for lab in labels for f in lab["findings"] if f["position"]}
+    pred_p = {(lab["id"], f["condition"], f["position"]) for lab in labels for f in predictions.get(lab["id"], {}).get("findings", []) if f.get("position")}
     out["position"] = _pr(len(gold_p & pred_p), len(pred_p), len(gold_p))
     out["captions"] = len(labels)
     return out
@@ -121,11 +121,11 @@ def score_labelled_set(
 ) -> dict[str, dict[str, Any]]:
     """Scores of an extractor on each part of a labelled set ("dev", "heldout") and on all of it."""
     labels = read_labels(labels_path)
-    missing = [l["id"] for l in labels if l["id"] not in captions]
+    missing = [lab["id"] for lab in labels if lab["id"] not in captions]
     if missing:
         raise KeyError(f"{labels_path}: {len(missing)} labelled caption(s) not in the caption table, e.g. {missing[:3]}")
-    preds = {l["id"]: extractor(l["id"], captions[l["id"]]).to_json() for l in labels}
-    parts = {part: [l for l in labels if l.get("part") == part] for part in ("dev", "heldout")}
+    preds = {lab["id"]: extractor(lab["id"], captions[lab["id"]]).to_json() for lab in labels}
+    parts = {part: [lab for lab in labels if lab.get("part") == part] for part in ("dev", "heldout")}
     parts["all"] = labels
     return {part: evaluate(rows, preds) for part, rows in parts.items() if rows}
 

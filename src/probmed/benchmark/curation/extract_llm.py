@@ -14,7 +14,6 @@ import hashlib
 import json
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -22,9 +21,9 @@ import jsonschema
 
 from probmed.benchmark.curation.extract_rules import Extraction
 from probmed.core.errors import ConfigError
+from probmed.core.params_schema import ExtractLLM
 from probmed.core.vocab import PAPER_MODALITY_VALUES, PAPER_ORGAN_VALUES
 
-PROMPT_VERSION = "v1"
 SYSTEM_PROMPT = """You are given a caption describing a medical image. Extract the imaging modality, \
 the organ (body region) and the medical conditions or diseases visible in the image, with their locations \
 if the caption states them. Do not include anything that cannot be inferred from the image itself (patient \
@@ -84,25 +83,10 @@ def parse_json_answer(text: str, schema: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
-@dataclass
-class LLMSettings:
-    base_url: str | None
-    model: str
-    api_key_env: str = "PROBMED_LLM_API_KEY"
-    prompt_version: str = PROMPT_VERSION
-    cache: str = "build/extract/llm_cache.jsonl"
-    timeout_s: float = 60.0
-    max_retries: int = 2
-
-    @classmethod
-    def from_params(cls, cfg: Any) -> "LLMSettings":
-        return cls(**{k: cfg[k] for k in cls.__dataclass_fields__ if k in cfg})
-
-
 class LLMClient:
     """Chat completions returning schema-checked JSON, with a crash-safe answer cache."""
 
-    def __init__(self, settings: LLMSettings) -> None:
+    def __init__(self, settings: ExtractLLM) -> None:
         if not settings.base_url:
             raise ConfigError("extract.llm.base_url is not set: the LLM path runs only when an endpoint is configured")
         from openai import OpenAI
@@ -166,7 +150,9 @@ class LLMClient:
 
 
 class LLMExtractor:
-    def __init__(self, settings: LLMSettings) -> None:
+    """The caption -> metadata extractor answered by an LLM endpoint (same output as the rules)."""
+
+    def __init__(self, settings: ExtractLLM) -> None:
         self.llm = LLMClient(settings)
 
     def extract(self, caption_id: str, caption: str) -> Extraction:

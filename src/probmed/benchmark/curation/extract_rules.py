@@ -124,6 +124,8 @@ CHAMBER = re.compile(r"\b(right|left) (atri(um|al)|ventric(le|ular))\b")
 
 @dataclass
 class Extraction:
+    """What a caption says about its image: modality, organ, findings with positions, negated conditions."""
+
     id: str
     modality: str = "unknown"
     organ: str = "unknown"
@@ -276,6 +278,8 @@ def _condition_words(profile: Profile) -> tuple[dict[str, str], re.Pattern, list
 
 @dataclass(frozen=True)
 class Mention:
+    """A condition named in a caption, with its character span."""
+
     start: int
     end: int
     condition: str
@@ -294,9 +298,10 @@ def condition_mentions(clause: str, organ: str = "unknown", profile: Profile = P
         condition = synonyms[word]
         sense = ORGAN_SENSE.get(word) or ORGAN_SENSE.get(condition)
         if sense is not None:
-            condition = sense.get(organ) if organ in sense else (None if organ in SENSELESS_ORGANS else condition)
-            if condition is None:
+            sensed = sense.get(organ) if organ in sense else (None if organ in SENSELESS_ORGANS else condition)
+            if sensed is None:
                 continue
+            condition = sensed
         out.append(Mention(m.start(), m.end(), condition))
     for rx, condition in described:
         for m in rx.finditer(clause):
@@ -326,6 +331,8 @@ def _is_negated(clause: str, mention: Mention, profile: Profile = PAPER) -> bool
 
 @dataclass(frozen=True)
 class Place:
+    """A body region (and side) named in a caption, with its character span."""
+
     start: int
     end: int
     region: str | None
@@ -451,9 +458,9 @@ def positions_of(clause: str, mention: Mention, mentions: list[Mention], organ: 
                     or (not out and re.search(r",|\b(and|or)\b", gap)) or (out and not re.search(r"\b(and|or)\b|,", gap)):
                 break
             out.insert(0, p)
-    phrases = [position_phrase(p.side, None) if p.region == IMPLIED_REGION.get(mention.condition) else p.phrase
-               for p in out]
-    phrases = [p for p in phrases if p]
+    named = [position_phrase(p.side, None) if p.region == IMPLIED_REGION.get(mention.condition) else p.phrase
+             for p in out]
+    phrases = [p for p in named if p]
     phrases = [p for p in phrases if not (p in ("left", "right", "bilateral") and any(q.startswith(p + " ") for q in phrases))]
     if not phrases:
         side = _side_before(NOT_A_PLACE.sub(lambda m: " " * len(m.group(0)), clause), mention.start, 30)
@@ -494,7 +501,8 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
                     not where or all(any(x.endswith(w) for x in last) for w in where)):
                 where = last  # "... in the left frontal lobe consistent with (frontal) abscess"
             last = where or last
-            for position in where or [None]:
+            positions: list[str | None] = [*where] if where else [None]
+            for position in positions:
                 _add(findings, _located(mention.condition, position), position)
     if profile.extended:
         findings = _with_caption_side(findings, normalise_text(text), organ)

@@ -43,11 +43,12 @@ Phrases: ``"right lower lung zone"``, ``"both lower lung zones"``, ``"left lung"
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from probmed.benchmark.curation.vocabularies import cxr_position
 
 # The anatomical frame, in fractions of the frontal image (see module docstring).
-LUNG_FIELD = {"top": 0.10, "bottom": 0.76, "right": (0.10, 0.46), "left": (0.54, 0.90)}
+LUNG_FIELD: dict[str, Any] = {"top": 0.10, "bottom": 0.76, "right": (0.10, 0.46), "left": (0.54, 0.90)}
 MEDIASTINUM = (0.44, 0.56)
 MEDIASTINAL_MAX_WIDTH = 0.30
 BILATERAL_MIN_COVER = 0.25  # of each lung's width
@@ -69,6 +70,8 @@ BILATERAL_CONDITIONS = frozenset(
 
 @dataclass(frozen=True)
 class Box:
+    """A bounding box in pixels: top-left corner, width and height."""
+
     x: float
     y: float
     w: float
@@ -91,6 +94,7 @@ def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
 
 
 def zone_bounds() -> list[tuple[str, float, float]]:
+    """The upper, middle and lower lung zones as (zone, top, bottom) fractions of the image height."""
     top, bottom = LUNG_FIELD["top"], LUNG_FIELD["bottom"]
     step = (bottom - top) / 3
     return [(z, top + i * step, top + (i + 1) * step) for i, z in enumerate(ZONES)]

@@ -12,11 +12,13 @@ import os
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Mapping
+from typing import Any, Callable, TypeVar
 
 from probmed.core.errors import ConfigError, SourceError
+from probmed.core.params_schema import Section
 from probmed.core.records import ImageRecord
 
+S = TypeVar("S", bound=Section)
 CaptionExtractor = Callable[[str, str], Any]  # (caption id, caption) -> curation.extract_rules.Extraction
 
 
@@ -28,23 +30,19 @@ def _rule_extractor() -> CaptionExtractor:
 
 @dataclass(frozen=True)
 class SourceContext:
-    """Everything a loader may need; `options` is the source's params section (`curate.<name>`)."""
+    """Everything a loader may need; `options` is the source's typed params section (`curate.<name>`)."""
 
     name: str
     data_dir: Path
     image_root: Path
-    options: Mapping[str, Any] = field(default_factory=dict)
+    options: Section | None = None
     make_extractor: Callable[[], CaptionExtractor] = _rule_extractor
 
-    def option(self, key: str, default: Any = None) -> Any:
-        return self.options.get(key, default)
-
-    def require(self, key: str) -> Any:
-        """A source option that has no default; ConfigError names `curate.<source>.<key>`."""
-        value = self.options.get(key)
-        if value is None:
-            raise ConfigError(f"params: curate.{self.name}.{key} is missing")
-        return value
+    def options_as(self, kind: type[S]) -> S:
+        """The source's section as the kind its loader reads; ConfigError names `curate.<source>` otherwise."""
+        if not isinstance(self.options, kind):
+            raise ConfigError(f"params: curate.{self.name} is missing or not a {kind.__name__} section")
+        return self.options
 
     def extractor(self) -> CaptionExtractor:
         """The caption -> metadata extractor the run is configured with (params `extract.method`)."""
@@ -53,6 +51,8 @@ class SourceContext:
 
 @dataclass
 class SourceResult:
+    """A loader's output: the records, every exclusion with its ids, and notes for the report."""
+
     source: str
     records: list[ImageRecord] = field(default_factory=list)
     # reason -> offending ids (image ids, row numbers, QA ids)
@@ -90,6 +90,7 @@ def relative_path(path: Path, image_root: Path) -> str:
 
 
 def require_file(path: Path, what: str) -> Path:
+    """The path, when it is a file; otherwise a SourceError naming what is missing."""
     if not Path(path).is_file():
         raise SourceError(f"{what} not found: {path}")
     return Path(path)

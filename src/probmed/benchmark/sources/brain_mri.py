@@ -73,6 +73,7 @@ def _row_record(
         if failed:
             result.exclude(reason, image_id)
             return None
+    assert condition is not None and box is not None  # the checks above excluded the row otherwise
     rec = ImageRecord(
         image_id=image_id,
         source=source,
@@ -125,10 +126,12 @@ def _count(values) -> dict[str, int]:
 
 
 def load_figshare_brain_tumor(data_dir: Path, policy: ImagePolicy, image_root: Path, write: bool = True) -> SourceResult:
+    """The figshare brain tumour MRI table -> records, images written by the policy."""
     return load_brain_mri(data_dir, policy, image_root, FIGSHARE, "figshare", write)
 
 
 def load_brats_sample(data_dir: Path, policy: ImagePolicy, image_root: Path, write: bool = True) -> SourceResult:
+    """The BraTS 2015 sample's axial glioma slices -> records, images written by the policy."""
     return load_brain_mri(data_dir, policy, image_root, BRATS, "brats", write)
 
 

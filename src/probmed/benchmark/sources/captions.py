@@ -104,6 +104,7 @@ def read_roco_licences(path: Path) -> dict[str, str]:
 
 
 def load_roco(data_dir: Path, extractor: Extractor = extract_rules) -> SourceResult:
+    """ROCO captions -> text-only records through the caption extractor."""
     result = SourceResult("ROCO")
     items = read_caption_tsv(Path(data_dir) / "test" / "radiology" / "captions.txt", result)
     captions = dict(items)
@@ -115,10 +116,12 @@ def load_roco(data_dir: Path, extractor: Extractor = extract_rules) -> SourceRes
 
 
 def medicat_id(row: dict) -> str:
+    """A MedICaT figure's stable image id (paper hash + figure name)."""
     return f"medicat-{row['pdf_hash'][:10]}-{Path(row['fig_uri']).stem}"
 
 
 def load_medicat(data_dir: Path, image_root: Path, extractor: Extractor = extract_rules, radiology_only: bool = True) -> SourceResult:
+    """The MedICaT sample -> records through the caption extractor (radiology figures only by default)."""
     data_dir = Path(data_dir)
     result = SourceResult("MedICaT")
     rows = []

@@ -32,6 +32,7 @@ from probmed.benchmark.sources.base import (
 )
 from probmed.core.errors import SourceError
 from probmed.core.licences import CHESTXRAY14 as LICENCE
+from probmed.core.params_schema import CurateChestXray14
 from probmed.core.records import Finding, ImageRecord
 
 SOURCE = "ChestX-ray14"
@@ -41,6 +42,8 @@ LABEL_FILE = "Data_Entry_2017_v2020.csv.gz"
 
 @dataclass
 class RawBox:
+    """One row of the ChestX-ray14 box list: image, label and box."""
+
     image: str
     label: str
     box: Box
@@ -95,6 +98,7 @@ def read_label_table(path: Path, wanted: set[str]) -> dict[str, dict[str, str]]:
 
 
 def image_id(name: str) -> str:
+    """A ChestX-ray14 image's id in the records."""
     return f"cxr14-{Path(name).stem}"
 
 
@@ -111,8 +115,8 @@ def _normal_files(data_dir: Path) -> dict[str, Path]:
 def _abnormal_record(name: str, boxes: list[RawBox], row: dict[str, str], pixels: str, dst: Path, image_root: Path,
                      size: int, result: SourceResult) -> ImageRecord | None:
     """A boxed image's record: box findings with positions, then table labels without a box."""
-    table_labels = {CXR14_LABELS[l] for l in row["Finding Labels"].split("|") if l in CXR14_LABELS}
-    unknown = [l for l in row["Finding Labels"].split("|") if l not in CXR14_LABELS and l != "No Finding"]
+    table_labels = {CXR14_LABELS[label] for label in row["Finding Labels"].split("|") if label in CXR14_LABELS}
+    unknown = [label for label in row["Finding Labels"].split("|") if label not in CXR14_LABELS and label != "No Finding"]
     if unknown:
         result.exclude("unknown label in label table", f"{name}: {'|'.join(unknown)}")
         return None
@@ -168,13 +172,16 @@ def _normal_record(name: str, src: Path, row: dict[str, str], dst: Path, image_r
     )
 
 
+_DEFAULT = CurateChestXray14()  # the loader's defaults are the params section's
+
+
 def load_chestxray14(
     data_dir: Path,
     out_dir: Path,
     image_root: Path,
-    size: int = 256,
-    resample: str = "lanczos",
-    workers: int = 2,
+    size: int = _DEFAULT.image_size,
+    resample: str = _DEFAULT.resample,
+    workers: int = _DEFAULT.workers,
     write_images: bool = True,
 ) -> SourceResult:
     """Read the ChestX-ray14 copy under data_dir and write curated images to out_dir.
@@ -232,9 +239,7 @@ def load_chestxray14(
 
 
 def load(context: SourceContext) -> SourceResult:
-    """The registry's loader: options `images_dir` (required), `image_size`, `resample`, `workers`."""
-    return load_chestxray14(
-        context.data_dir, Path(context.require("images_dir")), context.image_root,
-        int(context.option("image_size", 256)), str(context.option("resample", "lanczos")),
-        int(context.option("workers", 2)),
-    )
+    """The registry's loader: section `curate.chestxray14` (`images_dir`, `image_size`, `resample`, `workers`)."""
+    options = context.options_as(CurateChestXray14)
+    return load_chestxray14(context.data_dir, Path(options.images_dir), context.image_root,
+                            options.image_size, options.resample, options.workers)

@@ -129,6 +129,7 @@ def _record(
 
 
 def load_covid_ct(data_dir: Path, policy: ImagePolicy, image_root: Path, write: bool = True) -> SourceResult:
+    """The COVID-19 chest CT table -> records with positions from the clinical notes, images written by the policy."""
     data_dir = Path(data_dir)
     if not data_dir.is_dir():
         raise SourceError(f"{SOURCE} directory not found: {data_dir}")

@@ -10,6 +10,7 @@ import pydicom
 
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.core.errors import SourceError
+from probmed.core.params_schema import CurateDicom
 from probmed.core.records import ImageRecord
 
 DICOM_MODALITY = {"CT": "ct", "MR": "mri", "CR": "x-ray", "DX": "x-ray", "RF": "x-ray", "MG": "x-ray", "XA": "x-ray"}
@@ -38,6 +39,7 @@ def to_uint8(pixels: np.ndarray) -> np.ndarray:
 
 
 def load_dicom_dir(data_dir: Path, image_root: Path, licence: str | None = None) -> SourceResult:
+    """Every readable DICOM file of a folder -> a record, all under the folder's licence."""
     result = SourceResult("DICOM")
     files = sorted(Path(data_dir).glob("*.dcm"))
     if not files:
@@ -57,5 +59,5 @@ def load_dicom_dir(data_dir: Path, image_root: Path, licence: str | None = None)
 
 
 def load(context: SourceContext) -> SourceResult:
-    """The registry's loader: option `licence` (the folder's licence, e.g. MIT for the pydicom samples)."""
-    return load_dicom_dir(context.data_dir, context.image_root, context.option("licence"))
+    """The registry's loader: section `curate.dicom` (`licence`: the folder's licence, e.g. MIT for the pydicom samples)."""
+    return load_dicom_dir(context.data_dir, context.image_root, context.options_as(CurateDicom).licence)

@@ -16,6 +16,7 @@ from probmed.benchmark.curation.images import fitted_size, normalise_many
 from probmed.benchmark.curation.positions import Box
 from probmed.benchmark.sources.base import SourceContext, SourceResult, require_file
 from probmed.core.errors import SourceError
+from probmed.core.params_schema import CurateImages
 from probmed.core.records import ImageRecord
 
 
@@ -44,25 +45,31 @@ def parse_box(text: str) -> Box | None:
     return Box(x, y, w, h)
 
 
+_DEFAULT = CurateImages(data="", images_dir="")  # the policy's defaults are the params section's
+
+
 @dataclass(frozen=True)
 class ImagePolicy:
     """One format and size policy for every image of a source (curation.images)."""
 
     out_dir: Path
-    size: int = 256
-    resample: str = "lanczos"
-    fit: str = "long_side"
-    workers: int = 2
+    size: int = _DEFAULT.image_size
+    resample: str = _DEFAULT.resample
+    fit: str = _DEFAULT.fit
+    workers: int = _DEFAULT.workers
 
     def describe(self) -> str:
         return f"decode, grayscale, {self.fit} {self.size} px ({self.resample}), PNG"
 
     @classmethod
+    def of(cls, options: CurateImages) -> "ImagePolicy":
+        """The policy a source's section `curate.<source>` states: `images_dir`, `image_size`, `resample`, `fit`, `workers`."""
+        return cls(Path(options.images_dir), options.image_size, options.resample, options.fit, options.workers)
+
+    @classmethod
     def from_context(cls, context: SourceContext) -> "ImagePolicy":
-        """The source's options `curate.<source>`: `images_dir` (required), `image_size`, `resample`, `fit`, `workers`."""
-        return cls(Path(context.require("images_dir")), int(context.option("image_size", 256)),
-                   str(context.option("resample", "lanczos")), str(context.option("fit", "long_side")),
-                   int(context.option("workers", 2)))
+        """The policy of the context's source (its section is a :class:`CurateImages`)."""
+        return cls.of(context.options_as(CurateImages))
 
 
 def write_images(

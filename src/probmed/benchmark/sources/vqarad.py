@@ -204,6 +204,7 @@ def image_facts(qas: list[dict[str, Any]]) -> tuple[list[Finding], list[str], bo
 
 
 def load_vqarad(data_dir: Path, image_root: Path) -> SourceResult:
+    """VQA-RAD -> one record per image, its modality, organ and findings read from its QA pairs."""
     data_dir = Path(data_dir)
     result = SourceResult(SOURCE)
     qas = read_qa(data_dir, result)
@@ -216,7 +217,7 @@ def load_vqarad(data_dir: Path, image_root: Path) -> SourceResult:
     on_disk = {p.name for p in img_dir.iterdir() if p.is_file()}
     for name in sorted(on_disk - set(by_image)):
         result.exclude("image without questions", name)
-    modality_from = Counter()
+    modality_from: Counter[str] = Counter()
     for name in sorted(by_image):
         items = by_image[name]
         if name not in on_disk:

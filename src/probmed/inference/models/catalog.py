@@ -12,9 +12,8 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from probmed.core.errors import ConfigError
+from probmed.core.params_schema import ProfileModel
 from probmed.inference.models.hub import pin_problem
-
-RUNS = ("hf", "api", "unsupported")
 
 
 def entry_status(name: str, entry: Mapping[str, Any]) -> str:
@@ -26,6 +25,7 @@ def entry_status(name: str, entry: Mapping[str, Any]) -> str:
 
 
 def registry_rows(models: Mapping[str, Any]) -> list[dict[str, str]]:
+    """One row per `models:` entry: backend, model id, pinned revision, state and hardware."""
     rows = []
     for name, entry in models.items():
         entry = dict(entry or {})
@@ -41,37 +41,35 @@ def registry_rows(models: Mapping[str, Any]) -> list[dict[str, str]]:
     return rows
 
 
-def check_profile(models: Mapping[str, Any], profiles: Mapping[str, Any], profile: str) -> dict[str, Any]:
-    """The profile `profile`, checked: every entry says how it runs, names a known model or says why not."""
-    if profile not in (profiles or {}):
-        raise ConfigError(f"params: model_profiles.{profile} not found; defined: {', '.join(sorted(profiles or {}))}")
-    items = dict(profiles[profile] or {})
+def check_profile(models: Mapping[str, Any], profiles: Mapping[str, Mapping[str, ProfileModel]],
+                  profile: str) -> Mapping[str, ProfileModel]:
+    """The profile `profile`, checked: every entry names a known model or says why not (its `runs` the schema checks)."""
+    if profile not in profiles:
+        raise ConfigError(f"params: model_profiles.{profile} not found; defined: {', '.join(sorted(profiles))}")
+    items = profiles[profile]
     for label, spec in items.items():
         key = f"model_profiles.{profile}.{label}"
-        spec = dict(spec or {})
-        if spec.get("runs") not in RUNS:
-            raise ConfigError(f"params: {key}.runs = {spec.get('runs')!r}, expected one of {list(RUNS)}")
-        model = spec.get("model")
-        if model is not None and model not in models:
-            raise ConfigError(f"params: {key}.model = {model!r} is not in models")
-        if model is None and not spec.get("why"):
+        if spec.model is not None and spec.model not in models:
+            raise ConfigError(f"params: {key}.model = {spec.model!r} is not in models")
+        if spec.model is None and not spec.why:
             raise ConfigError(f"params: {key} names no model, so it must say why (key 'why')")
     return items
 
 
-def profile_rows(models: Mapping[str, Any], profiles: Mapping[str, Any], profile: str) -> list[dict[str, str]]:
+def profile_rows(models: Mapping[str, Any], profiles: Mapping[str, Mapping[str, ProfileModel]],
+                 profile: str) -> list[dict[str, str]]:
+    """One row per model of the profile: how it runs here, its registry entry and that entry's state."""
     rows = []
     for label, spec in check_profile(models, profiles, profile).items():
-        spec = dict(spec or {})
-        model = spec.get("model")
+        model = spec.model
         entry = dict(models.get(model) or {}) if model else {}
-        how = str(spec["runs"]) + (f" (also {spec['serve']})" if spec.get("serve") else "")
+        how = str(spec.runs) + (f" (also {spec.serve})" if spec.serve else "")
         rows.append({
             "model": label,
             "runs": how,
             "entry": str(model or ""),
             "model_id": str(entry.get("model_id") or ""),
             "status": entry_status(model, entry) if model else "",
-            "needs / why": str(entry.get("hardware") or "") if model else str(spec.get("why") or ""),
+            "needs / why": str(entry.get("hardware") or "") if model else str(spec.why or ""),
         })
     return rows

@@ -29,6 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from probmed.core.errors import BackendError, ConfigError, EndpointUnreachableError, MissingFileError
+from probmed.core.params_schema import Pricing
 from probmed.core.secrets import Redactor
 from probmed.inference.images import png_bytes
 from probmed.inference.models.base import Answer, AnswerCallback, Backend, Item, not_asked
@@ -157,7 +158,7 @@ class OpenAIBackend(Backend):
         self.temperature = self.config.temperature
         self.logprobs = self.config.logprobs
         self.max_image_side = self.config.max_image_side
-        self.prices = self.context.get("pricing") or {}
+        self.prices = {name: Pricing(**price) for name, price in (self.context.get("pricing") or {}).items()}
         self._loop: asyncio.AbstractEventLoop | None = None
         self._client = None
         self._next_slot = 0.0

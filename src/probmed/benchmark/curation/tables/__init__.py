@@ -44,6 +44,8 @@ def _rows(name: str, columns: tuple[str, ...]) -> Iterator[tuple[int, dict[str, 
 
 @dataclass(frozen=True)
 class Noun:
+    """How a condition reads as a noun: count or mass, and its plural."""
+
     name: str
     kind: str  # count | mass | either
     plural: str | None
@@ -54,6 +56,7 @@ NOUN_KINDS = ("count", "mass", "either")
 
 @lru_cache(maxsize=None)
 def condition_nouns() -> dict[str, Noun]:
+    """Condition -> its noun form, from condition_nouns.csv (checked line by line)."""
     out: dict[str, Noun] = {}
     for lineno, row in _rows("condition_nouns.csv", ("condition", "kind", "plural")):
         if row["kind"] not in NOUN_KINDS:
