@@ -99,3 +99,31 @@ def test_find_cycle_finds_a_planted_cycle():
 def test_no_import_cycle():
     cycle = find_cycle(import_graph())
     assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def _arrows(graph: dict[str, set[str]], source: str, target: str) -> list[str]:
+    """Imports from package `source` into package `target`, as 'a -> b' lines."""
+    def inside(module: str, package: str) -> bool:
+        return module == package or module.startswith(package + ".")
+
+    return sorted(f"{a} -> {b}" for a, names in graph.items() if inside(a, source) for b in names if inside(b, target))
+
+
+def test_scoring_never_imports_inference_and_the_shared_layers_import_no_stage():
+    """Data flows sources -> records -> questions -> predictions -> scores: the scorer reads prediction tables,
+    not the code that made them (the answer parser both need lives in core), and the shared layers sit below
+    every stage."""
+    graph = import_graph()
+    assert _arrows(graph, "probmed.scoring", "probmed.inference") == []
+    for lower in ("probmed.core", "probmed.infra"):
+        for stage in ("probmed.benchmark", "probmed.inference", "probmed.scoring", "probmed.reporting",
+                      "probmed.finetune", "probmed.release", "probmed.pipeline", "probmed.cli"):
+            assert _arrows(graph, lower, stage) == [], (lower, stage)
+    # infra knows the one error root and nothing else of the domain
+    assert all(arrow.endswith(" -> probmed.core.errors") for arrow in _arrows(graph, "probmed.infra", "probmed.core"))
+
+
+def test_the_arrow_check_sees_a_planted_arrow():
+    graph = import_graph()
+    graph["probmed.scoring.run"] = graph["probmed.scoring.run"] | {"probmed.inference.predict"}
+    assert _arrows(graph, "probmed.scoring", "probmed.inference") == ["probmed.scoring.run -> probmed.inference.predict"]

@@ -11,7 +11,6 @@ import pandas as pd
 import pytest
 
 from probmed.core.errors import RecordError
-from probmed.core.io import write_parquet
 from probmed.core.release_format import (
     parse_qa_type,
     question_id,
@@ -25,6 +24,7 @@ from probmed.core.release_format import (
     write_question_file,
     write_response_file,
 )
+from probmed.infra.io import write_parquet
 
 
 def official_records() -> list[dict[str, Any]]:

@@ -6,9 +6,9 @@ import json
 
 import pytest
 
-from probmed.core.io import write_parquet
 from probmed.finetune import data
 from probmed.finetune.transfer import compact_metrics, comparison, group_table, held_out_questions, to_markdown
+from probmed.infra.io import write_parquet
 
 DOMAIN = {"source": "ChestX-ray14", "modality": "x-ray", "organ": "chest"}
 

@@ -8,7 +8,7 @@ import pandas as pd
 from metrics_factory import make_metrics
 
 from probmed.core.params_schema import Report
-from probmed.core.registry import Registry
+from probmed.infra.registry import Registry
 from probmed.reporting import figures
 from probmed.reporting.figures import FIGURES, draw_all
 from probmed.reporting.runs import FigureInput, Run

@@ -16,9 +16,9 @@ from metrics_factory import make_metrics
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from probmed.cli import main as cli_main
-from probmed.core.clock import epoch_ms
 from probmed.core.errors import DatabaseError, ScoresError, TrackingError
-from probmed.core.tracking_store import EXPERIMENT_KIND, unique_run_name
+from probmed.infra.clock import epoch_ms
+from probmed.infra.tracking_store import EXPERIMENT_KIND, unique_run_name
 from probmed.reporting.run_metrics import MAX_METRICS, metrics_from_scores
 from probmed.reporting.tracking import (
     RunSpec,

@@ -44,10 +44,10 @@ from probmed.benchmark.question_plan import (
 from probmed.core.categories import CATEGORIES, CategorySpec, category
 from probmed.core.errors import RecordError
 from probmed.core.params_schema import Questions
-from probmed.core.progress import progress as progress_bar
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.core.release_format import question_id
 from probmed.core.vocab import MODALITY_QUESTION_NAMES, ORGAN_QUESTION_NAMES, image_type
+from probmed.infra.progress import progress as progress_bar
 
 __all__ = ["STRATEGIES", "GENERATORS", "GenerationReport", "Popularity", "generate_questions"]
 

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from probmed.core.errors import RecordError
-from probmed.core.io import require_file, write_text_atomic
+from probmed.infra.io import require_file, write_text_atomic
 
 SHEET_COLUMNS = ["image_id", "image_path", "qid", "category", "qa_type", "question", "answer", "valid", "comment"]
 TRUE = {"1", "y", "yes", "true", "valid", "ok"}

@@ -26,7 +26,7 @@ from typing import Sequence
 
 from probmed.cli.options import add_params_arguments, load_checked_params, split_overrides
 from probmed.core.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USER_ERROR, ProbmedError
-from probmed.core.stopping import ParentExited
+from probmed.infra.stopping import ParentExited
 
 # OS errors that say the machine cannot go on (exit 3), not that an input is wrong.
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.ENOMEM, errno.EFBIG})
@@ -84,9 +84,9 @@ def quiet_libraries() -> None:
 
     Set before those libraries are imported (they read the environment then).
     Warnings stay: they mean something is wrong. probmed's own progress is
-    probmed.core.progress (a bar on a terminal, periodic lines in a log).
+    probmed.infra.progress (a bar on a terminal, periodic lines in a log).
     """
-    from probmed.core.progress import interactive
+    from probmed.infra.progress import interactive
 
     os.environ.setdefault("MLFLOW_LOGGING_LEVEL", "WARNING")
     if not interactive():

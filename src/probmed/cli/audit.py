@@ -34,7 +34,7 @@ def read_question_set(path: str | Path) -> Any:
 def write_audit(audit: dict[str, Any], gate: dict[str, Any] | None, out_dir: Path) -> dict[str, float]:
     """audit.json, audit.md and metrics.json (headline numbers) into ``out_dir``; returns the headline."""
     from probmed.benchmark.audit.report import audit_markdown, headline_metrics
-    from probmed.core.io import write_json_atomic, write_text_atomic
+    from probmed.infra.io import write_json_atomic, write_text_atomic
 
     headline = headline_metrics(audit)
     write_text_atomic(audit_markdown(audit, gate), out_dir / "audit.md")

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from probmed.benchmark.sources.registry import SOURCES
 from probmed.cli.options import add_params_arguments, params_of
 from probmed.core.errors import ConfigError, UserError
-from probmed.core.io import write_json_atomic, write_text_atomic
+from probmed.infra.io import write_json_atomic, write_text_atomic
 
 if TYPE_CHECKING:
     from probmed.benchmark.sources.base import CaptionExtractor

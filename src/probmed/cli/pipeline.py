@@ -82,7 +82,7 @@ def _cfg(args: argparse.Namespace) -> dict[str, Any]:
 
 def cmd_fetch(args: argparse.Namespace) -> int:
     """Fetch the pinned raw data into data/."""
-    from probmed.core.pinned_data import fetch_data
+    from probmed.infra.pinned_data import fetch_data
 
     result = fetch_data(".", args.dvc_file, source=args.source, remote=args.remote)
     print(json.dumps(result))
@@ -162,7 +162,7 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, 
 
 def cmd_track(args: argparse.Namespace) -> int:
     """Log every planned evaluation as an MLflow run."""
-    from probmed.core.io import write_json_atomic
+    from probmed.infra.io import write_json_atomic
     from probmed.pipeline.plan import evaluations
     from probmed.reporting.tracking import RunSpec, log_model_runs
 

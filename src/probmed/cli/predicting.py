@@ -148,13 +148,13 @@ def _parent_watch(args: argparse.Namespace):
     """Stop when the parent (the `dvc repro` that started us) is gone, unless asked to outlive it."""
     from contextlib import nullcontext
 
-    from probmed.core.process import exit_with_parent
+    from probmed.infra.process import exit_with_parent
 
     return nullcontext() if args.outlive_parent else exit_with_parent()
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    """Stops as soon as its parent (the `dvc repro` that started it) is gone: see probmed.core.process."""
+    """Stops as soon as its parent (the `dvc repro` that started it) is gone: see probmed.infra.process."""
     with _parent_watch(args):
         return _predict(args)
 
@@ -191,11 +191,11 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def _describe(args: argparse.Namespace) -> int:
-    from probmed.core.process import ParentExited, stop_reason
-    from probmed.core.progress import progress
     from probmed.inference.answer_store import open_store
     from probmed.inference.describe import describe_images, export_descriptions
     from probmed.inference.predict import resolve_images, shard_questions
+    from probmed.infra.process import ParentExited, stop_reason
+    from probmed.infra.progress import progress
 
     inputs = _setup(args)
     name = args.describer or inputs.prompts.describer
@@ -242,7 +242,7 @@ def cmd_export(args: argparse.Namespace) -> int:
         from probmed.inference.prompting import PromptSet
         from probmed.release.harness.lmms_eval_log import write_lmms_eval_log
 
-        prompt = PromptSet.from_params(command_params(args).get("settings")).vanilla
+        prompt = PromptSet.from_settings(params_of(args).settings).vanilla
         missing = write_lmms_eval_log(questions, read_predictions(args.predictions), prompt, args.out)
     else:
         missing = write_response_file(questions, read_predictions(args.predictions), args.out)

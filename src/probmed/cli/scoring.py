@@ -17,9 +17,9 @@ def _score_section(args: argparse.Namespace) -> Score:
 
 def cmd_score(args: argparse.Namespace) -> int:
     """`probmed score`: metrics.json and the paper's tables for one prediction table, with warnings for gaps."""
-    from probmed.core.clock import iso_time
     from probmed.core.records import read_predictions
     from probmed.core.release_format import read_questions_any
+    from probmed.infra.clock import iso_time
     from probmed.scoring.run import score_run, write_run, write_work
 
     score = _score_section(args)
@@ -74,8 +74,8 @@ def _fmt(value: float | None) -> str:
 
 def cmd_score_official(args: argparse.Namespace) -> int:
     """`probmed score-official`: the original release's scorer, quirks included (no params)."""
-    from probmed.core.io import write_json_atomic
     from probmed.core.response_file import read_response_file
+    from probmed.infra.io import write_json_atomic
     from probmed.scoring.official import score_official_file, score_official_vqarad
 
     if args.vqarad:

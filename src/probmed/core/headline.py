@@ -24,7 +24,7 @@ import math
 from pathlib import Path
 from typing import Any, Mapping
 
-from probmed.core.io import write_json_atomic
+from probmed.infra.io import write_json_atomic
 
 DIGITS = 2
 

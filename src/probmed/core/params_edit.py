@@ -15,7 +15,7 @@ from typing import Any, Sequence
 
 from probmed.core.config import read_yaml_12
 from probmed.core.errors import ConfigError
-from probmed.core.io import atomic_path
+from probmed.infra.io import atomic_path
 
 
 def _indent(line: str) -> int:

@@ -19,8 +19,8 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES
 from probmed.core.errors import RecordError
-from probmed.core.io import require_file, write_parquet
 from probmed.core.vocab import LABELS, MODALITIES, ORGANS, POLARITIES
+from probmed.infra.io import require_file, write_parquet
 
 
 @dataclass(frozen=True)

@@ -43,7 +43,6 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES, CATEGORY_SPECS
 from probmed.core.errors import MissingFileError, RecordError
-from probmed.core.io import write_json_atomic
 from probmed.core.records import QUESTION_COLUMNS, image_path_problem, validate_question_frame
 from probmed.core.response_file import (  # noqa: F401 (re-exported: the response format's reader lives there)
     RESPONSE_FILE_FIELDS,
@@ -51,6 +50,7 @@ from probmed.core.response_file import (  # noqa: F401 (re-exported: the respons
     read_response_file,
     validate_response_records,
 )
+from probmed.infra.io import write_json_atomic
 
 log = logging.getLogger(__name__)
 

@@ -25,7 +25,7 @@ import torch
 from torch.utils.data import DataLoader, Dataset
 
 from probmed.core.errors import ConfigError, RecordError
-from probmed.core.progress import progress
+from probmed.infra.progress import progress
 
 GROUP_KEYS: tuple[str, ...] = ("source", "modality", "organ")
 IGNORE_INDEX = -100

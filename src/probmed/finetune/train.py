@@ -30,7 +30,6 @@ import pandas as pd
 
 from probmed.core.config import flatten
 from probmed.core.errors import ConfigError, MissingFileError
-from probmed.core.io import write_json_atomic, write_parquet
 from probmed.core.params_schema import FinetuneProfile, Params, Tracking, TrainStage, as_mapping, selected_finetune
 from probmed.core.records import (
     image_records_to_frame,
@@ -39,6 +38,7 @@ from probmed.core.records import (
 )
 from probmed.finetune import data
 from probmed.finetune.stages import BASE_STAGE, StageSpec, stage_spec
+from probmed.infra.io import write_json_atomic, write_parquet
 
 PARENT_TAG = "probmed.parent_training_run"
 BASE_POINTER = "base.json"
@@ -199,7 +199,7 @@ def make_logger(fcfg: FinetuneProfile, tracking: Tracking, run_name: str, tags: 
     from lightning.pytorch.loggers import MLFlowLogger
     from mlflow import MlflowClient
 
-    from probmed.core.tracking_store import (
+    from probmed.infra.tracking_store import (
         DVC_EXPERIMENT_TAG,
         check_tracking_db,
         dvc_experiment,
@@ -242,8 +242,8 @@ def make_trainer(fcfg: FinetuneProfile, epochs: int, logger):
     """A Lightning Trainer: a bar on a terminal, one line per epoch in a log (probmed.finetune.module.EpochLog)."""
     import lightning as L
 
-    from probmed.core.progress import interactive
     from probmed.finetune.module import EpochLog
+    from probmed.infra.progress import interactive
 
     quiet_lightning()
     t = fcfg.trainer

@@ -30,12 +30,6 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES
 from probmed.core.errors import ConfigError, MissingFileError
-from probmed.core.io import (
-    atomic_path,
-    write_json_atomic,
-    write_parquet,
-    write_text_atomic,
-)
 from probmed.core.markdown import markdown_table
 from probmed.core.params_schema import FinetuneProfile, Params, Tracking, as_mapping
 from probmed.core.records import QUESTION_COLUMNS, read_questions
@@ -43,6 +37,12 @@ from probmed.core.vocab import image_type
 from probmed.finetune import data
 from probmed.finetune.stages import BASE_STAGE, DOMAIN_STAGE
 from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base, seed_of
+from probmed.infra.io import (
+    atomic_path,
+    write_json_atomic,
+    write_parquet,
+    write_text_atomic,
+)
 from probmed.scoring.score_report import ScoreReport
 
 MODELS: tuple[str, ...] = ("finetune-base", "finetune-adapted")
@@ -385,7 +385,7 @@ def log_transfer_runs(
     """
     from mlflow import MlflowClient
 
-    from probmed.core.tracking_store import check_tracking_db, tracking_lock
+    from probmed.infra.tracking_store import check_tracking_db, tracking_lock
 
     with tracking_lock(tracking.uri):
         check_tracking_db(tracking.uri)  # an empty or corrupt tracking DB is refused, never replaced
@@ -399,8 +399,8 @@ def _log_transfer_runs(client, fcfg: FinetuneProfile, tracking: Tracking, out_di
     from mlflow.entities import Metric, Param, RunTag
     from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID, MLFLOW_RUN_NAME
 
-    from probmed.core.clock import epoch_ms
-    from probmed.core.tracking_store import DVC_EXPERIMENT_TAG, dvc_experiment, ensure_experiment, unique_run_name
+    from probmed.infra.clock import epoch_ms
+    from probmed.infra.tracking_store import DVC_EXPERIMENT_TAG, dvc_experiment, ensure_experiment, unique_run_name
     from probmed.reporting.run_metrics import metrics_from_scores
 
     exp_id = ensure_experiment(client, fcfg.mlflow.experiment, tracking.artifact_root)

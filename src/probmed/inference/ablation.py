@@ -33,9 +33,9 @@ from typing import Callable, Mapping
 import pandas as pd
 
 from probmed.core.errors import ConfigError
-from probmed.core.io import atomic_path
 from probmed.core.settings import Setting
 from probmed.inference.images import open_image
+from probmed.infra.io import atomic_path
 
 CONTROL_DIR = "control-images"
 

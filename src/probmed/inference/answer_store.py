@@ -47,9 +47,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from probmed.core.errors import DiskFullError, StoreLockedError
-from probmed.core.filelock import FileLock
 from probmed.inference.answer_record import validate_line
 from probmed.inference.store_lock import ShardingLock, sharding_of
+from probmed.infra.filelock import FileLock
 
 if TYPE_CHECKING:
     from probmed.core.params_schema import Predict
@@ -211,6 +211,7 @@ def quarantine(path: Path, bad: list[dict[str, Any]]) -> None:
 
 
 def lock_path(path: Path) -> Path:
+    """The lock file beside a store file: hidden, so listing a store folder shows only stores."""
     return path.with_name(f".{path.name}.lock")
 
 
@@ -377,7 +378,7 @@ class AnswerStore:
         return len(recs)
 
     def sync(self) -> None:
-        """fsync the file this process appends to (once per batch)."""
+        """Fsync the file this process appends to (once per batch)."""
         if self._fd is not None and self.fsync:
             try:
                 os.fsync(self._fd)

@@ -15,13 +15,13 @@ from typing import Callable
 
 import pandas as pd
 
-from probmed.core.io import write_parquet
 from probmed.inference.answer_record import DescriptionRecord
 from probmed.inference.answer_sink import AnswerSink
 from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
 from probmed.inference.images import DecodedImages
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.prompting import PromptSet
+from probmed.infra.io import write_parquet
 
 
 def description_key(describer: Backend, prompts: PromptSet, image_hash: str) -> str:

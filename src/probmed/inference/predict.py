@@ -26,15 +26,12 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from probmed.core.clock import iso_time
+from probmed.core.answer_parser import parse_answer
 from probmed.core.errors import ConfigError, RecordError
 from probmed.core.params_schema import Params, Predict
-from probmed.core.process import ParentExited, stop_reason
-from probmed.core.progress import progress as progress_bar
 from probmed.core.records import PREDICTION_COLUMNS
 from probmed.core.settings import BASE_SETTING, Setting
 from probmed.inference.ablation import control_images
-from probmed.inference.answer_parser import parse_answer
 from probmed.inference.answer_record import AnswerRecord, prediction_table
 from probmed.inference.answer_sink import AnswerSink
 from probmed.inference.answer_store import AnswerStore, cache_key, file_hash, open_store
@@ -42,6 +39,9 @@ from probmed.inference.describe import describe_images
 from probmed.inference.images import DecodedImages, resolve_image
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.prompting import PromptSet
+from probmed.infra.clock import iso_time
+from probmed.infra.process import ParentExited, stop_reason
+from probmed.infra.progress import progress as progress_bar
 
 
 @dataclass

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable
 
 from probmed.core.errors import StoreLockedError
-from probmed.core.filelock import FileLock
+from probmed.infra.filelock import FileLock
 
 _SHARD_FILE = re.compile(r"^shard-\d+-of-(\d+)\.jsonl$")
 _SHARDING_LOCK = re.compile(r"^\.sharding-(\d+)\.lock$")

@@ -17,11 +17,11 @@ from typing import Any, Mapping
 
 from probmed.benchmark.sources.registry import SOURCES
 from probmed.core.errors import ConfigError
-from probmed.core.io import write_json_atomic, write_text_atomic
 from probmed.core.params_schema import Params
 from probmed.core.settings import SETTINGS, get_setting
 from probmed.inference.models.hub import pin_problem
 from probmed.inference.models.registry import check_model_entries
+from probmed.infra.io import write_json_atomic, write_text_atomic
 
 GATE_TEXT = "params checked\n"
 # Settings whose prompt carries settings.describer's description: their runs need the describe stage.

@@ -19,8 +19,8 @@ from typing import Any
 import pandas as pd
 
 from probmed.core.errors import ProbmedError, RecordError
-from probmed.core.io import write_json_atomic, write_text_atomic
 from probmed.core.release_format import read_questions_any, write_question_file
+from probmed.infra.io import write_json_atomic, write_text_atomic
 from probmed.release import publish
 from probmed.release.images import copy_images, image_sources
 from probmed.release.manifest import ConfigInfo, Release

@@ -20,7 +20,7 @@ import shutil
 from pathlib import Path
 
 from probmed.core.errors import ProbmedError
-from probmed.core.io import TEMP_SUFFIX
+from probmed.infra.io import TEMP_SUFFIX
 
 CONTENT_DIRS: tuple[str, ...] = ("data", "images")
 CONTENT_FILES: tuple[str, ...] = ("test.json",)

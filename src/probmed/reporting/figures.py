@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 import pandas as pd
 
 from probmed.core.params_schema import Report
-from probmed.core.registry import Registry
+from probmed.infra.registry import Registry
 from probmed.reporting.runs import FigureInput, Run
 
 if TYPE_CHECKING:

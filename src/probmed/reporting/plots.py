@@ -33,8 +33,8 @@ import numpy as np  # noqa: E402
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
 from probmed.core.figure_style import bars, colour  # noqa: E402
-from probmed.core.io import atomic_path  # noqa: E402
 from probmed.core.settings import BASE_SETTING  # noqa: E402
+from probmed.infra.io import atomic_path  # noqa: E402
 from probmed.reporting import comparison_plots  # noqa: E402
 from probmed.reporting.comparisons import ALL, Comparisons  # noqa: E402
 from probmed.reporting.runs import FigureInput, Run  # noqa: E402

@@ -37,10 +37,10 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
 from probmed.core.errors import ReportError
-from probmed.core.io import remove_stale_temps, write_json_atomic, write_text_atomic
 from probmed.core.markdown import markdown_table, number_cell
 from probmed.core.params_schema import Report
 from probmed.core.settings import SETTING_NAMES
+from probmed.infra.io import remove_stale_temps, write_json_atomic, write_text_atomic
 from probmed.reporting.comparisons import (
     Comparisons,
     compare_runs,

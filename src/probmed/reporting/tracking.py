@@ -35,7 +35,7 @@ secrets).
 
 The store's rules (a tracking database is never replaced, one writer at a time,
 experiments marked as model development, unique run names, the run lifecycle)
-are probmed.core.tracking_store's, shared with fine-tuning. A :class:`Tracker`
+are probmed.infra.tracking_store's, shared with fine-tuning. A :class:`Tracker`
 holds the store's lock for its life, so concurrent ``track`` calls (or
 ``track`` beside ``report``) run one after the other. Each run is written
 completely, or stays RUNNING (its writer was killed) or FAILED (writing it
@@ -60,12 +60,12 @@ from mlflow import MlflowClient
 from mlflow.entities import Metric, Param, RunTag
 from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
-from probmed.core.clock import epoch_ms
 from probmed.core.config import flatten
 from probmed.core.errors import TrackingError
 from probmed.core.secrets import is_secret_name
 from probmed.core.settings import ABLATIONS, BASE_SETTING
-from probmed.core.tracking_store import (
+from probmed.infra.clock import epoch_ms
+from probmed.infra.tracking_store import (
     TAG_PREFIX,
     RunIdentity,
     check_tracking_db,

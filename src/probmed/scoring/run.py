@@ -15,13 +15,13 @@ from typing import Any, Mapping
 import numpy as np
 import pandas as pd
 
-from probmed.core.io import (
+from probmed.core.params_schema import Score
+from probmed.infra.io import (
     remove_stale_temps,
     write_json_atomic,
     write_parquet,
     write_text_atomic,
 )
-from probmed.core.params_schema import Score
 from probmed.scoring.compare import per_image_table
 from probmed.scoring.evidence import known_absent_scores
 from probmed.scoring.metrics import Prepared, prepare, score_prepared
@@ -40,11 +40,11 @@ def from_response_records(records: list[dict[str, Any]], where: str = "responses
     """(questions, predictions) from original-format response records, for the project's scorer.
 
     The question set is rebuilt from the records (``gt_ans`` is the answer) and checked by
-    the strict question reader; each response is parsed with probmed.inference.answer_parser.parse_answer.
+    the strict question reader; each response is parsed with probmed.core.answer_parser.parse_answer.
     """
+    from probmed.core.answer_parser import parse_answer
     from probmed.core.errors import RecordError
     from probmed.core.release_format import questions_from_official
-    from probmed.inference.answer_parser import parse_answer
 
     question_records = [
         {
@@ -181,7 +181,7 @@ def write_work(out_dir: str | Path, answering: Mapping[str, str] | None, scoring
 
     The MLflow run of the evaluation spans this work, not the moment it was logged.
     """
-    from probmed.core.clock import iso_time
+    from probmed.infra.clock import iso_time
 
     path = Path(out_dir) / WORK_FILE
     write_json_atomic({"answering": dict(answering or {}),

@@ -13,8 +13,8 @@ import torch
 from family_helpers import boost_answers
 
 from probmed.cli import main
+from probmed.core.answer_parser import parse_answer
 from probmed.core.records import read_predictions, write_questions
-from probmed.inference.answer_parser import parse_answer
 from probmed.inference.answer_store import cache_key, file_hash
 from probmed.inference.models.base import Item
 from probmed.inference.models.families import FAMILIES as FAMILY_FACTS

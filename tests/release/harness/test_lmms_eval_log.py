@@ -37,7 +37,7 @@ def test_export_follows_the_release_order_and_scores_like_probmed(small_set, rep
     assert first["doc_hash"] == hashlib.sha256(json.dumps(first["doc"], indent=2, ensure_ascii=False).encode()).hexdigest()
     assert first["target"] == first["doc"]["answer"] and first["resps"] == [first["filtered_resps"]]
     assert first["arguments"][0].startswith(first["doc"]["question"] + " ")
-    from probmed.inference.answer_parser import parse_answer
+    from probmed.core.answer_parser import parse_answer
 
     labels = pd.DataFrame({"qid": q["qid"], "label": [parse_answer(r) for r in responses]})
     expected = score(q, labels, resamples=0, by_image_type=False)

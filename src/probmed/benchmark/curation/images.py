@@ -18,8 +18,8 @@ from typing import Iterable
 
 from PIL import Image
 
-from probmed.core.io import atomic_path
-from probmed.core.progress import progress
+from probmed.infra.io import atomic_path
+from probmed.infra.progress import progress
 
 FILTERS = {
     "lanczos": Image.Resampling.LANCZOS,

@@ -27,8 +27,8 @@ from probmed.benchmark.sources.tabular import (
     write_images,
 )
 from probmed.core.errors import SourceError
-from probmed.core.progress import progress
 from probmed.core.records import Finding, ImageRecord
+from probmed.infra.progress import progress
 
 FIGSHARE = "figshare brain tumor"
 BRATS = "BraTS 2015"

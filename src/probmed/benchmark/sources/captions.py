@@ -23,8 +23,8 @@ from probmed.benchmark.sources.base import (
 )
 from probmed.core.errors import ConfigError, SourceError
 from probmed.core.licences import MEDICAT as MEDICAT_LICENCE
-from probmed.core.progress import progress
 from probmed.core.records import Finding, ImageRecord
+from probmed.infra.progress import progress
 
 Extractor = Callable[[str, str], Extraction]
 

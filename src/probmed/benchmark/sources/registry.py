@@ -10,7 +10,7 @@ is a module with its loader plus one line here (and its params:
 
 from __future__ import annotations
 
-from probmed.core.registry import Registry
+from probmed.infra.registry import Registry
 
 SOURCES = Registry(
     "data source",

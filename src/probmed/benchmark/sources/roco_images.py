@@ -25,8 +25,8 @@ from probmed.benchmark.curation.profiles import PAPER, Profile
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
 from probmed.benchmark.sources.tabular import ImagePolicy, read_metadata, write_images
 from probmed.core.errors import ConfigError, SourceError
-from probmed.core.progress import progress
 from probmed.core.records import Finding, ImageRecord
+from probmed.infra.progress import progress
 
 SOURCE = "ROCO"
 REQUIRED = ("file", "roco_id", "pmc_article", "licence", "caption")

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, ClassVar, Mapping
 
-from probmed.core.process import STOP
 from probmed.inference.models.config import BackendConfig
+from probmed.infra.process import STOP
 
 if TYPE_CHECKING:  # only an annotation here: checking a model's config must not import pandas
     import pandas as pd

@@ -12,9 +12,9 @@ from __future__ import annotations
 from typing import Any, Mapping
 
 from probmed.core.errors import ConfigError
-from probmed.core.registry import Registry
 from probmed.inference.models.base import Backend
 from probmed.inference.models.hub import pin_problem
+from probmed.infra.registry import Registry
 
 BACKENDS = Registry(
     "model backend",

@@ -14,8 +14,8 @@ from pathlib import Path
 import pandas as pd
 import yaml
 
-from probmed.core.io import write_text_atomic
-from probmed.inference import answer_parser
+from probmed.core import answer_parser
+from probmed.infra.io import write_text_atomic
 from probmed.release.harness import strict_pairs
 from probmed.release.harness.strict_pairs import CATEGORIES
 

@@ -18,9 +18,9 @@ from typing import Any
 
 import pandas as pd
 
-from probmed.core.io import write_text_atomic
+from probmed.core.answer_parser import parse_answer
 from probmed.core.release_format import responses_to_official
-from probmed.inference.answer_parser import parse_answer
+from probmed.infra.io import write_text_atomic
 from probmed.release.harness.strict_pairs import CATEGORIES
 from probmed.release.table import release_order, text_rows
 

@@ -1,7 +1,7 @@
 """The signal that a command must stop because the process that started it is gone.
 
 Its own module, importing nothing, so the CLI can catch it at every start without importing the parent
-watcher (probmed.core.process: threading, signal), which only `predict` and `describe` run.
+watcher (probmed.infra.process: threading, signal), which only `predict` and `describe` run.
 """
 
 from __future__ import annotations

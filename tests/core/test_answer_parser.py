@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probmed.inference.answer_parser import clean_response, parse_answer
+from probmed.core.answer_parser import clean_response, parse_answer
 
 CASES: list[tuple[str | None, str]] = [
     # plain and case variants

@@ -24,7 +24,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from probmed.core.stopping import ParentExited  # noqa: F401 (re-exported)
+from probmed.infra.stopping import ParentExited  # noqa: F401 (re-exported)
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh"})
 STOP = threading.Event()  # set when the parent is gone: ask nothing new, let what is in flight arrive

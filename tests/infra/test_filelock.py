@@ -9,12 +9,12 @@ import textwrap
 import pytest
 
 from probmed.core.errors import StoreLockedError
-from probmed.core.filelock import FileLock
+from probmed.infra.filelock import FileLock
 
 COUNT = textwrap.dedent("""
     import sys
     from pathlib import Path
-    from probmed.core.filelock import FileLock
+    from probmed.infra.filelock import FileLock
     counter = Path(sys.argv[1])
     for _ in range(int(sys.argv[2])):
         with FileLock(counter.with_suffix(".lock"), "counter", wait_s=None):

@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from probmed.core.errors import DatabaseError
-from probmed.core.filelock import FileLock
+from probmed.infra.filelock import FileLock
 
 if TYPE_CHECKING:
     from mlflow import MlflowClient

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from probmed.core.pinned_data import pinned
+from probmed.infra.pinned_data import pinned
 
 
 def test_data_dvc_pins_the_shared_data(repo_root, shared_data):

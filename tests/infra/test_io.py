@@ -14,7 +14,7 @@ import pandas as pd  # noqa: E402
 import pytest  # noqa: E402
 
 from probmed.core.errors import MissingFileError  # noqa: E402
-from probmed.core.io import (  # noqa: E402
+from probmed.infra.io import (  # noqa: E402
     atomic_path,
     remove_stale_temps,
     require_file,

@@ -6,8 +6,8 @@ import io
 from pathlib import Path
 
 import probmed
-from probmed.core import progress as progress_module
-from probmed.core.progress import LineProgress, progress
+from probmed.infra import progress as progress_module
+from probmed.infra.progress import LineProgress, progress
 
 
 def test_a_log_gets_periodic_lines_and_a_last_one_never_a_carriage_return():
@@ -40,7 +40,7 @@ def test_the_bar_follows_the_terminal(monkeypatch):
 
 
 def test_no_module_draws_its_own_tqdm_bar():
-    """Every bar goes through probmed.core.progress, so none redraws itself into a log file."""
+    """Every bar goes through probmed.infra.progress, so none redraws itself into a log file."""
     root = Path(probmed.__file__).parent
     offenders = [str(p.relative_to(root)) for p in root.rglob("*.py")
                  if p.name != "progress.py" and "from tqdm import" in p.read_text(encoding="utf-8")]
