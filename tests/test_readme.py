@@ -25,6 +25,8 @@ OTHER_PROGRAMS: dict[str, str] = {
     "bash": "the CI script runs .ci/install and pytest on a clean clone",
     ".": "shell: activates the virtual environment",
     ".venv/bin/python": "the CI script (pytest)",
+    ".venv/bin/ruff": "the CI script runs it before the tests",
+    ".venv/bin/mypy": "the CI script runs it before the tests",
     "dvc": "tests/test_pipeline.py: dvc repro, push, pull, exp run -S, exp show, metrics diff, plots show",
     "mlflow": "tests/test_pipeline.py::test_mlflow_server_serves_the_pipeline_runs starts mlflow server",
     "export": "needs an API key (OPENAI_API_KEY): not exercised here",
