@@ -167,7 +167,7 @@ def test_a_killed_release_leaves_the_previous_version_intact(small_set, repo_roo
 
 def test_a_missing_image_is_named_and_nothing_is_written(small_set, repo_root, tmp_path, capsys):
     q = small_set["frame"].copy()
-    q.loc[q.index[:2], "image_path"] = "vqa-rad/VQA_RAD Image Folder/no-such-image.jpg"
+    q.loc[q["image_id"] == q["image_id"].iat[0], "image_path"] = "vqa-rad/VQA_RAD Image Folder/no-such-image.jpg"
     broken = tmp_path / "broken.parquet"
     write_questions(q, broken)
     assert release(small_set, tmp_path / "out", repo_root, questions=broken) == 2

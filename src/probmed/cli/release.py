@@ -9,7 +9,7 @@ import argparse
 import json
 from pathlib import Path
 
-from probmed.cli.options import add_params_arguments, command_params, params_of
+from probmed.cli.options import add_params_arguments, params_of
 
 
 def cmd_release(args: argparse.Namespace) -> int:
@@ -18,7 +18,7 @@ def cmd_release(args: argparse.Namespace) -> int:
     from probmed.release.build import ReleaseOptions, build_release
 
     params = params_of(args)
-    prompt = PromptSet.from_params(command_params(args).get("settings")).vanilla
+    prompt = PromptSet.from_settings(params.settings).vanilla
     opts = ReleaseOptions(
         questions=Path(args.questions),
         semver=params.release.version,
