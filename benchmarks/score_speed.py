@@ -26,9 +26,10 @@ from typing import Any, Callable
 import pandas as pd
 
 from probmed.core.categories import CATEGORIES
+from probmed.core.params_schema import Score
 from probmed.scoring.metrics import score
 from probmed.scoring.official import score_official, score_official_naive
-from probmed.scoring.run import ScoreSettings, evaluate
+from probmed.scoring.run import evaluate
 from probmed.scoring.synthetic import (
     PROBMED_IMAGES,
     PROBMED_QUESTIONS,
@@ -124,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
           f"{questions['image_type'].nunique()} image types")
 
     t_proj, proj = best_of(args.repeat, lambda: score(questions, predictions, resamples=args.resamples))
-    t_eval, _ = best_of(1, lambda: evaluate(questions, predictions, ScoreSettings(bootstrap_resamples=args.resamples)))
+    t_eval, _ = best_of(1, lambda: evaluate(questions, predictions, Score(bootstrap_resamples=args.resamples)))
     t_core, core = best_of(args.repeat, lambda: score(questions, predictions, resamples=0))
     t_proj_naive, naive = best_of(1, lambda: naive_project(records, label_by_qid))
     blocks = [(core["by_category"], naive[""])] + [(core["by_image_type"][t], naive[t]) for t in core["by_image_type"]]

@@ -43,6 +43,7 @@ COMMANDS: dict[str, list[str]] = {
     "report": ["--out-dir", "report"],
     "finetune": ["--stage", "adapt"],
     "audit": ["q.parquet", "--no-pixels", "--records", "r1.parquet", "r2.parquet"],
+    "release": ["q.parquet", "--audit", "a.json", "--out-dir", "rel"],
     "models": ["--profile", "paper"],
     "pin": ["llava-1.5", "--revision", "main"],
     "transfer": ["--no-progress"],
