@@ -74,7 +74,7 @@ def prompt_set(params: Params):
     """The evaluation prompts (params `settings`), so training sees what probing asks."""
     from probmed.inference.prompting import PromptSet
 
-    return PromptSet.from_settings(params.settings)
+    return PromptSet.from_params(as_mapping(params.settings))
 
 
 # --- inputs ----------------------------------------------------------------------
