@@ -94,8 +94,10 @@ def test_predict_refuses_the_image_asks_nothing_and_stays_small(huge, tmp_path, 
                           "api_key_env": "PROBMED_TEST_KEY", "max_tokens": 8}
         params = tmp_path / "params.yaml"
         OmegaConf.save(cfg, params)
-        code = ("import resource, sys; from probmed.cli import main; rc = main(sys.argv[1:]); "
-                "print(json.dumps({'rss_mib': resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}), "
+        # VmHWM is this process's own peak (ru_maxrss would keep the peak of the forked pytest before exec)
+        code = ("import sys; from probmed.cli import main; rc = main(sys.argv[1:]); "
+                "hwm = [l for l in open('/proc/self/status') if l.startswith('VmHWM:')][0].split()[1]; "
+                "print(json.dumps({'rss_mib': int(hwm) / 1024}), "
                 "file=sys.stderr); sys.exit(rc)").replace("json.dumps", "__import__('json').dumps")
         res = subprocess.run(
             [sys.executable, "-c", code, "predict", "--params", str(params), "--questions", str(qfile),
