@@ -186,7 +186,7 @@ def test_repro_builds_report_and_mlflow_runs_and_noop_runs_nothing(pipeline_repo
     # vanilla, blank and shuffled of the default model: its visual reliance per category, each with an interval
     reliance = pd.read_csv(repo / "build/report/tables/visual_reliance.csv")
     tiny = reliance[(reliance["question set"] == "probmed") & (reliance["model"] == "tiny")]
-    assert "overall" in set(tiny["category"]) and tiny["answers without looking"].isin(["yes", "no"]).all()
+    assert "overall (pooled units)" in set(tiny["category"]) and tiny["answers without looking"].isin(["yes", "no"]).all()
     for column in ("Δstrict blank", "Δstrict shuffled"):
         assert tiny[column].str.match(r"^[+-]\d+\.\d \[[+-]\d+\.\d, [+-]\d+\.\d\]$").all(), tiny[column]
     assert "Visual reliance" in page
@@ -367,7 +367,7 @@ def test_second_clone_pulls_everything_and_an_evaluation_experiment_reruns_only_
     rows = {row["Experiment"] or row["rev"]: row for row in shown}
     assert "three-twins" in rows and len(rows) >= 2
     headline = [c for c in shown[0] if c.startswith(("probmed.", "vqarad-adv.")) and "/" in c]
-    assert "vqarad-adv.tiny/vanilla.condition" in headline and "probmed.tiny/vanilla.overall" in headline
+    assert "vqarad-adv.tiny/vanilla.condition" in headline and "probmed.tiny/vanilla.overall_paper_weighted" in headline
     for row in rows.values():  # the baseline commit and the experiment both carry every headline number
         assert all(row[c] not in ("", "!") for c in headline if not c.endswith(".position")), row
     metrics = json.loads((clone / "metrics/evaluation.json").read_text())

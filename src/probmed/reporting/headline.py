@@ -1,8 +1,8 @@
 """The evaluation headline (metrics/evaluation.json): strict accuracy per category and overall.
 
 One group per question set, one entry per ``model/setting``, with the accuracy
-with adversarial pairs of each category the set has and ``overall`` (the
-original weighting, the paper's Overall column). A set with one category
+with adversarial pairs of each category the set has and ``overall_paper_weighted``
+(the paper's Overall column; probmed.reporting.overall names every overall). A set with one category
 (the VQA-RAD adversarial set) has no separate overall: it would repeat the
 category. Everything else the scorer computes stays in the score artifacts
 and MLflow; see probmed.core.headline for why these files are small.
@@ -12,18 +12,17 @@ from __future__ import annotations
 
 from typing import Any, Iterable
 
+from probmed.reporting.overall import PAPER_WEIGHTED
 from probmed.reporting.runs import Run
 from probmed.scoring.score_report import number
 
-OVERALL_KEY = "accuracy_adv_pairs_original_weighting"
-
 
 def run_headline(run: Run) -> dict[str, float | None]:
-    """{category: strict accuracy, ..., overall} of one run (None where undefined)."""
+    """{category: strict accuracy, ..., overall_paper_weighted} of one run (None where undefined)."""
     scores = run.scores
     out = {name: number(scores.category(name).get("accuracy_adv_pairs")) for name in scores.categories}
     if len(out) > 1:
-        out["overall"] = number(scores.overall.get(OVERALL_KEY))
+        out[PAPER_WEIGHTED.name] = number(scores.overall.get(PAPER_WEIGHTED.score_key))
     return out
 
 
