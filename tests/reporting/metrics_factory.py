@@ -30,6 +30,7 @@ def category_block(rng: random.Random, n_images: int = 20) -> dict[str, Any]:
         "missing": 0,
         "n_images": n_images,
         "n_questions": 2 * n_images,
+        "n_units": n_images,
         "ci95_low": round(max(0.0, strict - 8), 2),
         "ci95_high": round(min(100.0, strict + 8), 2),
     }

@@ -45,7 +45,7 @@ def test_reliance_flags_the_model_that_does_not_look(scored):
     assert (drops["drop"] == 0).all() and (drops["ci_low"] == 0).all() and (drops["ci_high"] == 0).all()
     table = reliance_table(comp)
     assert len(table) == 2 * 6  # two models, five categories and overall
-    row = table[(table["model"] == "looker") & (table["category"] == "overall")].iloc[0]
+    row = table[(table["model"] == "looker") & (table["category"] == "overall (pooled units)")].iloc[0]
     assert row["answers without looking"] == "no" and row["Δstrict blank"].startswith("+")
     assert "[" in row["Δstrict shuffled"] and table["images"].dtype.kind == "i"
 
@@ -124,7 +124,7 @@ def test_report_shows_reliance_differences_and_warnings(report):
     assert "Warnings" in page and "looker (described) gave the same answer as looker (vanilla)" in page
     assert "Visual reliance" in page and "Paired differences" in page
     reliance = (out / "tables" / "visual_reliance.md").read_text()
-    assert "| probmed | looker | overall |" in reliance and "answers without looking" in reliance
+    assert "| probmed | looker | overall (pooled units) |" in reliance and "answers without looking" in reliance
     names = {p.split("/")[-1] for p in manifest["files"]["plots"]}
     assert {"visual_reliance_probmed.png", "differences_probmed.png", "transfer_probmed.png"} <= names
     for name in ("visual_reliance.csv", "paired_differences.csv"):

@@ -37,7 +37,7 @@ def test_every_entry_loads_to_a_figure_function() -> None:
 
 
 def test_draws_per_question_set_in_table_order_and_skips_what_has_no_input(tmp_path) -> None:
-    written = draw_all(_runs(), {}, tmp_path, Report())
+    written = [f.path for f in draw_all(_runs(), {}, tmp_path, Report())]
     assert [p.name for p in written] == [
         "fig1_strict_vs_averaged_probmed.png", "per_image_type_probmed.png", "response_distribution_probmed.png",
         # no per-image sums (no comparisons): no reliance or difference figure; no transfer models: no transfer
@@ -51,6 +51,6 @@ def test_a_new_figure_is_one_function_and_one_table_line(tmp_path, monkeypatch) 
     table = Registry(FIGURES.what, {"extra": f"{__name__}:extra_figure"})
     monkeypatch.setattr(figures, "FIGURES", table)
     questions = pd.DataFrame({"category": ["modality"] * 3, "answer": ["yes", "no", "yes"]})
-    written = draw_all(_runs(), {"probmed": questions}, tmp_path, Report())
+    written = [f.path for f in draw_all(_runs(), {"probmed": questions}, tmp_path, Report())]
     assert [p.name for p in written] == ["extra_probmed.png"]
     assert written[0].read_text() == "2 runs, 3 questions"

@@ -12,7 +12,15 @@ import pytest
 from comparison_runs import QUESTION_SET, write_scores
 
 from probmed.core.categories import PAIRED_CATEGORIES
-from probmed.core.figure_style import MISSING_COLOUR, bars, model_colours
+from probmed.core.figure_style import (
+    FIGURE_WIDTH_IN,
+    MIN_FONT_PT,
+    MISSING_COLOUR,
+    OKABE_ITO,
+    bars,
+    model_colours,
+    report_style,
+)
 from probmed.core.params_schema import Report
 from probmed.reporting import plots
 from probmed.reporting.comparisons import compare_runs
@@ -53,7 +61,11 @@ def test_strict_vs_averaged_has_two_bars_per_run_with_interval_and_n(data):
     for ax in fig.axes:
         assert len(ax.patches) == 2 * len(data.runs)  # averaged and strict per run
         assert _error_bars(ax) == 2 * len(data.runs)  # an error bar on every bar
-    assert len(_texts(fig, "n=")) == 2 * len(data.runs) * len(categories)
+    for ax in fig.axes:  # the images behind each run's bars under its name, never as labels that can overlap
+        ticks = [t.get_text() for t in ax.get_xticklabels()]
+        assert len(ticks) == len(data.runs) and all("\nn=" in t for t in ticks)
+    assert not _texts(fig, "n=")
+    assert not [ax for ax in fig.axes if ax.get_legend() is not None] and len(fig.legends) == 1  # outside the data
     palette = {colour: None for colour in model_colours(MODELS).values()}
     seen = {_colour(p) for ax in fig.axes for p in ax.patches}
     assert seen == {tuple(np.round(plt.matplotlib.colors.to_rgb(c), 3)) for c in palette}  # one colour per model
@@ -101,3 +113,28 @@ def test_transfer_figure_has_a_bar_per_model_and_image_type_and_the_paired_diffe
     assert len(diffs) == len(image_types)  # looker - blind with its paired interval above each image type
     assert "looker - blind" in ax.get_title()
     plt.close(fig)
+
+
+BUILDERS = ("build_strict_vs_averaged", "build_per_image_type", "build_response_distribution", "build_transfer",
+            "build_visual_reliance", "build_differences")
+
+
+@pytest.mark.parametrize("builder", BUILDERS)
+def test_figure_text_is_no_smaller_than_the_page_body_at_the_page_width(data, builder, tmp_path):
+    """Shown at 100% on the page (figure width <= page width at the saved dpi), every text is at least the
+    body text's size: checked on the matplotlib objects, after saving (the width the page shows)."""
+    with report_style():
+        fig = getattr(plots, builder)(data)
+        assert fig is not None
+        plots._save(fig, tmp_path / "f.png")
+        width = fig.get_size_inches()[0]
+        texts = [t for t in fig.findobj(plt.matplotlib.text.Text) if t.get_visible() and t.get_text().strip()]
+        small = {(t.get_text(), t.get_fontsize()) for t in texts if t.get_fontsize() < MIN_FONT_PT}
+    assert width <= FIGURE_WIDTH_IN + 1e-9 and texts
+    assert not small, small
+
+
+def test_models_get_okabe_ito_colours_and_baselines_fixed_ones():
+    colours = model_colours(["tiny", "random", "blind", "gpt", "always-yes"])
+    assert [colours[m] for m in ("tiny", "blind", "gpt")] == list(OKABE_ITO[:3])
+    assert len(set(colours.values())) == 5 and colours["random"] == model_colours(["random"])["random"]

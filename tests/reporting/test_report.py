@@ -63,7 +63,7 @@ def test_tables_have_one_row_per_model_and_setting(report):
     assert table1.set_index("image_type").loc["CT Scan - Brain", "images"] == 1
     table2 = pd.read_csv(out / "tables" / "table2_adversarial_drop.csv")
     assert len(table2) == 5  # (model, setting) rows; question sets are columns
-    assert {"probmed averaged", "probmed adv. pairs", "vqarad-adv drop %"} <= set(table2.columns)
+    assert {"probmed averaged, pooled", "probmed overall (pooled units)", "vqarad-adv drop %"} <= set(table2.columns)
     appendix = sorted(p.name for p in (out / "tables").glob("appendix_*.csv"))
     assert appendix == ["appendix_ct_scan_brain.csv", "appendix_mri_abdomen.csv", "appendix_x_ray_chest.csv"]
     table4 = pd.read_csv(out / "table4_procedural.csv")  # the full table; the report shows it split by stage
@@ -77,21 +77,24 @@ def test_table2_uses_pooled_overall_when_the_scorer_gives_it(report):
     out, _ = report
     table2 = pd.read_csv(out / "tables" / "table2_adversarial_drop.csv").set_index(["model", "setting"])
     overall = make_metrics(0)["overall"]  # RUNS[0] = probmed/tiny/vanilla, seed 0
-    assert table2.loc[("tiny", "vanilla"), "probmed adv. pairs"] == pytest.approx(overall["accuracy_adv_pairs"])
-    assert table2.loc[("tiny", "vanilla"), "probmed averaged"] == pytest.approx(overall["averaged_accuracy"])
+    assert table2.loc[("tiny", "vanilla"), "probmed overall (pooled units)"] == pytest.approx(
+        overall["accuracy_adv_pairs"])
+    assert table2.loc[("tiny", "vanilla"), "probmed averaged, pooled"] == pytest.approx(overall["averaged_accuracy"])
 
 
-def test_table2_falls_back_to_question_weighting_over_paired_categories(tmp_path):
+def test_table2_falls_back_to_pooling_the_paired_categories(tmp_path):
+    """Averaged pooled over questions, strict over units: the same definition as the scorer's pooled overall."""
     metrics = {"by_category": {
-        "modality": {"averaged_accuracy": 80, "accuracy_adv_pairs": 60, "n_questions": 10},
-        "organ": {"averaged_accuracy": 40, "accuracy_adv_pairs": 20, "n_questions": 30},
+        "modality": {"averaged_accuracy": 80, "accuracy_adv_pairs": 60, "n_questions": 10, "n_units": 5},
+        "organ": {"averaged_accuracy": 40, "accuracy_adv_pairs": 20, "n_questions": 30, "n_units": 15},
         "abnormality": {"averaged_accuracy": 0, "accuracy_adv_pairs": 0, "n_questions": 1000},
     }}
     path = tmp_path / "s" / "q" / "m" / "vanilla" / "metrics.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(metrics))
     row = table_adversarial_drop(discover_runs(tmp_path / "s")).iloc[0]
-    assert row["q averaged"] == pytest.approx(50.0) and row["q adv. pairs"] == pytest.approx(30.0)
+    assert row["q averaged, pooled"] == pytest.approx(50.0)
+    assert row["q overall (pooled units)"] == pytest.approx(30.0)
     assert row["q drop %"] == pytest.approx(40.0)
 
 
@@ -215,3 +218,57 @@ def test_a_killed_report_leaves_no_hidden_temporary_file(report, tmp_path):
     build_report(scores, out)  # the next report run (dvc repro re-runs the stage)
     assert [p for p in out.rglob(".*") if p.is_file()] == []
     assert_nontrivial_png(out / "plots" / sorted(p.name for p in (out / "plots").glob("*.png"))[0])
+
+
+def test_no_table_shows_pandas_na_and_thin_numbers_show_their_n(report):
+    """Count columns are Int64 (missing = <NA>): the page and the Markdown show a dash; an image type's cells
+    rest on 5 units (< report.min_units = 10), so they show "— (n=5)", never a number."""
+    out, _ = report
+    page = (out / "index.html").read_text()
+    assert "&lt;NA&gt;" not in page and "<NA>" not in page and ">nan<" not in page
+    for md in (out / "tables").glob("*.md"):
+        assert "<NA>" not in md.read_text() and "&lt;NA&gt;" not in md.read_text(), md.name
+    appendix = (out / "tables" / "appendix_x_ray_chest.md").read_text()
+    assert "— (n=5)" in appendix and not re.search(r"\d\.\d\d \(n=5\)", appendix)
+    table3 = (out / "tables" / "table3_categories.md").read_text()
+    assert re.search(r"\| \d+\.\d\d \(n=20\) \|", table3)  # 20 units: the number with its n
+    csv = pd.read_csv(out / "tables" / "appendix_x_ray_chest.csv")  # the CSV keeps both, as numbers
+    assert {"modality", "modality n"} <= set(csv.columns) and csv["modality n"].eq(5).all()
+
+
+def test_every_overall_header_names_its_definition_and_the_page_says_how_they_differ(report):
+    out, _ = report
+    table3 = pd.read_csv(out / "tables" / "table3_categories.csv")
+    assert "overall (paper-weighted)" in table3.columns and not any(c == "overall" for c in table3.columns)
+    cont = pd.read_csv(out / "tables" / "table3_overall.csv")
+    assert {"overall (pooled units)", "overall (question-weighted)"} <= set(cont.columns)
+    table2 = pd.read_csv(out / "tables" / "table2_adversarial_drop.csv")
+    assert all("adv. pairs" not in c for c in table2.columns)
+    page = (out / "index.html").read_text()
+    assert "Three overall accuracies with adversarial pairs" in page
+    summary = json.loads((out / "metrics.json").read_text())["probmed-tiny-vanilla"]["overall"]
+    assert set(summary) == {"overall_paper_weighted", "overall_pooled", "overall_question_weighted", "averaged_pooled"}
+
+
+def test_figures_have_captions_with_their_images_and_the_main_set_comes_first(report):
+    out, manifest = report
+    page = (out / "index.html").read_text()
+    captions = re.findall(r"<figcaption>(.*?)</figcaption>", page)
+    assert len(captions) == len(manifest["files"]["plots"])
+    assert all(re.search(r"rests on \d+ images", c) for c in captions), captions
+    assert all(not c.startswith("plots/") for c in captions)
+    assert manifest["runs"][0].startswith("probmed/")  # the set of params datasets.question_sets first
+    assert manifest["files"]["plots"][0].endswith("_probmed.png")
+
+
+def test_the_main_set_opens_the_page_even_when_another_sorts_first(tmp_path):
+    for qset in ("finetune-heldout", "probmed"):
+        path = tmp_path / "scores" / qset / "tiny" / "vanilla" / "metrics.json"
+        path.parent.mkdir(parents=True)
+        path.write_text(json.dumps(make_metrics(0)))
+    questions = pd.DataFrame({"image_id": ["a"], "image_type": ["X-ray - Chest"], "category": ["modality"],
+                              "answer": ["yes"]})
+    questions.to_parquet(tmp_path / "q.parquet")
+    manifest = build_report(tmp_path / "scores", tmp_path / "out", questions={"probmed": tmp_path / "q.parquet"},
+                            report=Report(transfer_models=[], model_comparisons=[]))
+    assert manifest["runs"] == ["probmed/tiny/vanilla", "finetune-heldout/tiny/vanilla"]

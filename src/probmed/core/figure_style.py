@@ -3,10 +3,17 @@
 A reviewer compares bars across figures, so a model keeps its colour in all of
 them (:func:`model_colours`, assigned in the order of params ``models`` then
 ``report.transfer_models``, the same order for the report and the transfer
-stage). Every accuracy bar carries its bootstrap interval and the number behind
-it (images or units, :func:`bars`); a missing value is an "n/a" mark where the
-bar would be, never a bar of height 0, and a true 0 is a visible outline with
-its interval and n.
+stage), from Okabe & Ito's colour-blind-safe palette; the scorer's baselines
+(random, always-yes, always-no) are fixed greys. Every accuracy bar carries its
+bootstrap interval and the number behind it (images or units: under the bar's
+tick, :func:`n_label`, or above it, :func:`bars`); a missing value is an "n/a"
+mark where the bar would be, never a bar of height 0, and a true 0 is a visible
+outline with its interval and n.
+
+The report's figures are drawn at the page's width (:data:`FIGURE_WIDTH_IN` at
+:data:`DPI`) with text no smaller than the page's body text (:data:`MIN_FONT_PT`,
+:func:`report_style`), so shown at 100% nothing is shrunk below what the page
+itself prints.
 
 In core because both the report (probmed.reporting) and the transfer study
 (probmed.finetune) draw with it, and fine-tuning never imports reporting.
@@ -22,12 +29,34 @@ import numpy as np
 if TYPE_CHECKING:
     from probmed.core.params_schema import Params
 
-# Qualitative colours (matplotlib's tab10, then tab20's light shades): distinct for up to 20 models.
-_COLOURS: tuple[str, ...] = (
-    "#1f77b4", "#ff7f0e", "#2ca02c", "#d62728", "#9467bd", "#8c564b", "#e377c2", "#7f7f7f", "#bcbd22", "#17becf",
-    "#aec7e8", "#ffbb78", "#98df8a", "#ff9896", "#c5b0d5", "#c49c94", "#f7b6d2", "#c7c7c7", "#dbdb8d", "#9edae5",
-)
+# Okabe & Ito's colour-blind-safe qualitative palette without its black (the error bars' colour), then
+# darker variants for an eighth model on; a model keeps its colour in every figure.
+OKABE_ITO: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442")
+_COLOURS: tuple[str, ...] = OKABE_ITO + ("#004C77", "#9A6A00", "#006A4D", "#88507A", "#3A7A9C", "#8F3F00")
+# Baselines are always drawn in the same neutral or fixed colours, so a reader spots them at once.
+FIXED_COLOURS: dict[str, str] = {"random": "#7F7F7F", "always-yes": "#BBBBBB", "always-no": "#4D4D4D"}
+
+# The report page's geometry: figures are drawn at the page's content width in inches at DPI, and no text in
+# a figure is smaller than the page's body text when the PNG is shown at 100% (a point is DPI/72 pixels).
+DPI = 100
+PAGE_WIDTH_PX = 1100  # the HTML page's content width (its CSS max-width)
+BODY_FONT_PX = 16  # the HTML page's body text size
+FIGURE_WIDTH_IN = PAGE_WIDTH_PX / DPI
+MIN_FONT_PT = BODY_FONT_PX * 72 / DPI  # 11.52 pt = 16 px at 100 dpi
+FONT_PT = 12.0
+RC: dict[str, Any] = {
+    "font.size": FONT_PT, "axes.titlesize": FONT_PT + 1, "axes.labelsize": FONT_PT, "xtick.labelsize": FONT_PT,
+    "ytick.labelsize": FONT_PT, "legend.fontsize": FONT_PT, "legend.title_fontsize": FONT_PT,
+    "figure.titlesize": FONT_PT + 2, "figure.dpi": DPI, "savefig.dpi": DPI,
+}
 MISSING_COLOUR = "#9a9a9a"
+
+
+def report_style() -> Any:
+    """A context in which matplotlib draws with the report's font sizes (:data:`RC`)."""
+    import matplotlib
+
+    return matplotlib.rc_context(RC)
 
 
 def model_colours(models: Iterable[str]) -> dict[str, str]:
@@ -35,7 +64,7 @@ def model_colours(models: Iterable[str]) -> dict[str, str]:
     out: dict[str, str] = {}
     for name in models:
         if name not in out:
-            out[name] = _COLOURS[len(out) % len(_COLOURS)]
+            out[name] = FIXED_COLOURS.get(name) or _COLOURS[sum(1 for m in out if m not in FIXED_COLOURS) % len(_COLOURS)]
     return out
 
 
@@ -44,10 +73,20 @@ def palette_from_params(params: Params, extra: Iterable[str] = ()) -> dict[str, 
     return model_colours([*params.models, *params.report.transfer_models, *extra])
 
 
+def n_label(label: str, count: float | int | None) -> str:
+    """A tick label with the n behind it on its own line (the label, then ``n=39`` below it), so n labels never
+    overlap the bars or each other."""
+    if count is None or (isinstance(count, float) and math.isnan(count)):
+        return label
+    return f"{label}\nn={int(count)}"
+
+
 def colour(palette: Mapping[str, str], model: str) -> str:
     """The model's colour; a model the palette does not know gets one derived from its name (stable)."""
     if model in palette:
         return palette[model]
+    if model in FIXED_COLOURS:
+        return FIXED_COLOURS[model]
     return _COLOURS[sum(model.encode()) % len(_COLOURS)]
 
 
@@ -72,7 +111,7 @@ def bars(ax, x: Sequence[float], values: Sequence[float], low: Sequence[float | 
         ax.errorbar(xs[err], vals[err], yerr=yerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
     span = np.nan_to_num(np.where(np.isnan(hi), vals, hi), nan=0.0)
     for i in np.flatnonzero(~have):
-        ax.text(xs[i], 0, "n/a", ha="center", va="bottom", fontsize=6, color=MISSING_COLOUR, rotation=90)
+        ax.text(xs[i], 0, "n/a", ha="center", va="bottom", fontsize=FONT_PT, color=MISSING_COLOUR, rotation=90)
     if counts is None:
         return
     for j in map(int, np.flatnonzero(have)):
@@ -81,5 +120,5 @@ def bars(ax, x: Sequence[float], values: Sequence[float], low: Sequence[float | 
             continue
         below = vals[j] < 0
         y = (np.nanmin([vals[j], lo[j]]) if below else span[j])
-        ax.text(xs[j], y, f"{n_prefix}{int(count)}", ha="center", va="top" if below else "bottom", fontsize=5.5,
+        ax.text(xs[j], y, f"{n_prefix}{int(count)}", ha="center", va="top" if below else "bottom", fontsize=FONT_PT,
                 rotation=90, color="#333333")

@@ -546,6 +546,10 @@ class Report(Section):
     """Model A - model B (vanilla) with a paired bootstrap interval, wherever both ran."""
     min_images_per_cell: NonNegativeInt = 5
     """Heatmap cells with fewer images are greyed out (their n still shown)."""
+    min_units: NonNegativeInt = 10
+    """A table number resting on fewer scoring units (pairs, images or questions) is shown as "— (n=...)", not as a number."""
+    blind_model: str = "blind"
+    """The question-only baseline (a name under `models:`) every model is compared with, per category, beside random."""
     log_to_mlflow: bool = True
 
 

@@ -63,10 +63,10 @@ class TransferLayout:
     sharey: bool = False
 
 
-REPORT_LAYOUT = TransferLayout(
+REPORT_LAYOUT = TransferLayout(  # the report's page: text no smaller than its body (probmed.core.figure_style)
     width_base=2, width_per_panel=0, width_per_tick=1.3, tick_style={"rotation": 30, "ha": "right"},
-    difference_y=103, difference_style={"fontsize": 6}, title_style={"fontsize": 9, "pad": 16}, legend_fontsize=8,
-    tight=False,
+    difference_y=103, difference_style={"fontsize": 12, "rotation": 90, "va": "bottom"},
+    title_style={"fontsize": 13, "pad": 70}, legend_fontsize=12, tight=False,
 )
 STUDY_LAYOUT = TransferLayout(
     width_base=1, width_per_panel=3.4, width_per_tick=0, tick_style={"rotation": 60, "ha": "right", "fontsize": 7},

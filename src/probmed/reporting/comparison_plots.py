@@ -18,7 +18,7 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from probmed.core.figure_style import bars, colour  # noqa: E402
+from probmed.core.figure_style import FIGURE_WIDTH_IN, bars, colour, n_label  # noqa: E402
 from probmed.core.settings import IMAGE_CONTROLS, PROMPT_ABLATIONS  # noqa: E402
 from probmed.reporting.comparisons import Comparisons  # noqa: E402
 from probmed.scoring.compare import OVERALL  # noqa: E402
@@ -31,15 +31,28 @@ def _categories(frame: pd.DataFrame) -> list[str]:
     return [c for c in present if c != OVERALL] + ([OVERALL] if OVERALL in present else [])
 
 
+def _category_labels(frame: pd.DataFrame, cats: list[str], flags: Mapping[str, bool | None] | None = None
+                     ) -> list[str]:
+    """Each category with the images behind its bars (all bars of a category rest on the same images)."""
+    labels = []
+    for cat in cats:
+        n = frame.loc[frame["category"] == cat, "n_images"].max()
+        name = f"{cat} (pooled)" if cat == OVERALL else cat
+        if flags and flags.get(cat):
+            name += "\n(without looking)"
+        labels.append(n_label(name, None if pd.isna(n) else int(n)))
+    return labels
+
+
 def reliance_figure(comp: Comparisons, question_set: str, palette: Mapping[str, str]) -> plt.Figure | None:
-    """Per model (one panel each): accuracy with the real image minus with each control, per category."""
+    """Per model (one panel a row): accuracy with the real image minus with each control, per category."""
     strict = comp.reliance[comp.reliance["metric"] == "strict"]
     models = list(dict.fromkeys(strict["model"]))
     if not models:
         return None
-    fig, axes = plt.subplots(1, len(models), figsize=(1.5 + 2.2 * len(_categories(strict)) * len(models) / 2, 4.4),
-                             squeeze=False, sharey=True)
-    for ax, model in zip(axes[0], models):
+    fig, axes = plt.subplots(len(models), 1, figsize=(FIGURE_WIDTH_IN, 1.5 + 4.2 * len(models)), squeeze=False,
+                             layout="constrained")
+    for ax, model in zip(axes[:, 0], models):
         part = strict[strict["model"] == model]
         cats = _categories(part)
         x = np.arange(len(cats))
@@ -48,17 +61,16 @@ def reliance_figure(comp: Comparisons, question_set: str, palette: Mapping[str, 
         for k, control in enumerate(controls):
             rows = part[part["control"] == control].set_index("category").reindex(cats)
             bars(ax, (x - 0.4 + width * (k + 0.5)).tolist(), rows["drop"].to_numpy(float), rows["ci_low"].to_numpy(),
-                 rows["ci_high"].to_numpy(), [None if pd.isna(n) else int(n) for n in rows["n_images"]],
-                 colour(palette, model), width, label=f"real - {control}", hatch=HATCHES[k % len(HATCHES)],
-                 alpha=0.9)
+                 rows["ci_high"].to_numpy(), None, colour(palette, model), width, label=f"real - {control}",
+                 hatch=HATCHES[k % len(HATCHES)], alpha=0.9)
         ax.axhline(0, color="black", linewidth=0.8)
-        labels = [f"{c}\n(without looking)" if comp.without_looking.get((question_set, model, c)) else c for c in cats]
-        ax.set_xticks(x, labels, rotation=30, ha="right", fontsize=8)
-        ax.set_title(model, fontsize=9)
-        ax.legend(fontsize=7)
-    axes[0][0].set_ylabel("drop in accuracy with adversarial pairs\n(points; 95% paired interval, n = images)")
-    fig.suptitle(f"{question_set}: visual reliance (accuracy with the real image minus with a control)", y=1.02)
-    fig.tight_layout()
+        flags = {c: comp.without_looking.get((question_set, model, c)) for c in cats}
+        ax.set_xticks(x, _category_labels(part, cats, flags))
+        ax.set_title(model)
+        ax.set_ylabel("drop (points)")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the data, never on it
+    fig.suptitle(f"{question_set}: visual reliance, accuracy with adversarial pairs with the real image minus with "
+                 "a control\n(95% paired bootstrap interval; n = images)")
     return fig
 
 
@@ -72,7 +84,7 @@ def differences_figure(comp: Comparisons, question_set: str, palette: Mapping[st
     cats = _categories(frame)
     x = np.arange(len(cats))
     width = 0.8 / len(series)
-    fig, ax = plt.subplots(figsize=(2 + 1.3 * len(cats) * max(1, len(series) / 2), 4.4))
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 5.5), layout="constrained")
     hatch_of: dict[str, int] = {}
     for k, (kind, model, a, b) in enumerate(series):
         rows = frame[(frame["model"] == model) & (frame["a"] == a) & (frame["b"] == b)].set_index("category")
@@ -82,12 +94,10 @@ def differences_figure(comp: Comparisons, question_set: str, palette: Mapping[st
         hatch_of[who] += 1
         label = f"{model}: {a} - {b}" if kind == "setting" else model
         bars(ax, (x - 0.4 + width * (k + 0.5)).tolist(), rows["diff"].to_numpy(float), rows["ci_low"].to_numpy(),
-             rows["ci_high"].to_numpy(), [None if pd.isna(n) else int(n) for n in rows["n_images"]],
-             colour(palette, who), width, label=label, hatch=hatch, alpha=0.9)
+             rows["ci_high"].to_numpy(), None, colour(palette, who), width, label=label, hatch=hatch, alpha=0.9)
     ax.axhline(0, color="black", linewidth=0.8)
-    ax.set_xticks(x, cats, rotation=30, ha="right")
-    ax.set_ylabel("Δ accuracy with adversarial pairs\n(points; 95% paired interval, n = images)")
-    ax.legend(fontsize=7)
-    ax.set_title(f"{question_set}: differences between settings and models")
-    fig.tight_layout()
+    ax.set_xticks(x, _category_labels(frame, cats))
+    ax.set_ylabel("Δ accuracy with adversarial pairs\n(points)")
+    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    ax.set_title(f"{question_set}: differences between settings and models\n(95% paired bootstrap interval; n = images)")
     return fig

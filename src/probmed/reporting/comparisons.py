@@ -182,6 +182,11 @@ def _cell(frame: pd.DataFrame) -> str:
     return difference_cell(r["diff"] if "diff" in r else r["drop"], r["ci_low"], r["ci_high"])
 
 
+def _category_name(category: str) -> str:
+    """A category as the tables show it: ``overall`` named for its definition (probmed.reporting.overall)."""
+    return f"{category} (pooled units)" if category == "overall" else category
+
+
 def reliance_table(comp: Comparisons) -> pd.DataFrame:
     """Visual reliance, one row per (question set, model, category): accuracy with the real image and its
     drop with each control, strict and averaged, with paired 95% intervals, and the flag."""
@@ -191,7 +196,7 @@ def reliance_table(comp: Comparisons) -> pd.DataFrame:
         part = comp.reliance[(comp.reliance["question_set"] == qset) & (comp.reliance["model"] == model)
                              & (comp.reliance["category"] == cat)]
         strict = part[part["metric"] == "strict"]
-        row: dict = {"question set": qset, "model": model, "category": cat,
+        row: dict = {"question set": qset, "model": model, "category": _category_name(cat),
                      "images": int(strict["n_images"].max()) if len(strict) else 0}
         for metric, short in (("strict", "strict"), ("averaged", "avg")):
             m = part[part["metric"] == metric]
@@ -217,7 +222,7 @@ def differences_table(comp: Comparisons) -> pd.DataFrame:
         rows.append({
             "question set": qset,
             "comparison": f"{model}: {a} - {b}" if kind == "setting" else model,
-            "category": cat,
+            "category": _category_name(cat),
             "images": int(part["n_images"].max()),
             "Δ strict [95% CI]": _cell(strict),
             "Δ averaged [95% CI]": _cell(avg),

@@ -30,9 +30,10 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
+from matplotlib.patches import Patch  # noqa: E402
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES  # noqa: E402
-from probmed.core.figure_style import bars, colour  # noqa: E402
+from probmed.core.figure_style import DPI, FIGURE_WIDTH_IN, FONT_PT, bars, colour, n_label  # noqa: E402
 from probmed.core.settings import BASE_SETTING  # noqa: E402
 from probmed.infra.io import atomic_path  # noqa: E402
 from probmed.reporting import comparison_plots  # noqa: E402
@@ -41,10 +42,16 @@ from probmed.reporting.runs import FigureInput, Run  # noqa: E402
 
 
 def _save(fig: plt.Figure, path: Path) -> Path:
-    """Save atomically: a crash never leaves a truncated PNG the HTML links to."""
+    """Save atomically at the page's width: a crash never leaves a truncated PNG the HTML links to, and a
+    figure is never wider than the page (so the browser never shrinks its text below the body text)."""
+    width, height = fig.get_size_inches()
+    if width > FIGURE_WIDTH_IN:
+        fig.set_size_inches(FIGURE_WIDTH_IN, height)
+    if fig.get_layout_engine() is None:
+        fig.set_layout_engine("constrained")
     try:  # a kill's leftover .tmp is removed by the next report (io.remove_stale_temps), ignored by git and DVC
         with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=100, bbox_inches="tight")
+            fig.savefig(tmp, format="png", dpi=DPI)
     finally:
         plt.close(fig)
     return path
@@ -69,72 +76,102 @@ def _interval(data: FigureInput, run: Run, category: str, metric: str, image_typ
     return low, high, n
 
 
+def _hide_unused(axes: np.ndarray, used: int) -> None:
+    for ax in axes.ravel()[used:]:
+        ax.axis("off")
+
+
 def build_strict_vs_averaged(data: FigureInput) -> plt.Figure | None:
     """Figure 1: per category, averaged accuracy (light, hatched) beside accuracy with adversarial pairs (solid),
-    one bar pair per run in the model's colour, each with its interval and images."""
+    one bar pair per run in the model's colour, each with its interval; the images behind a run's bars under its
+    name. Two panels a row for a few runs, one for many (the names stay apart); the legend above the panels."""
     runs = data.runs
     categories = _present(runs, PAIRED_CATEGORIES)
     if not categories:
         return None
-    fig, axes = plt.subplots(1, len(categories), figsize=(1 + 0.8 * len(runs) * len(categories), 4.6),
-                             squeeze=False, sharey=True)
+    ncols = 2 if len(runs) <= 5 and len(categories) > 1 else 1
+    nrows = math.ceil(len(categories) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(FIGURE_WIDTH_IN, 1.2 + 4.4 * nrows), squeeze=False,
+                             sharey=True, layout="constrained")
     x = np.arange(len(runs))
-    for ax, category in zip(axes[0], categories):
+    for ax, category in zip(axes.ravel(), categories):
+        counts: list[int | None] = []
         for offset, metric, key, alpha, hatch in ((-0.2, "averaged", "averaged_accuracy", 0.45, "//"),
                                                   (0.2, "strict", "accuracy_adv_pairs", 1.0, None)):
             for i, run in enumerate(runs):
                 low, high, n = _interval(data, run, category, metric)
-                label = None
-                if i == 0 and ax is axes[0][0]:
-                    label = "averaged (without adversarial pairs)" if metric == "averaged" else "with adversarial pairs"
-                bars(ax, [x[i] + offset], [run.scores.value(category, key)], [low], [high], [n],
-                     colour(data.palette, run.model), 0.4, label=label, hatch=hatch, alpha=alpha)
+                if metric == "strict":
+                    counts.append(n)
+                bars(ax, [x[i] + offset], [run.scores.value(category, key)], [low], [high], None,
+                     colour(data.palette, run.model), 0.4, hatch=hatch, alpha=alpha)
         ax.set_title(category)
-        ax.set_xticks(x, [r.label for r in runs], rotation=45, ha="right", fontsize=8)
-        ax.set_ylim(0, 112)
-    axes[0][0].set_ylabel("accuracy (%)")
-    axes[0][0].legend(fontsize=7, loc="upper left")
-    fig.suptitle(f"{data.question_set}: accuracy with and without adversarial pairs "
-                 "(95% bootstrap interval, n = images)", y=1.02)
+        ax.set_xticks(x, [n_label(r.label, n) for r, n in zip(runs, counts)], rotation=45, ha="right")
+        ax.set_ylim(0, 105)
+        ax.set_ylabel("accuracy (%)")
+    _hide_unused(axes, len(categories))
+    handles = [Patch(facecolor="#999999", alpha=0.45, hatch="//", edgecolor="#999999",
+                     label="averaged (without adversarial pairs)"),
+               Patch(facecolor="#999999", label="with adversarial pairs")]
+    fig.legend(handles=handles, loc="outside lower center", ncols=2, frameon=False)
+    fig.suptitle(f"{data.question_set}: accuracy with and without adversarial pairs\n"
+                 "(95% bootstrap interval; n = images under each run)")
     return fig
 
 
+def _heatmap_text(value: float, count: float, few: bool) -> str:
+    n = "" if math.isnan(count) else f"n={int(count)}"
+    if math.isnan(value):
+        return "—"
+    return n if few else f"{value:.0f}\n{n}"
+
+
 def build_per_image_type(data: FigureInput) -> plt.Figure | None:
-    """Appendix A as heatmaps: accuracy with adversarial pairs per image type, one panel per category, with
-    a colour bar, the images behind every cell, and cells of fewer than `report.min_images_per_cell` images greyed out."""
+    """Appendix A as heatmaps: accuracy with adversarial pairs per image type, one full-width panel per category,
+    a colour bar, the images behind every cell, and cells of fewer than `report.min_images_per_cell` images greyed out
+    (their n shown, their number not)."""
     runs = data.runs
     image_types = sorted({it for r in runs for it in r.scores.image_types})
     categories = _present(runs, CATEGORIES)
     if not image_types or not categories:
         return None
-    ncols = min(3, len(categories))
-    nrows = math.ceil(len(categories) / ncols)
-    panel_w, panel_h = 1.8 + 0.75 * len(image_types), 1.8 + 0.4 * len(runs)
-    fig, axes = plt.subplots(nrows, ncols, figsize=(2.5 + panel_w * ncols, panel_h * nrows), squeeze=False)
+    heights = [0.9 + 0.6 * len(runs)] * len(categories)
+    fig, axes = plt.subplots(len(categories), 1, figsize=(FIGURE_WIDTH_IN, sum(heights) + 2.8), squeeze=False,
+                             sharex=True, layout="constrained", gridspec_kw={"height_ratios": heights})
     cmap = matplotlib.colormaps["viridis"].with_extremes(bad="#e6e6e6")  # not asked / too few images: grey
     image = None
-    for k, category in enumerate(categories):
-        ax = axes[k // ncols][k % ncols]
+    for ax, category in zip(axes[:, 0], categories):
         grid = np.array([[r.scores.value(category, "accuracy_adv_pairs", it) for it in image_types] for r in runs])
         count = np.array([[r.scores.value(category, "n_images", it) for it in image_types] for r in runs])
         few = np.nan_to_num(count, nan=0) < data.report.min_images_per_cell
         image = ax.imshow(np.ma.masked_where(few | np.isnan(grid), grid), vmin=0, vmax=100, cmap=cmap, aspect="auto")
         for i in range(grid.shape[0]):
             for j in range(grid.shape[1]):
-                n = "" if math.isnan(count[i, j]) else f"n={int(count[i, j])}"
-                text = "—" if math.isnan(grid[i, j]) else f"{grid[i, j]:.0f}\n{n}" if not few[i, j] else n
                 dark = not (few[i, j] or math.isnan(grid[i, j])) and grid[i, j] < 60
-                ax.text(j, i, text, ha="center", va="center", fontsize=6,
-                        color="white" if dark else ("#555555" if few[i, j] else "black"))
+                ax.text(j, i, _heatmap_text(grid[i, j], count[i, j], bool(few[i, j])), ha="center", va="center",
+                        fontsize=FONT_PT, color="white" if dark else ("#444444" if few[i, j] else "black"))
         ax.set_title(category)
-        ax.set_xticks(range(len(image_types)), image_types, rotation=45, ha="right", fontsize=7)
-        ax.set_yticks(range(len(runs)), [r.label for r in runs] if k % ncols == 0 else [], fontsize=7)
-    for k in range(len(categories), nrows * ncols):
-        axes[k // ncols][k % ncols].axis("off")
-    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.8, label="accuracy with adversarial pairs (%)")
-    fig.suptitle(f"{data.question_set}: accuracy with adversarial pairs per image type "
-                 f"(n = images; grey: fewer than {data.report.min_images_per_cell} images or not asked)", y=1.02)
+        ax.set_yticks(range(len(runs)), [r.label for r in runs])
+    axes[-1, 0].set_xticks(range(len(image_types)), image_types, rotation=45, ha="right")
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label="accuracy with adversarial pairs (%)")
+    fig.suptitle(f"{data.question_set}: accuracy with adversarial pairs per image type\n"
+                 f"(n = images; grey: fewer than {data.report.min_images_per_cell} images, number not shown; — not asked)")
     return fig
+
+
+RESPONSE_COLOURS: dict[str, str] = {"yes": "#009E73", "no": "#D55E00", "refusal": "#CC79A7", "unparsed": "#999999",
+                                    "failed": "#000000"}  # Okabe-Ito
+
+
+def _response_shares(run: Run, category: str) -> tuple[dict[str, float], float]:
+    """({answer kind: share of the category's questions}, questions) of one run."""
+    n = run.scores.value(category, "n_questions")
+    failed = (run.scores.value(category, "failed") + run.scores.value(category, "missing")) / n * 100.0 \
+        if n else math.nan
+    rates = [run.scores.value(category, k) for k in ("yes_ratio", "refusal_rate", "unparsed_rate")] + [failed]
+    parts = [0.0 if math.isnan(v) else v / 100.0 for v in rates]  # scorer: percent
+    shares = dict(zip(("yes", "refusal", "unparsed", "failed"), parts))
+    shares["no"] = max(0.0, 1.0 - sum(parts))
+    return shares, n
 
 
 def build_response_distribution(data: FigureInput) -> plt.Figure | None:
@@ -144,39 +181,36 @@ def build_response_distribution(data: FigureInput) -> plt.Figure | None:
     categories = _present(runs, CATEGORIES)
     if not categories:
         return None
-    fig, axes = plt.subplots(1, len(categories), figsize=(3.5 * len(categories), 4), squeeze=False, sharey=True)
-    colors = {"yes": "#31a354", "no": "#de2d26", "refusal": "#756bb1", "unparsed": "#969696",
-              "failed": "#252525"}
-    for ax, category in zip(axes[0], categories):
+    ncols = 3 if len(runs) <= 4 else 2
+    nrows = math.ceil(len(categories) / ncols)
+    fig, axes = plt.subplots(nrows, ncols, figsize=(FIGURE_WIDTH_IN, 1.2 + 4.6 * nrows), squeeze=False,
+                             sharey=True, layout="constrained")
+    for ax, category in zip(axes.ravel(), categories):
         labels: list[str] = []
-        shares: dict[str, list[float]] = {k: [] for k in colors}
-        if questions is not None and len(questions):
-            subset = questions[questions["category"] == category]
-            if len(subset):
-                yes = float((subset["answer"] == "yes").mean())
-                labels.append(f"ground truth\nn={len(subset)}")
-                for key, value in zip(colors, (yes, 1 - yes, 0.0, 0.0, 0.0)):
-                    shares[key].append(value)
-        for run in runs:
-            n = run.scores.value(category, "n_questions")
-            failed = (run.scores.value(category, "failed") + run.scores.value(category, "missing")) / n * 100.0 \
-                if n else math.nan
-            rates = [run.scores.value(category, k) for k in ("yes_ratio", "refusal_rate", "unparsed_rate")] + [failed]
-            parts = [0.0 if math.isnan(v) else v / 100.0 for v in rates]  # scorer: percent
-            labels.append(run.label + ("" if math.isnan(n) else f"\nn={int(n)}"))
-            for key, value in zip(("yes", "refusal", "unparsed", "failed"), parts):
+        shares: dict[str, list[float]] = {k: [] for k in RESPONSE_COLOURS}
+        subset = questions[questions["category"] == category] if questions is not None and len(questions) else None
+        if subset is not None and len(subset):
+            yes = float((subset["answer"] == "yes").mean())
+            labels.append(n_label("ground truth", len(subset)))
+            for key, value in zip(RESPONSE_COLOURS, (yes, 1 - yes, 0.0, 0.0, 0.0)):
                 shares[key].append(value)
-            shares["no"].append(max(0.0, 1.0 - sum(parts)))
+        for run in runs:
+            run_shares, n = _response_shares(run, category)
+            labels.append(n_label(run.label, n))
+            for key in RESPONSE_COLOURS:
+                shares[key].append(run_shares[key])
         bottom = np.zeros(len(labels))
-        for key, color in colors.items():
+        for key, color in RESPONSE_COLOURS.items():
             ax.bar(range(len(labels)), shares[key], bottom=bottom, color=color, label=key)
             bottom += np.array(shares[key])
         ax.set_title(category)
-        ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right", fontsize=7)
-        ax.set_ylim(0, 1.05)
-    axes[0][0].set_ylabel("share of answers (n = questions)")
-    axes[0][-1].legend(fontsize=8, loc="upper right")
-    fig.suptitle(f"{data.question_set}: response distribution per category", y=1.04)
+        ax.set_xticks(range(len(labels)), labels, rotation=45, ha="right")
+        ax.set_ylim(0, 1.02)
+        ax.set_ylabel("share of answers")
+    _hide_unused(axes, len(categories))
+    fig.legend(handles=[Patch(color=c, label=k) for k, c in RESPONSE_COLOURS.items()], loc="outside lower center",
+               ncols=len(RESPONSE_COLOURS), frameon=False)
+    fig.suptitle(f"{data.question_set}: response distribution per category (n = questions under each run)")
     return fig
 
 
@@ -191,12 +225,14 @@ def build_transfer(data: FigureInput) -> plt.Figure | None:
     image_types = sorted({it for r in chosen for it in r.scores.image_types})
     if not chosen or not image_types:
         return None
-    series = []
-    for run in chosen:
+    series: list[TransferSeries] = []
+    counts: list[int | None] = [None] * len(image_types)
+    for run in chosen:  # the n of an image type under its name (both models answer the same questions)
         cis = [_interval(data, run, category, "strict", it) for it in image_types]
+        counts = [c[2] if c[2] is not None else old for c, old in zip(cis, counts)]
         series.append(TransferSeries(run.model, colour(data.palette, run.model),
                                      [run.scores.value(category, "accuracy_adv_pairs", it) for it in image_types],
-                                     [c[0] for c in cis], [c[1] for c in cis], [c[2] for c in cis]))
+                                     [c[0] for c in cis], [c[1] for c in cis], [None] * len(image_types)))
     differences: list[str | None] = [None] * len(image_types)
     if len(chosen) >= 2:
         diffs = _comparisons(data).differences
@@ -206,8 +242,22 @@ def build_transfer(data: FigureInput) -> plt.Figure | None:
                        if it in pair.index else None for it in image_types]
     subtitle = f"above: {chosen[1].model} - {chosen[0].model} [paired 95% interval]" if len(chosen) >= 2 else ""
     title = f"{data.question_set}: transfer across image types (n = images)\n{subtitle}"
-    return draw_transfer([TransferPanel(title, image_types, series, differences)],
-                         f"{category}: accuracy with adversarial pairs (%)", REPORT_LAYOUT)
+    ticks = [n_label(it, n) for it, n in zip(image_types, counts)]
+    fig = draw_transfer([TransferPanel(title, ticks, series, differences)],
+                        f"{category}\naccuracy with adversarial pairs (%)", REPORT_LAYOUT)
+    fig.set_size_inches(fig.get_size_inches()[0], 7.0)
+    _legend_outside(fig)
+    return fig
+
+
+def _legend_outside(fig: plt.Figure) -> None:
+    """Move the axes' legend above the panels, where it cannot cover a bar."""
+    ax = fig.axes[-1]
+    handles, labels = ax.get_legend_handles_labels()
+    if ax.get_legend() is not None:
+        ax.get_legend().remove()
+    fig.set_layout_engine("constrained")
+    fig.legend(handles, labels, loc="outside lower center", ncols=max(1, len(labels)), frameon=False)
 
 
 def build_visual_reliance(data: FigureInput) -> plt.Figure | None:

@@ -19,9 +19,15 @@ plus the PNG figures of the figure table (probmed.reporting.figures), ``per_cate
 ``dvc plots``, a compact ``metrics.json`` for ``dvc metrics show`` and
 ``index.html`` that references only files written here.
 
-Accuracies are percentages as the scorer writes them. Table 2's per-set numbers
-are question-weighted over the paired categories (modality, organ, condition,
-position): single questions are reported beside pairs, never mixed in.
+Accuracies are percentages as the scorer writes them. Each table uses one
+definition of "overall" and names it in its header (probmed.reporting.overall):
+Table 2 pools the paired categories' units (single questions are reported beside
+pairs, never mixed in), Table 3 weights categories as the paper does. Every
+number carries the units behind it, and one resting on fewer than
+``report.min_units`` is shown as "— (n=...)" (:func:`with_counts`); the CSVs keep
+numbers and units in separate columns. Beside exact random the report names the
+audit's blind ceiling and says per category whether a model is distinguishable
+from it (probmed.reporting.distinguish).
 """
 
 from __future__ import annotations
@@ -37,7 +43,8 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
 from probmed.core.errors import ReportError
-from probmed.core.markdown import markdown_table, number_cell
+from probmed.core.figure_style import BODY_FONT_PX, PAGE_WIDTH_PX
+from probmed.core.markdown import is_missing, markdown_table, number_cell
 from probmed.core.params_schema import Report
 from probmed.core.settings import SETTING_NAMES
 from probmed.infra.io import remove_stale_temps, write_json_atomic, write_text_atomic
@@ -48,13 +55,23 @@ from probmed.reporting.comparisons import (
     reliance_table,
     warnings,
 )
-from probmed.reporting.figures import draw_all
+from probmed.reporting.distinguish import ceiling_by_category, distinguishability_table, scoring_units
+from probmed.reporting.figures import DrawnFigure, draw_all
+from probmed.reporting.overall import (
+    AVERAGED_POOLED_HEADER,
+    DEFINITIONS,
+    EXPLANATION,
+    PAPER_WEIGHTED,
+    POOLED,
+    overall_metrics,
+)
 from probmed.reporting.runs import Run
 from probmed.scoring.compare import Bootstrap
 from probmed.scoring.score_report import ScoreReport, ScoreSection, number
 from probmed.scoring.tables import response_values
 
 SETTING_ORDER = {name: i for i, name in enumerate(SETTING_NAMES)}
+N_SUFFIX = " n"  # a column "<c> n" holds the units behind column <c>; the page shows them in one cell
 
 
 # --- inputs ---------------------------------------------------------------------
@@ -132,27 +149,30 @@ def table_dataset(questions: Mapping[str, pd.DataFrame]) -> pd.DataFrame:
 
 
 def _paired_summary(scores: ScoreReport) -> tuple[float, float]:
-    """(averaged, strict) accuracy over the paired questions of a run.
+    """(averaged, strict) accuracy over the paired questions of a run, both pooled (one definition of overall).
 
     The scorer's pooled ``overall.averaged_accuracy`` / ``overall.accuracy_adv_pairs``
-    (the paper's Table 2 definitions) when present; otherwise the per-category
-    values weighted by their number of questions.
+    (the paper's Table 2 definitions) when present; otherwise the same pooling from
+    the categories: averaged weighted by their questions, strict by their units.
     """
     avg, strict = scores.overall_value("averaged_accuracy"), scores.overall_value("accuracy_adv_pairs")
     if not (math.isnan(avg) or math.isnan(strict)):
         return avg, strict
     num_avg = num_strict = weight = 0.0
+    units = 0.0
     for category in PAIRED_CATEGORIES:
-        n = scores.value(category, "n_questions")
+        n, k = scores.value(category, "n_questions"), scores.value(category, "n_units")
         avg, strict = scores.value(category, "averaged_accuracy"), scores.value(category, "accuracy_adv_pairs")
         if math.isnan(n) or n <= 0 or math.isnan(avg) or math.isnan(strict):
             continue
+        k = n if math.isnan(k) else k  # an older score without unit counts: its questions
         num_avg += avg * n
-        num_strict += strict * n
+        num_strict += strict * k
         weight += n
+        units += k
     if weight == 0:
         return math.nan, math.nan
-    return num_avg / weight, num_strict / weight
+    return num_avg / weight, num_strict / units
 
 
 def table_adversarial_drop(runs: Iterable[Run]) -> pd.DataFrame:
@@ -161,31 +181,34 @@ def table_adversarial_drop(runs: Iterable[Run]) -> pd.DataFrame:
     for run in runs:
         avg, strict = _paired_summary(run.scores)
         row = rows.setdefault((run.model, run.setting), {"model": run.model, "setting": run.setting})
-        row[f"{run.question_set} averaged"] = avg
-        row[f"{run.question_set} adv. pairs"] = strict
+        row[f"{run.question_set} averaged, pooled"] = avg
+        row[f"{run.question_set} {POOLED.header}"] = strict
+        row[f"{run.question_set} {POOLED.header}{N_SUFFIX}"] = run.scores.overall_value("n_units")
         row[f"{run.question_set} drop %"] = (avg - strict) / avg * 100 if avg and not math.isnan(avg) else math.nan
     return pd.DataFrame(list(rows.values()))
 
 
-OVERALL_KEY = "accuracy_adv_pairs_original_weighting"  # the paper's Overall column
-# Table 3's overall columns, short enough that the table fits a 1400 px page.
+# Table 3's overall columns, each named for its definition (probmed.reporting.overall).
 OVERALL_COLUMNS: dict[str, str] = {
-    "accuracy_adv_pairs_original_weighting": "overall (orig. weighting)",
-    "accuracy_adv_pairs_question_weighting": "overall (question weighting)",
-    "accuracy_adv_pairs": "overall pairs pooled",
-    "averaged_accuracy": "overall averaged",
-    "gt_only_accuracy": "overall gt-only",
-    "single_accuracy": "overall single",
+    **{d.score_key: d.header for d in DEFINITIONS},
+    "averaged_accuracy": AVERAGED_POOLED_HEADER,
+    "gt_only_accuracy": "overall gt-only (pooled units)",
+    "single_accuracy": "overall single questions",
 }
 
 
-def _category_row(head: dict[str, Any], scores: ScoreSection) -> dict[str, Any]:
+def _category_row(head: dict[str, Any], scores: ScoreSection, counts: ScoreSection) -> dict[str, Any]:
+    """A Table 3 row of `scores`, with the units behind each category from `counts` (the run itself, also for
+    its exact random baseline: the same questions)."""
     row = dict(head)
     for category in CATEGORIES:
         row[category] = scores.value(category, "accuracy_adv_pairs")
+    for category in CATEGORIES:  # the CSV keeps the numbers first, their units after
+        row[category + N_SUFFIX] = scoring_units(counts, category)
     for key, name in OVERALL_COLUMNS.items():
         if key in scores.overall:
             row[name] = scores.overall_value(key)
+    row["units"] = counts.overall_value("n_units")
     return row
 
 
@@ -201,9 +224,9 @@ def table_categories(runs: Iterable[Run]) -> pd.DataFrame:
         if run.question_set not in seen and baseline is not None:
             seen.add(run.question_set)
             rows.append(_category_row({"question_set": run.question_set, "model": "random (exact)", "setting": "-"},
-                                      baseline))
+                                      baseline, run.scores))
         rows.append(_category_row({"question_set": run.question_set, "model": run.model, "setting": run.setting},
-                                  run.scores))
+                                  run.scores, run.scores))
     return pd.DataFrame(rows)
 
 
@@ -242,7 +265,10 @@ def procedural_by_stage(table4: pd.DataFrame) -> dict[str, pd.DataFrame]:
     out = {}
     for stage in dict.fromkeys(c.split(".", 1)[0] for c in table4.columns if "." in c):
         cols = [c for c in table4.columns if c.startswith(f"{stage}.")]
-        out[stage] = table4[head + cols].rename(columns={c: c.split(".", 1)[1] for c in cols})
+        frame = table4[head + cols].rename(columns={c: c.split(".", 1)[1] for c in cols})
+        if {"accuracy", "n_images"} <= set(frame.columns):  # the stage's accuracy rests on its images
+            frame = frame.assign(**{"accuracy" + N_SUFFIX: frame["n_images"]})
+        out[stage] = frame
     return out
 
 
@@ -269,13 +295,44 @@ def tables_by_image_type(runs: Iterable[Run]) -> dict[str, pd.DataFrame]:
             row: dict[str, Any] = {"question_set": run.question_set, "model": run.model, "setting": run.setting}
             for category in CATEGORIES:
                 row[category] = run.scores.value(category, "accuracy_adv_pairs", image_type)
+            for category in CATEGORIES:
+                row[category + N_SUFFIX] = scoring_units(run.scores, category, image_type)
             out.setdefault(image_type, []).append(row)
     return {k: pd.DataFrame(v) for k, v in out.items()}
+
+
+def _counted(value: Any, n: Any, min_units: int, digits: int = 2) -> str:
+    """A number with the units behind it; below `min_units` the n alone, so a thin number never reads as a result."""
+    if is_missing(n):
+        return number_cell("—", digits)(value)
+    count = int(n)
+    if is_missing(value) or count < min_units:
+        return "—" if count == 0 else f"— (n={count})"
+    return f"{number_cell('—', digits)(value)} (n={count})"
+
+
+def with_counts(frame: pd.DataFrame, min_units: int) -> pd.DataFrame:
+    """Each column ``c`` that has a companion ``c + N_SUFFIX`` shown as one cell, ``"43.90 (n=52)"``, or
+    ``"— (n=3)"`` below `min_units`; the companions dropped (the CSV keeps both as numbers)."""
+    out = frame.copy()
+    for col in [c for c in frame.columns if f"{c}{N_SUFFIX}" in frame.columns]:
+        out[col] = [_counted(v, n, min_units) for v, n in zip(frame[col], frame[col + N_SUFFIX])]
+        out = out.drop(columns=col + N_SUFFIX)
+    return out
 
 
 def to_markdown(frame: pd.DataFrame, digits: int = 2) -> str:
     """A GitHub Markdown table; NaN shows as an em dash so missing never reads as 0."""
     return markdown_table(frame, cell=number_cell("—", digits))
+
+
+def to_html_table(frame: pd.DataFrame, digits: int = 2) -> str:
+    """An HTML table with the Markdown tables' cells: a missing value (NaN, None, pandas' <NA>) as an em dash."""
+    cell = number_cell("—", digits)
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in frame.columns)
+    body = ["<tr>" + "".join(f"<td>{html.escape(cell(v))}</td>" for v in row) + "</tr>"
+            for row in frame.itertuples(index=False)]
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(body)}</tbody></table>"
 
 
 def slug(text: str) -> str:
@@ -286,18 +343,39 @@ def slug(text: str) -> str:
 # --- the report -----------------------------------------------------------------
 
 
+def read_audit(directory: Path) -> dict[str, Any]:
+    """The audit.json of a `probmed audit` directory."""
+    path = directory / "audit.json"
+    if not path.is_file():
+        raise ReportError(f"audit {path} not found (run `probmed audit` first)")
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def audited_set(name: str, question_sets: Iterable[str]) -> str:
+    """The evaluated question set an audit stands for: its own name, else the set it is the full version of
+    (``probmed-full`` -> ``probmed``: the evaluated subset is drawn from the audited full set)."""
+    sets = set(question_sets)
+    return name if name in sets or not name.endswith("-full") else name.removesuffix("-full")
+
+
+def ceiling_table(name: str, audit: Mapping[str, Any]) -> pd.DataFrame:
+    """The audit's blind ceiling per category beside exact random (empty when the audit has none)."""
+    rows = [{"category": cat, "units": entry.get("units"), "exact random": entry.get("random"),
+             "blind ceiling, cross-fitted": entry.get("cross_fitted"),
+             "blind ceiling, keyed on image type + text": entry.get("type_keyed")}
+            for cat, entry in ceiling_by_category(audit).items()]
+    return pd.DataFrame(rows).assign(audit=name) if rows else pd.DataFrame()
+
+
 def audit_table(name: str, directory: Path) -> tuple[str, pd.DataFrame, str]:
     """(caption, table, the full audit as Markdown) of a `probmed audit` directory."""
     from probmed.benchmark.audit.report import baseline_rows
 
-    path = directory / "audit.json"
-    if not path.is_file():
-        raise ReportError(f"audit {path} not found (run `probmed audit` first)")
-    audit = json.loads(path.read_text(encoding="utf-8"))
+    audit = read_audit(directory)
     gate = audit.get("gate") or {}
     verdict = "passed" if gate.get("passed") else "failed"
     caption = (f"Benchmark validity ({name}): text-only baselines beside exact random (strict %); gate {verdict}, "
-               f"{audit['contradictions'].get('count')} contradicted 'no', {audit['lint']['findings']} lint findings")
+               f"{number_cell('—')(audit['contradictions'].get('count'))} contradicted 'no', {audit['lint']['findings']} lint findings")
     return caption, pd.DataFrame(baseline_rows(audit)), (directory / "audit.md").read_text(encoding="utf-8")
 
 
@@ -316,15 +394,15 @@ def paper_tables(runs: list[Run], question_frames: Mapping[str, pd.DataFrame],
             table1_vs_paper(pd.read_parquet(path)),
         )
     tables["table2_adversarial_drop"] = (
-        "Table 2: averaged accuracy vs accuracy with adversarial pairs (question-weighted, paired categories)",
-        table_adversarial_drop(runs),
-    )
+        f"Table 2: averaged accuracy vs accuracy with adversarial pairs, both overall as pooled units: "
+        f"{POOLED.meaning} (n = units)", table_adversarial_drop(runs))
     table3 = table_categories(runs)
     head = ["question_set", "model", "setting"]
-    by_category = [c for c in table3.columns if c in CATEGORIES or c == OVERALL_COLUMNS[OVERALL_KEY]]
-    tables["table3_categories"] = ("Table 3: accuracy with adversarial pairs per category",
-                                   table3[head + by_category])
-    tables["table3_overall"] = ("Table 3 (continued): overall accuracies, each way of pooling",
+    by_category = [c for c in table3.columns if c.removesuffix(N_SUFFIX) in CATEGORIES or c == PAPER_WEIGHTED.header]
+    tables["table3_categories"] = (
+        f"Table 3: accuracy with adversarial pairs per category (n = scoring units); overall paper-weighted: "
+        f"{PAPER_WEIGHTED.meaning}", table3[head + by_category + ["units"]])
+    tables["table3_overall"] = ("Table 3 (continued): every overall accuracy, each named for its pooling",
                                 table3[head + [c for c in table3.columns if c not in head + by_category]])
     for stage, frame in procedural_by_stage(table_procedural(runs)).items():
         tables[f"table4_procedural_{slug(stage)}"] = (
@@ -333,7 +411,39 @@ def paper_tables(runs: list[Run], question_frames: Mapping[str, pd.DataFrame],
     tables["responses"] = ("Responses: refusals and unparsed answers (%), failed after retries and missing (counts)",
                            table_responses(runs))
     for image_type, frame in tables_by_image_type(runs).items():
-        tables[f"appendix_{slug(image_type)}"] = (f"Appendix A: {image_type}", frame)
+        tables[f"appendix_{slug(image_type)}"] = (
+            f"Appendix A: {image_type}, accuracy with adversarial pairs per category (n = scoring units)", frame)
+    return tables
+
+
+def main_sets_first(runs: list[Run], question_sets: Sequence[str]) -> list[Run]:
+    """The runs with the question sets of params ``datasets.question_sets`` first, in their order (the main
+    benchmark opens the page), then any other set (e.g. the fine-tuning study's) by name."""
+    rank = {name: i for i, name in enumerate(question_sets)}
+    return sorted(runs, key=lambda r: (rank.get(r.question_set, len(rank)), r.question_set))
+
+
+def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, str | Path], report: Report,
+                       boot: Bootstrap) -> dict[str, tuple[str, pd.DataFrame]]:
+    """The blind ceiling of each audit beside random, and per model and category whether it is distinguishable
+    from random, from the blind ceiling and from the blind baseline run."""
+    sets = [r.question_set for r in runs]
+    ceilings, tables = {}, {}
+    for name, directory in audits.items():
+        audit = read_audit(Path(directory))
+        ceilings[audited_set(name, sets)] = ceiling_by_category(audit)
+        frame = ceiling_table(name, audit)
+        if not frame.empty:
+            tables[f"blind_ceiling_{slug(name)}"] = (
+                f"Blind ceiling ({name}): the strict accuracy a model that never sees the image reaches with a fixed "
+                "answer per question text, learnt on 4/5 of the images and scored on the rest, beside exact random", frame)
+    frame = distinguishability_table(runs, comp, ceilings, report, boot)
+    if not frame.empty:
+        tables["distinguishable"] = (
+            "Which models the data tell from a blind one: per category, strict accuracy with its bootstrap 95% "
+            "interval over images, against exact random, the audit's cross-fitted blind ceiling and the blind "
+            f"baseline run '{report.blind_model}' (paired 95% interval); 'not distinguishable': the interval includes "
+            f"it; '— (n=...)': fewer than {report.min_units} units (report.min_units), no verdict", frame)
     return tables
 
 
@@ -343,12 +453,14 @@ def comparison_tables(comp: Comparisons) -> dict[str, tuple[str, pd.DataFrame]]:
     if not comp.reliance.empty:
         tables["visual_reliance"] = (
             "Visual reliance: accuracy with the real image minus with a blank / shuffled image (points, paired "
-            "bootstrap 95% interval over images); 'answers without looking': every control's interval includes 0",
+            "bootstrap 95% interval over images; overall = pooled units); 'answers without looking': every "
+            "control's interval includes 0",
             reliance_table(comp))
     if not comp.differences.empty:
         tables["paired_differences"] = (
             "Paired differences: each ablation minus vanilla and each model pair of report.model_comparisons "
-            "(points, paired bootstrap 95% interval over the same images)", differences_table(comp))
+            "(points, paired bootstrap 95% interval over the same images; overall = pooled units)",
+            differences_table(comp))
     return tables
 
 
@@ -369,7 +481,7 @@ def build_report(
     the model pairs to compare, the transfer figure, the heatmap threshold); ``bootstrap``: how every
     paired difference is resampled (params ``score``); ``palette``: model -> colour."""
     report = report or Report()
-    runs = discover_runs(scores_root)
+    runs = main_sets_first(discover_runs(scores_root), list(questions or {}))
     out = Path(out_dir)
     remove_stale_temps(out)  # what a killed report left behind (hidden .tmp files) never stays in its outputs
     (out / "tables").mkdir(parents=True, exist_ok=True)
@@ -378,6 +490,7 @@ def build_report(
     comp = compare_runs(runs, bootstrap or Bootstrap(), report.model_comparisons)
 
     tables = paper_tables(runs, question_frames, full_questions)
+    tables.update(distinguish_tables(runs, comp, audits or {}, report, bootstrap or Bootstrap()))
     tables.update(comparison_tables(comp))
     files: dict[str, list[str]] = {"tables": [], "plots": [], "data": []}
     for name, directory in (audits or {}).items():
@@ -386,16 +499,17 @@ def build_report(
         write_text_atomic(md, out / "audit" / f"{slug(name)}.md")
         files["data"].append(f"audit/{slug(name)}.md")
     tables = {name: (caption, counts_as_integers(frame)) for name, (caption, frame) in tables.items()}
+    shown = {name: (caption, with_counts(frame, report.min_units)) for name, (caption, frame) in tables.items()}
     for name, (_, frame) in tables.items():
         write_text_atomic(frame.to_csv(index=False), out / "tables" / f"{name}.csv")
-        write_text_atomic(to_markdown(frame), out / "tables" / f"{name}.md")
+        write_text_atomic(to_markdown(shown[name][1]), out / "tables" / f"{name}.md")
         files["tables"] += [f"tables/{name}.csv", f"tables/{name}.md"]
     files["data"] += write_data(runs, comp, out)
 
     figures = draw_all(runs, question_frames, out / "plots", report, comparisons=comp, palette=palette)
-    files["plots"] = [f"plots/{p.name}" for p in figures]
+    files["plots"] = [f"plots/{f.path.name}" for f in figures]
 
-    page = render_html(report.title, runs, tables, files, warnings(comp))
+    page = render_html(report.title, runs, shown, files, warnings(comp), figures)
     write_text_atomic(page, out / "index.html")
     manifest = {"runs": [f"{r.question_set}/{r.model}/{r.setting}" for r in runs], "files": files}
     missing = [f for group in files.values() for f in group if not (out / f).is_file()]
@@ -433,10 +547,9 @@ def summary_metrics(runs: Iterable[Run], comp: Comparisons | None = None) -> dic
     out: dict[str, Any] = {}
     for run in runs:
         scores = run.scores
-        entry: dict[str, Any] = {
-            "overall": {k: clean(scores.overall_value(k)) for k in (
-                "accuracy_adv_pairs_original_weighting", "accuracy_adv_pairs", "averaged_accuracy")},
-        }
+        overall = {name: clean(math.nan if v is None else v) for name, v in overall_metrics(scores.overall).items()}
+        overall["averaged_pooled"] = clean(scores.overall_value("averaged_accuracy"))
+        entry: dict[str, Any] = {"overall": overall}
         for category in scores.categories:
             entry[category] = {k: clean(scores.value(category, k)) for k in ("accuracy_adv_pairs", "averaged_accuracy")}
         out[f"{run.question_set}-{run.model}-{run.setting}"] = entry
@@ -450,33 +563,43 @@ def summary_metrics(runs: Iterable[Run], comp: Comparisons | None = None) -> dic
 
 def render_html(
     title: str, runs: list[Run], tables: Mapping[str, tuple[str, pd.DataFrame]], files: Mapping[str, list[str]],
-    notes: Sequence[str] = (),
+    notes: Sequence[str] = (), figures: Sequence[DrawnFigure] = (),
 ) -> str:
-    """One static page: warnings, run list, every table, every figure, links to CSV/Markdown."""
+    """One static page: warnings, run list, every figure with its caption, every table, links to CSV/Markdown.
+
+    The page's width and body text match the figures' (probmed.core.figure_style), so a figure shown at
+    100% has text no smaller than the page's."""
     esc = html.escape
+    captions = {f"plots/{f.path.name}": f.caption for f in figures}
     parts = [
         "<!doctype html>",
         f"<html><head><meta charset='utf-8'><title>{esc(title)}</title>",
-        "<style>body{font-family:sans-serif;margin:2em;max-width:1400px}"
-        "table{border-collapse:collapse;margin:1em 0;font-size:85%}td,th{border:1px solid #ccc;padding:3px 5px}"
+        f"<style>body{{font-family:sans-serif;font-size:{BODY_FONT_PX}px;margin:2em auto;padding:0 1em;"
+        f"max-width:{PAGE_WIDTH_PX}px}}"
+        "table{border-collapse:collapse;margin:1em 0;font-size:85%;display:block;overflow-x:auto}"
+        "td,th{border:1px solid #ccc;padding:3px 5px}"
         ".warn{background:#fff4e5;border:1px solid #f0b35a;padding:.5em 1em}"
-        "img{max-width:100%;border:1px solid #eee;margin:1em 0}</style></head><body>",
+        "figure{margin:1.5em 0}figcaption{margin-top:.3em}img{max-width:100%;height:auto}</style></head><body>",
         f"<h1>{esc(title)}</h1>",
         "<p>Accuracies in percent. <b>Accuracy with adversarial pairs</b>: a pair counts only when both"
         f" answers are right ({' and '.join(PER_IMAGE_CATEGORIES)} all-or-nothing per image). <b>Averaged accuracy</b>:"
-        " mean correctness over the questions of the pairs. A dash means not available, never zero. Every"
-        " difference carries a paired bootstrap 95% interval over the same images; n is the number of images.</p>",
+        " mean correctness over the questions of the pairs. A dash means not available, never zero; a number"
+        " resting on too few scoring units is shown as its n alone, e.g. “— (n=3)”. Every difference carries a"
+        " paired bootstrap 95% interval over the same images; n is the number of images in figures and of scoring"
+        " units in tables.</p>",
+        f"<p>{EXPLANATION}</p>",
         *([f"<div class='warn'><h2>Warnings</h2><ul>{''.join(f'<li>{esc(n)}</li>' for n in notes)}</ul></div>"]
           if notes else []),
         "<h2>Runs</h2><ul>",
         *[f"<li>{esc(r.question_set)} / {esc(r.model)} / {esc(r.setting)}</li>" for r in runs],
         "</ul><h2>Figures</h2>",
-        *[f"<figure><img src='{esc(p)}' alt='{esc(p)}'><figcaption>{esc(p)}</figcaption></figure>" for p in files["plots"]],
+        *[f"<figure><img src='{esc(p)}' alt='{esc(captions.get(p, p))}'><figcaption>{esc(captions.get(p, p))} "
+          f"<a href='{esc(p)}'>PNG</a></figcaption></figure>" for p in files["plots"]],
         "<h2>Tables</h2>",
     ]
     for name, (caption, frame) in tables.items():
         parts.append(f"<h3>{esc(caption)}</h3>")
-        parts.append(frame.to_html(index=False, na_rep="—", float_format=lambda v: f"{v:.2f}", border=0))  # Int64: ints
+        parts.append(to_html_table(frame))
         parts.append(f"<p><a href='tables/{esc(name)}.csv'>CSV</a> · <a href='tables/{esc(name)}.md'>Markdown</a></p>")
     parts.append("<h2>Data</h2><ul>")
     parts += [f"<li><a href='{esc(p)}'>{esc(p)}</a></li>" for p in files["data"]]
