@@ -3,7 +3,11 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
 
+import numpy as np
 import pandas as pd
 
 from probmed.core.errors import ConfigError
@@ -24,30 +28,163 @@ def drop_training_images(frame: pd.DataFrame, splits: pd.DataFrame) -> pd.DataFr
     return frame[~frame["image_id"].isin(trained)].reset_index(drop=True)
 
 
-def subset_questions(frame: pd.DataFrame, max_images: int | None, seed: int) -> pd.DataFrame:
-    """A seeded image-level subset, spread across image types; rows keep their order.
-
-    Why: the default `dvc repro` must fit a small CPU budget, yet every image
-    type should still appear. Images are shuffled within each image type with a
-    seeded RNG and taken round-robin across types (sorted by name) until
-    ``max_images``; ``None`` or a value >= the number of images keeps the set
-    whole. Whole images only, so pairs and per-image scoring stay intact.
-    """
-    images = list(dict.fromkeys(frame["image_id"]))
-    if max_images is None or max_images >= len(images):
-        return frame.reset_index(drop=True)
-    if max_images <= 0:
-        raise ConfigError(f"max_images must be positive or null, got {max_images}")
-    first_type = frame.drop_duplicates("image_id").set_index("image_id")["image_type"]
+def _round_robin(frame: pd.DataFrame, seed: int) -> list[str]:
+    """Every image once: shuffled within its image type (seeded), then one of each type (sorted by name) per round."""
+    first = frame.drop_duplicates("image_id")
+    first_type = pd.Series(first["image_type"].to_numpy(), index=first["image_id"].astype(str))
     rng = random.Random(seed)
     queues = {}
     for image_type in sorted(set(first_type)):
         ids = sorted(first_type.index[first_type == image_type])
         rng.shuffle(ids)
         queues[image_type] = ids
-    chosen: set[str] = set()
-    while len(chosen) < max_images:
+    order: list[str] = []
+    while any(queues.values()):
         for image_type in sorted(queues):
-            if queues[image_type] and len(chosen) < max_images:
-                chosen.add(queues[image_type].pop())
-    return frame[frame["image_id"].isin(chosen)].reset_index(drop=True)
+            if queues[image_type]:
+                order.append(queues[image_type].pop())
+    return order
+
+
+def image_units(frame: pd.DataFrame) -> dict[str, Counter[str]]:
+    """Scoring units per image and category, counted as the scorer counts them.
+
+    A pair of a category scored per pair, one unit per image for a category
+    scored per image all-or-nothing, one per single question (abnormality).
+    """
+    from probmed.core.categories import CATEGORY_SPECS
+
+    for col in ("image_id", "category", "polarity", "pair_id"):
+        if col not in frame.columns:
+            raise ConfigError(f"question table lacks column {col!r}: a subset with minimum units per category needs it")
+    specs = {c.name: c for c in CATEGORY_SPECS}
+    unknown = sorted(set(frame["category"].astype(str)) - set(specs))
+    if unknown:
+        raise ConfigError(f"question table: unknown category {unknown[0]!r}; known: {', '.join(specs)}")
+    cats = frame["category"].astype(str)
+    paired_cat = cats.map(lambda c: specs[c].paired).to_numpy(dtype=bool)
+    per_image = cats.map(lambda c: specs[c].per_image).to_numpy(dtype=bool)
+    single = (frame["polarity"].astype(str) == "single").to_numpy(dtype=bool)
+    unit_key = np.where(~paired_cat, np.arange(len(frame)).astype(str),
+                        np.where(per_image, "", frame["pair_id"].astype(str).to_numpy(dtype=object)))
+    keys = pd.DataFrame({"image_id": frame["image_id"].astype(str).to_numpy(), "category": cats.to_numpy(),
+                         "unit": unit_key})[~(paired_cat & single)].drop_duplicates()
+    out: dict[str, Counter[str]] = {}
+    for (image_id, cat), n in keys.groupby(["image_id", "category"], sort=True).size().items():
+        out.setdefault(str(image_id), Counter())[str(cat)] = int(n)
+    return out
+
+
+def contrast_pairs(frame: pd.DataFrame) -> dict[str, list[tuple[str, ...]]]:
+    """Per category, the image ids of each contrast pair (the `contrast_id` column; empty without it)."""
+    if "contrast_id" not in frame.columns:
+        return {}
+    rows = frame[frame["contrast_id"].notna()]
+    out: dict[str, list[tuple[str, ...]]] = {}
+    for (cat, _), group in rows.groupby(["category", "contrast_id"], sort=True):
+        out.setdefault(str(cat), []).append(tuple(sorted(set(group["image_id"].astype(str)))))
+    return out
+
+
+@dataclass
+class _Chosen:
+    """The images taken so far, in the order taken, and the scoring units they bring."""
+
+    units: dict[str, Counter[str]]
+    order: list[str] = field(default_factory=list)
+    taken: set[str] = field(default_factory=set)
+    counts: Counter[str] = field(default_factory=Counter)
+
+    def take(self, image_id: str) -> None:
+        if image_id not in self.taken:
+            self.taken.add(image_id)
+            self.order.append(image_id)
+            self.counts.update(self.units.get(image_id, Counter()))
+
+    def has(self, image_id: str) -> bool:
+        return image_id in self.taken
+
+
+def _meet_minimums(chosen: _Chosen, order: list[str], pairs: dict[str, list[tuple[str, ...]]], min_units: int,
+                   seed: int) -> None:
+    """Take images in `order` until every category has `min_units` units, then contrast pairs until each has as many."""
+    from probmed.core.categories import CATEGORIES
+
+    for cat in CATEGORIES:
+        for image_id in order:
+            if chosen.counts[cat] >= min_units:
+                break
+            if not chosen.has(image_id) and chosen.units.get(image_id, Counter())[cat]:
+                chosen.take(image_id)
+    rng = random.Random(seed)
+    for cat, cat_pairs in sorted(pairs.items()):
+        cat_pairs = sorted(p for p in cat_pairs if len(p) == 2)  # a pair whose other image left the pool is none
+        rng.shuffle(cat_pairs)
+        complete = [p for p in cat_pairs if all(chosen.has(i) for i in p)]
+        for images in cat_pairs:
+            if len(complete) >= min_units:
+                break
+            if not all(chosen.has(i) for i in images):
+                for image_id in images:
+                    chosen.take(image_id)
+                complete.append(images)
+
+
+def subset_questions(frame: pd.DataFrame, max_images: int | None, seed: int, min_units_per_category: int = 0,
+                     min_image_types: int = 0) -> pd.DataFrame:
+    """A seeded image-level subset, spread across image types, with enough units per category; rows keep their order.
+
+    Why: the default `dvc repro` must fit a small CPU budget, yet every number
+    it reports must rest on enough units to mean something. Images are shuffled
+    within each image type with a seeded RNG and taken round-robin across types
+    (sorted by name): first one image of each type until ``min_image_types``
+    types appear, then, category by category, the next images that bring a unit
+    of a category still short of ``min_units_per_category`` (and whole contrast
+    pairs, where the table has ``contrast_id``, until each category has as many),
+    then round-robin up to ``max_images``. The minimums win over ``max_images``.
+    ``None`` or a ``max_images`` >= the number of images keeps the set whole.
+    Whole images only, so pairs and per-image scoring stay intact; a category the
+    pool cannot fill is taken whole (``subset_shortfalls`` names it).
+    """
+    images = list(dict.fromkeys(frame["image_id"]))
+    if max_images is None or max_images >= len(images):
+        return frame.reset_index(drop=True)
+    if max_images <= 0:
+        raise ConfigError(f"max_images must be positive or null, got {max_images}")
+    order = _round_robin(frame, seed)
+    chosen = _Chosen(image_units(frame) if min_units_per_category else {})
+    for image_id in order[:min_image_types]:  # the first round of the round-robin: one image per type
+        chosen.take(image_id)
+    if min_units_per_category:
+        _meet_minimums(chosen, order, contrast_pairs(frame), min_units_per_category, seed)
+    for image_id in order:
+        if len(chosen.order) >= max_images:
+            break
+        chosen.take(image_id)
+    return frame[frame["image_id"].astype(str).isin(chosen.taken)].reset_index(drop=True)
+
+
+def subset_counts(frame: pd.DataFrame) -> dict[str, Any]:
+    """Scoring units per category (and contrast pairs where the table has them), images and image types of a set."""
+    units: Counter[str] = Counter()
+    for counts in image_units(frame).values():
+        units.update(counts)
+    out: dict[str, Any] = {"images": int(frame["image_id"].nunique()), "questions": int(len(frame)),
+                           "image_types": int(frame["image_type"].nunique()), "units": dict(sorted(units.items())),
+                           "questions_by_category": {str(k): int(v) for k, v in frame["category"].value_counts().sort_index().items()}}
+    pairs = contrast_pairs(frame)
+    if pairs:
+        out["contrast_pairs"] = {cat: sum(1 for p in ps if len(p) == 2) for cat, ps in sorted(pairs.items())}
+    return out
+
+
+def subset_shortfalls(frame: pd.DataFrame, min_units_per_category: int, min_image_types: int) -> list[str]:
+    """What a subset lacks against its minimums (empty when it meets them): one line per category or the types."""
+    counts = subset_counts(frame)
+    out = [f"{cat}: {counts['units'].get(cat, 0)} scoring units (minimum {min_units_per_category})"
+           for cat in sorted(set(frame["category"])) if counts["units"].get(cat, 0) < min_units_per_category]
+    out += [f"{cat}: {n} contrast pairs (minimum {min_units_per_category})"
+            for cat, n in (counts.get("contrast_pairs") or {}).items() if n < min_units_per_category]
+    if counts["image_types"] < min_image_types:
+        out.append(f"{counts['image_types']} image types (minimum {min_image_types})")
+    return out

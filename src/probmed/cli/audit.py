@@ -67,7 +67,9 @@ def _track(params: Params, headline: dict[str, float], out_dir: Path, name: str)
 
 
 def cmd_audit(args: argparse.Namespace) -> int:
-    """Audit a question set, write its report and headline, and exit 1 on a failed gate under --strict."""
+    """Audit a question set, write its report and headline, and exit 1 on a failed gate under --strict.
+
+    The gate reads the blind ceiling on audit.ceiling_unit; a set without that unit is listed as unchecked."""
     from probmed.benchmark.audit import gate, run_audit
     from probmed.core.records import read_image_records
 
@@ -90,7 +92,8 @@ def cmd_audit(args: argparse.Namespace) -> int:
 
         write_headline({name: headline}, args.headline)
     tracked = args.track and _track(params, headline, out_dir, name)
-    print(json.dumps({"gate": "passed" if result["passed"] else "failed", "failures": result["failures"], **headline,
+    print(json.dumps({"gate": "passed" if result["passed"] else "failed", "failures": result["failures"],
+                      "unchecked": result["unchecked"], **headline,
                       "out": str(out_dir), "mlflow": bool(tracked)}, indent=1))
     return 1 if args.strict and result["enforced"] and not result["passed"] else 0
 

@@ -119,6 +119,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
             raise UserError(f"the question set fails the audit gate (see {audit_dir / 'audit.md'}; "
                             f"audit.enforce=false makes this a warning):\n  {lines}")
         print(f"probmed generate: warning: the question set fails the audit gate (audit.enforce=false):\n  {lines}", file=sys.stderr)
+    for line in verdict.unchecked:
+        print(f"probmed generate: audit gate unchecked: {line}", file=sys.stderr)
     write_questions(frame, out)
     official = args.official or cfg.questions.official
     if official:

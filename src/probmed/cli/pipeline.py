@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import sys
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -50,6 +51,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     s.add_argument("--question-set", required=True, help="name under datasets.question_sets")
     s.add_argument("--out", required=True, help="subset question table (Parquet)")
     s.add_argument("--official", help="also write the subset in the original question-file format (JSON)")
+    s.add_argument("--counts", help="also write its scoring units per category, images and image types here (JSON)")
     s.add_argument("--splits", help="fine-tuning split table: with datasets.question_sets.<name>."
                    "exclude_training_images, images the default model trained on are left out")
     s.set_defaults(func=cmd_subset)
@@ -123,15 +125,36 @@ def cmd_subset(args: argparse.Namespace) -> int:
         from probmed.core.licences import commercial_use
 
         pool = pool[pool["licence"].map(commercial_use)].reset_index(drop=True)
-    frame = subset_questions(pool, qset.max_images, seed)
+    frame = subset_questions(pool, qset.max_images, seed, qset.min_units_per_category, qset.min_image_types)
     write_questions(frame, args.out)
     if args.official:
         from probmed.core.release_format import write_question_file
 
         write_question_file(frame, args.official)
+    counts = _subset_report(frame, qset, key)
+    if args.counts:
+        from probmed.infra.io import write_json_atomic
+
+        write_json_atomic(counts, args.counts)
     print(json.dumps({"question_set": args.question_set, "images": int(frame["image_id"].nunique()),
-                      "questions": len(frame), "of_images": int(full["image_id"].nunique()), "out": args.out}))
+                      "questions": len(frame), "of_images": int(full["image_id"].nunique()), "out": args.out,
+                      "units": counts["units"], "image_types": counts["image_types"], "shortfalls": counts["shortfalls"]}))
     return 0
+
+
+def _subset_report(frame: Any, qset: Any, key: str) -> dict[str, Any]:
+    """The subset's counts (benchmark.subsets.subset_counts) and what it lacks against its minimums, warned on stderr.
+
+    Why a warning, not an error: a pool that cannot fill a category (a source set without positions) is taken
+    whole for it, and the report shows the n behind every number."""
+    from probmed.benchmark.subsets import subset_counts, subset_shortfalls
+
+    counts = subset_counts(frame)
+    counts["minimums"] = {"units_per_category": qset.min_units_per_category, "image_types": qset.min_image_types}
+    counts["shortfalls"] = subset_shortfalls(frame, qset.min_units_per_category, qset.min_image_types)
+    for line in counts["shortfalls"]:
+        print(f"probmed subset: warning: {key} falls short: {line}", file=sys.stderr)
+    return counts
 
 
 def _tracker(tracking: Tracking) -> Tracker:

@@ -215,7 +215,11 @@ class Audit(Section):
     """`probmed audit` and the gate of question generation."""
 
     max_oracle_margin: NonNegativeFloat = 5.0
-    """Points the text-only oracle may score above exact random (strict), per category and overall."""
+    """Points the text-only oracle and the blind ceiling may score above exact random (strict), per category and overall."""
+    ceiling_unit: Literal["contrast", "pair"] = "contrast"
+    """The scoring unit the gate checks the blind ceiling on; the other unit's ceilings are reported beside it.
+    Not `pair` by default: on within-image pairs of n values a fixed policy has a floor no design removes
+    (n/(4(n-1)): 33.3% against 25% random with 4 modalities)."""
     enforce: bool = True
     """False: a failed gate only warns (exploratory sets)."""
     folds: AtLeastTwo = 5
@@ -487,6 +491,11 @@ class QuestionSet(Section):
     image_types: ImageTypeCaps = default(ImageTypeCaps())
     max_images: PositiveInt | None = None
     """A seeded image subset spread over image types; None = the full set."""
+    min_units_per_category: NonNegativeInt = 0
+    """The subset takes images until every category has this many scoring units (pairs, per-image units,
+    abnormality questions; contrast pairs too where the table has them), even beyond max_images."""
+    min_image_types: NonNegativeInt = 0
+    """The subset takes an image of each image type first, until at least this many types appear."""
     exclude_training_images: bool = False
     """Leave out images the default tiny model was pretrained on (finetune split)."""
     commercial_only: bool = False

@@ -3,9 +3,14 @@
 For any question set, generated or imported (an imported set is audited as it
 is, never rebalanced):
 
+* the blind ceiling (audit.blind_ceiling): the best fixed answer per text (and per
+  image type and text), learnt on 4/5 of the images and scored on the rest, with
+  the in-sample bound, on within-image pairs and on contrast pairs (when the set
+  has them), beside exact random; the gate reads it on ``audit.ceiling_unit``;
 * text-only models (the oracle and the blind baseline, audit.scores) scored by
   the project scorer beside the exact random baseline, per category, overall
-  (original weighting) and per image type;
+  (original weighting) and per image type: for reference, the gate's old yardstick;
+* context leaks (audit.leaks): answers implied by the other questions of an image;
 * distinct texts and their yes-ratio spread per category and image type,
   duplicate questions per image, the evidence of every "no", grammar lint
   (audit.texts);
@@ -20,7 +25,7 @@ The gate (:func:`gate`) turns the audit into a pass/fail for the generation stag
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -87,7 +92,8 @@ def run_audit(
     source: str = "",
 ) -> dict[str, Any]:
     """The full audit of a question set as a JSON-ready dict (sections in the module docstring)."""
-    from probmed.benchmark.audit import pixels, scores, texts, truthcheck
+    from probmed.benchmark.audit import leaks, pixels, scores, texts, truthcheck
+    from probmed.benchmark.audit.blind_ceiling import blind_ceilings
 
     settings = settings if settings is not None else Audit()
     audit: dict[str, Any] = {
@@ -96,6 +102,8 @@ def run_audit(
             "folds": settings.folds, "alpha": settings.alpha, "seed": settings.seed,
             "records": bool(records), "pixels": image_root is not None, "blind": blind_p_yes is not None,
         },
+        # the gate's yardstick: what a blind model can learn, on both units (audit.blind_ceiling)
+        "blind_ceiling": {"gate_unit": settings.ceiling_unit, **blind_ceilings(questions, settings.folds)},
         "oracle": scores.oracle_scores(questions, oracle_settings(settings)),
         # for reference, not the gate: every training majority taken, however slight (audit.scores explains)
         "oracle_raw": scores.oracle_scores(questions, OracleSettings(folds=settings.folds, alpha=1.0)),
@@ -106,6 +114,7 @@ def run_audit(
         "duplicates": texts.duplicates(questions),
         "evidence": texts.evidence_shares(questions),
         "lint": texts.lint_stats(questions),
+        "context_leaks": leaks.context_leaks(questions),
         "contradictions": truthcheck.contradictions(questions, records),
         "pixel_leak": None,
         "image_mix": image_mix(questions),
@@ -123,17 +132,37 @@ class GateResult:
     passed: bool
     failures: list[str]
     enforced: bool
+    unchecked: list[str] = field(default_factory=list)  # checks the set gave nothing to check on (not failures)
 
     def to_json(self) -> dict[str, Any]:
-        return {"passed": self.passed, "enforced": self.enforced, "failures": self.failures}
+        return {"passed": self.passed, "enforced": self.enforced, "failures": self.failures, "unchecked": self.unchecked}
+
+
+def _ceiling_checks(audit: dict[str, Any], max_margin: float) -> tuple[list[str], list[str]]:
+    """(failures, unchecked) of the blind ceiling on the unit the audit was configured to gate on."""
+    from probmed.benchmark.audit.blind_ceiling import UNIT_LABELS, ceiling_failures
+
+    ceiling = audit.get("blind_ceiling")
+    if ceiling is None:
+        return ["the audit has no blind ceiling (it predates it): re-run probmed audit on the set"], []
+    unit = ceiling.get("gate_unit", "contrast")
+    if ceiling.get(unit) is None:
+        return [], [f"blind ceiling on {UNIT_LABELS[unit]}: the set has no contrast_id column (no contrast pairs), so "
+                    f"audit.ceiling_unit = {unit} has nothing to check; the other unit's ceilings are in the audit"]
+    return ceiling_failures(ceiling[unit], max_margin), []
 
 
 def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True) -> GateResult:
-    """Fail when the oracle beats exact random by more than the margin anywhere, or a lint or contradiction remains.
+    """Fail when the blind ceiling or the oracle beats exact random by more than the margin, or a lint or
+    contradiction remains.
+
+    The blind ceiling is checked on the unit the audit names (``blind_ceiling.gate_unit``, from
+    audit.ceiling_unit): the cross-fitted ceiling in every category and overall, the type-keyed one for
+    condition and position. A set without that unit (no contrast_id) is reported as unchecked, not failed.
 
     An empty set fails too: with nothing to score every check passes vacuously, and a run over it measures nothing.
     """
-    failures = []
+    failures: list[str] = []
     if not audit["meta"]["questions"]:
         failures.append("the question set has no questions (every record was excluded, or none was given)")
     oracle = audit["oracle"]
@@ -144,6 +173,8 @@ def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True) 
                 f"{name}: the text-only oracle scores {acc:.1f}% strict, {acc - rnd:.1f} points above exact random "
                 f"({rnd:.1f}%; audit.max_oracle_margin = {max_oracle_margin:g})"
             )
+    ceiling_failed, unchecked = _ceiling_checks(audit, max_oracle_margin)
+    failures += ceiling_failed
     lint = audit["lint"]
     if lint["findings"]:
         first = lint["examples"][0]
@@ -153,4 +184,4 @@ def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True) 
         first = contra["examples"][0]
         failures.append(f"{contra['count']} \"no\" answer(s) contradicted by the image's own metadata or QA, "
                         f"e.g. image {first['image_id']}: {first['question']!r} ({first['why']})")
-    return GateResult(passed=not failures, failures=failures, enforced=enforce)
+    return GateResult(passed=not failures, failures=failures, enforced=enforce, unchecked=unchecked)

@@ -69,6 +69,84 @@ def _reference(audit: dict[str, Any]) -> str:
     return text
 
 
+CEILING_NOTE = (
+    "Strict accuracy (%) of a model that never sees the image but commits to one answer per normalised text, on "
+    "{label}. *Cross-fitted*: the best fixed policy learnt on 4/5 of the images (5 folds by image; every policy tried "
+    "where a category has at most {exhaustive} texts, else each text's majority improved by local search) and scored "
+    "on the rest. *In-sample bound*: the best policy chosen with the answers in hand. *Type-keyed*: the same keyed on "
+    "(image type, text), cross-fitted: a model that recognises the image type and reads nothing else (100 for modality "
+    "and organ by construction: the image type names them). *Floor*: on a unit of one pair over n values, the "
+    "in-sample bound no design can go below, k(n-k)/(n(n-1)) with k = n/2 (33.3 for 3 or 4 values against 25 random)."
+)
+
+
+def _ceiling_rows(ceiling: dict[str, Any]) -> list[dict[str, Any]]:
+    """One row per category and overall of one unit's blind ceiling."""
+    rows = []
+    for cat, e in [*ceiling["by_category"].items(), ("overall", ceiling["overall"])]:
+        margin = None if e.get("cross_fitted") is None or e.get("random") is None else e["cross_fitted"] - e["random"]
+        rows.append({"category": cat, "units": e.get("units", "—"), "texts": e.get("keys", "—"),
+                     "exact random": _pct(e.get("random")), "cross-fitted": _pct(e.get("cross_fitted")),
+                     "cross-fitted − random": _pct(margin), "in-sample bound": _pct(e.get("in_sample")),
+                     "type-keyed": _pct(e.get("type_keyed")), "floor": _pct(e.get("floor"))})
+    return rows
+
+
+def _ceiling_type_rows(ceiling: dict[str, Any]) -> list[dict[str, Any]]:
+    rows = []
+    for itype, cats in ceiling["by_image_type"].items():
+        row: dict[str, Any] = {"image type": itype}
+        for cat in CATEGORIES:
+            m = cats.get(cat)
+            row[cat] = "" if m is None else f"{_pct(m['cross_fitted'])} / {_pct(m['type_keyed'])} / {_pct(m['random'])} (n {m['units']})"
+        rows.append(row)
+    return rows
+
+
+def _ceiling_section(audit: dict[str, Any]) -> list[str]:
+    """Both units' ceilings, the gate's unit first; a unit the set lacks says so."""
+    from probmed.benchmark.audit.blind_ceiling import UNIT_LABELS, UNITS
+
+    bc = audit.get("blind_ceiling")
+    if not bc:
+        return []
+    gate_unit = bc["gate_unit"]
+    out = ["## Blind ceiling", ""]
+    for unit in sorted(UNITS, key=lambda u: u != gate_unit):
+        label = UNIT_LABELS[unit]
+        out += [f"### On {label}{' (the gate: audit.ceiling_unit)' if unit == gate_unit else ' (reported, not the gate)'}", ""]
+        ceiling = bc.get(unit)
+        if ceiling is None:
+            out += ["Not measured: the set has no `contrast_id` column (no contrast pairs).", ""]
+            continue
+        out += [_table(_ceiling_rows(ceiling)),
+                CEILING_NOTE.format(label=label, exhaustive=ceiling["exhaustive_max"]), "",
+                "Per image type, cross-fitted / type-keyed / exact random (strict %, n units):", "",
+                _table(_ceiling_type_rows(ceiling)), ""]
+    return out
+
+
+def _leak_section(audit: dict[str, Any]) -> list[str]:
+    """Answers implied by the other questions of an image, for harnesses that show them together."""
+    leaks = audit.get("context_leaks")
+    if not leaks:
+        return []
+    rows = []
+    for name, e in leaks["leaks"].items():
+        gain = e["strict_gain"]
+        rows.append({"leak": name, "rule": e["what"], "questions implied": e["implied"],
+                     "share of questions": f"{100 * e['share_of_questions']:.1f}%", "implied answer right": e["right"],
+                     "strict gain (points)": ", ".join(f"{c} {_pct(v)}" for c, v in gain["by_category"].items() if v)
+                     + f"; overall {_pct(gain['overall'])}"})
+    every = leaks["all"]
+    return ["## Context leaks (several questions of an image in one prompt)", "", _table(rows),
+            f"All rules together imply {every['implied']} answers ({100 * every['share_of_questions']:.1f}% of the "
+            f"questions): strict gain over exact random {_pct(every['strict_gain']['overall'])} points overall "
+            "(original weighting). The gain is what a policy answering by the rule and guessing elsewhere scores above "
+            "random. probmed's prompts and every export (test.json, the release's harness tasks) carry one question "
+            "each, so none of this reaches a model run through them.", ""]
+
+
 def _texts_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
     rows = []
     for cat, s in audit["texts"]["by_category"].items():
@@ -138,12 +216,15 @@ def audit_markdown(audit: dict[str, Any], gate: dict[str, Any] | None = None) ->
     if gate is not None:
         verdict = "passed" if gate["passed"] else ("FAILED" if gate["enforced"] else "failed (not enforced: warning only)")
         lines += [f"**Gate: {verdict}.**", ""] + [f"- {f}" for f in gate["failures"]] + ([""] if gate["failures"] else [])
-    lines += ["## Text-only baselines", "", _table(baseline_rows(audit)),
+        lines += [f"- unchecked: {u}" for u in gate.get("unchecked", [])] + ([""] if gate.get("unchecked") else [])
+    lines += _ceiling_section(audit)
+    lines += ["## Text-only baselines (for reference: the old yardstick, not the blind ceiling)", "", _table(baseline_rows(audit)),
               NOTE.format(alpha=meta["alpha"]) + (" Blind baseline not run (`--blind`)." if not meta["blind"] else ""), "",
               _reference(audit), ""]
     lines += ["## Question texts", "", _table(_texts_rows(audit)), "",
               "Per image type, oracle / exact random (strict %):", "", _table(_by_type_rows(audit)), ""]
     lines += _truth_section(audit) + [""]
+    lines += _leak_section(audit)
     d, lint = audit["duplicates"], audit["lint"]
     lines += ["## Duplicates and grammar", "",
               f"- questions asked twice of one image: {d['count']} ({d['conflicting']} with both answers)",
@@ -159,9 +240,26 @@ def audit_markdown(audit: dict[str, Any], gate: dict[str, Any] | None = None) ->
     return "\n".join(lines).rstrip() + "\n"
 
 
-def headline_metrics(audit: dict[str, Any]) -> dict[str, float]:
-    """A handful of numbers for MLflow and dvc metrics: oracle and blind margins, yes share, findings."""
+def _ceiling_headline(audit: dict[str, Any]) -> dict[str, float]:
+    """Per unit the set has: the cross-fitted ceiling's margin over random per category and overall, and the
+    type-keyed one for condition, position and overall."""
     out: dict[str, float] = {}
+    for unit, ceiling in (audit.get("blind_ceiling") or {}).items():
+        if not isinstance(ceiling, dict):
+            continue  # gate_unit, or a unit the set lacks
+        for name, e in [*ceiling["by_category"].items(), ("overall", ceiling["overall"])]:
+            if e.get("random") is None:
+                continue
+            if e.get("cross_fitted") is not None:
+                out[f"audit_ceiling_margin_{unit}_{name}"] = round(e["cross_fitted"] - e["random"], 3)
+            if name in ("condition", "position", "overall") and e.get("type_keyed") is not None:
+                out[f"audit_type_keyed_margin_{unit}_{name}"] = round(e["type_keyed"] - e["random"], 3)
+    return out
+
+
+def headline_metrics(audit: dict[str, Any]) -> dict[str, float]:
+    """A handful of numbers for MLflow and dvc metrics: ceiling, oracle and blind margins, leaks, yes share, findings."""
+    out: dict[str, float] = _ceiling_headline(audit)
     oracle = audit["oracle"]
     for name, e in [*oracle["by_category"].items(), ("overall", oracle["overall"])]:
         if e["accuracy"] is not None and e["random"] is not None:
@@ -175,6 +273,10 @@ def headline_metrics(audit: dict[str, Any]) -> dict[str, float]:
     abn = audit["texts"]["by_category"].get("abnormality")
     if abn:
         out["audit_abnormality_yes_share"] = round(100 * abn["yes_share"], 3)
+    for name, e in ((audit.get("context_leaks") or {}).get("leaks") or {}).items():
+        out[f"audit_leak_share_{name}"] = round(100 * e["share_of_questions"], 3)
+    if audit.get("context_leaks") and audit["context_leaks"]["all"]["strict_gain"]["overall"] is not None:
+        out["audit_leak_gain_overall"] = round(audit["context_leaks"]["all"]["strict_gain"]["overall"], 3)
     out["audit_contradictions"] = float(audit["contradictions"]["count"] or 0)
     out["audit_lint_findings"] = float(audit["lint"]["findings"])
     out["audit_known_absent_share"] = round(100 * (audit["evidence"].get("all", {}).get("known_absent_share") or 0.0), 3)
