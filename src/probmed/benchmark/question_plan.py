@@ -53,7 +53,7 @@ from probmed.benchmark.curation.vocabularies import (
 )
 from probmed.core.params_schema import Questions
 from probmed.core.records import ImageRecord
-from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
+from probmed.core.vocab import EXTENDED_SCOPE, Scope, image_type
 
 STRATEGIES: tuple[str, ...] = ("balanced", "random", "popular", "adversarial")
 MODALITY_CONFUSION = {"ct": "mri", "mri": "ct", "x-ray": "ct"}
@@ -108,18 +108,18 @@ class QuestionPlan:
 # --- what may be asked (the truth rules decide the candidates) ---------------------------------------------
 
 
-def _plan_modality_organ(recs: Sequence[ImageRecord], report: GenerationReport) -> list[PairPlan]:
+def _plan_modality_organ(recs: Sequence[ImageRecord], report: GenerationReport, scope: Scope) -> list[PairPlan]:
     plans = []
     for rec in recs:
-        if rec.modality in ASKABLE_MODALITIES:
-            cands = tuple(m for m in ASKABLE_MODALITIES if m != rec.modality)
+        if rec.modality in scope.modalities:
+            cands = tuple(m for m in scope.modalities if m != rec.modality)
             plans.append(PairPlan(rec, "modality", None, rec.modality, Slot((rec.image_id, "modality"), cands, frozenset(cands))))
         else:
             report.skipped_categories[f"modality: not askable ({rec.modality})"] += 1
-        if rec.organ not in ASKABLE_ORGANS:
+        if rec.organ not in scope.organs:
             report.skipped_categories[f"organ: not askable ({rec.organ})"] += 1
             continue
-        cands = truth.organ_adversaries(rec)
+        cands = truth.organ_adversaries(rec, scope.organs)
         if not cands:
             report.skipped_categories["organ: every other organ is in the field of view"] += 1
             continue
@@ -303,10 +303,10 @@ def _balanced(plans: list[PairPlan], singles: list[Slot], rng: random.Random, re
 
 
 def plan_questions(records: Sequence[ImageRecord], seed: int, strategy: str, report: GenerationReport,
-                   popularity: Popularity | None = None) -> QuestionPlan:
-    """Every image's pairs and every adversarial value, for records that have an image."""
+                   popularity: Popularity | None = None, scope: Scope = EXTENDED_SCOPE) -> QuestionPlan:
+    """Every image's pairs and every adversarial value (modalities and organs of ``scope``), for records that have an image."""
     rng = random.Random(f"probmed-questions:{seed}")
-    plans = _plan_modality_organ(records, report)
+    plans = _plan_modality_organ(records, report, scope)
     singles: list[Slot] = []
     for rec in records:
         pairs, single = _plan_conditions(rec, report)

@@ -77,6 +77,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     from probmed.benchmark.audit import gate, run_audit
     from probmed.benchmark.questions import generate_questions
+    from probmed.core.vocab import EXTENDED_SCOPE, PAPER_IMAGE_TYPES, SCOPES, image_type
     from probmed.cli.audit import write_audit
     from probmed.core.records import read_image_records, write_questions
     from probmed.core.release_format import write_question_file
@@ -92,15 +93,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     strategy = args.strategy or cfg.questions.strategy
     t0 = time.perf_counter()
     mix = None
-    if args.question_set:  # the set's image-type caps (datasets.question_sets.<set>.image_types)
+    scope = EXTENDED_SCOPE
+    if args.question_set:  # the set's scope and image-type caps (datasets.question_sets.<set>)
         from probmed.benchmark.mix import sample_records
 
         key = f"datasets.question_sets.{args.question_set}"
         qset = cfg.datasets.question_sets.get(args.question_set)
         if qset is None:
             raise UserError(f"--question-set {args.question_set!r}: params {key} is missing")
+        scope = SCOPES[qset.scope]
+        if qset.scope == "paper":  # the paper's 12 image types only (numbers comparable with its tables)
+            records = [r for r in records if image_type(r.modality, r.organ) in PAPER_IMAGE_TYPES]
         records, mix = sample_records(records, qset.image_types, int(seed))
-    frame, report = generate_questions(records, seed=int(seed), strategy=strategy, progress=True)
+    frame, report = generate_questions(records, seed=int(seed), strategy=strategy, progress=True, scope=scope)
     out = Path(args.out or cfg.questions.out)
     settings = cfg.audit
     # the gate: the set must not be answerable from its texts, every "no" must be true, every question must read right

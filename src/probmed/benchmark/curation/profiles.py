@@ -16,7 +16,7 @@ from functools import cached_property
 
 from probmed.benchmark.curation.tables import organ_regions
 from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, EXTENDED_SYNONYMS
-from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, EXTENDED_MODALITIES, EXTENDED_ORGANS
+from probmed.core.vocab import EXTENDED_MODALITIES, EXTENDED_ORGANS, PAPER_MODALITIES, PAPER_ORGANS
 
 # The paper's profile: region words name one of its four organs or "other"; pelvic organs are abdomen,
 # the heart is chest. A region word weighs REGION_WEIGHT organ words.
@@ -146,7 +146,7 @@ def _spoken(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " or " + names[-1]
 
 
-PAPER = Profile("paper", ASKABLE_MODALITIES, ASKABLE_ORGANS, ORGAN_REGIONS, ORGAN_ANATOMY, PAPER_TECHNIQUES, False,
+PAPER = Profile("paper", PAPER_MODALITIES, PAPER_ORGANS, ORGAN_REGIONS, ORGAN_ANATOMY, PAPER_TECHNIQUES, False,
                 CONDITION_SYNONYMS)
 EXTENDED = Profile("extended", EXTENDED_MODALITIES, EXTENDED_ORGANS, EXTENDED_REGIONS, EXTENDED_ANATOMY,
                    EXTENDED_TECHNIQUES, True, {**CONDITION_SYNONYMS, **EXTENDED_SYNONYMS})
