@@ -69,6 +69,7 @@ class GenerationReport:
     strategy: str = Questions().strategy
     excluded: dict[str, list[str]] = field(default_factory=dict)
     skipped_categories: Counter = field(default_factory=Counter)  # "category: reason" -> count
+    abnormality_by_type: dict[str, dict] = field(default_factory=dict)  # image type -> where abnormality is asked, why
 
     def to_json(self) -> dict:
         return {
@@ -77,6 +78,7 @@ class GenerationReport:
             "strategy": self.strategy,
             "excluded": {k: {"count": len(v), "ids": v} for k, v in self.excluded.items()},
             "skipped_categories": dict(sorted(self.skipped_categories.items())),
+            "abnormality_by_type": dict(sorted(self.abnormality_by_type.items())),
         }
 
 
@@ -169,23 +171,43 @@ def _plan_positions(rec: ImageRecord, report: GenerationReport) -> list[PairPlan
 
 
 def _abnormality_subset(recs: Sequence[ImageRecord], rng: random.Random, report: GenerationReport) -> set[str]:
-    """Images asked the abnormality question: as many normal as abnormal ones per image type that has both."""
+    """Images asked the abnormality question: as many normal as abnormal ones per image type that has both.
+
+    Why per type: a type whose images are all abnormal would answer "yes" from the image type alone. The report
+    says per image type how many were asked and, where none is, why (no normal study, or abnormality unknown).
+    """
     by_type: dict[str, tuple[list[str], list[str]]] = {}
+    unknown: Counter = Counter()
     for rec in recs:
-        if rec.abnormal is not None:
-            by_type.setdefault(image_type(rec.modality, rec.organ), ([], []))[int(bool(rec.abnormal))].append(rec.image_id)
+        itype = image_type(rec.modality, rec.organ)
+        if rec.abnormal is None:
+            unknown[itype] += 1
+        else:
+            by_type.setdefault(itype, ([], []))[int(bool(rec.abnormal))].append(rec.image_id)
     keep: set[str] = set()
-    for itype in sorted(by_type):
-        normal, abnormal = (sorted(x) for x in by_type[itype])
-        if not normal or not abnormal:
+    for itype in sorted(set(by_type) | set(unknown)):
+        normal, abnormal = (sorted(x) for x in by_type.get(itype, ([], [])))
+        n = min(len(normal), len(abnormal))
+        report.abnormality_by_type[itype] = {"normal": len(normal), "abnormal": len(abnormal), "unknown": unknown[itype],
+                                             "asked": 2 * n, "why_not": _why_not_asked(normal, abnormal)}
+        if not n:
             report.skipped_categories["abnormality: image type without normal images"] += len(normal) + len(abnormal)
             continue
-        n = min(len(normal), len(abnormal))
         rng.shuffle(normal)
         rng.shuffle(abnormal)
         keep.update(normal[:n] + abnormal[:n])
         report.skipped_categories["abnormality: left out to balance normal and abnormal"] += len(normal) + len(abnormal) - 2 * n
     return keep
+
+
+def _why_not_asked(normal: list[str], abnormal: list[str]) -> str | None:
+    if normal and abnormal:
+        return None
+    if abnormal:
+        return "no image known normal (a normal study stated by a label, QA or caption)"
+    if normal:
+        return "no image known abnormal"
+    return "abnormality unknown on every image (no label, QA or caption says)"
 
 
 # --- POPE strategies -----------------------------------------------------------------------------------------
