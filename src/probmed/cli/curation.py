@@ -15,6 +15,8 @@ from probmed.core.errors import ConfigError, UserError
 from probmed.infra.io import write_json_atomic, write_text_atomic
 
 if TYPE_CHECKING:
+    from probmed.benchmark.curation.extract_rules import Extraction
+    from probmed.benchmark.curation.profiles import Profile
     from probmed.benchmark.sources.base import CaptionExtractor
     from probmed.core.params_schema import Extract, Params
 
@@ -34,6 +36,17 @@ def _extractor(section: Extract, method: str) -> CaptionExtractor:
 
         return LLMExtractor(section.llm).extract
     raise UserError(f"--method {method!r}: expected rules or llm")
+
+
+def _narrowed(extractor: CaptionExtractor, profile: Profile) -> CaptionExtractor:
+    """An extractor whose modality and organ are read in ``profile`` (the LLM answers in every value)."""
+
+    def extract(caption_id: str, caption: str) -> Extraction:
+        ex = extractor(caption_id, caption)
+        ex.modality, ex.organ = profile.narrow(ex.modality, ex.organ)
+        return ex
+
+    return extract
 
 
 def curate_one(cfg: Params, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
@@ -214,12 +227,12 @@ def cmd_extract_eval(args: argparse.Namespace) -> int:
     if not Path(captions).is_file():
         raise UserError(f"caption table {captions} not found ({labelled.captions})")
     extractor: CaptionExtractor
-    if args.method == "rules":  # the rules read the set in its profile (the LLM answers in the paper's values)
+    if args.method == "rules":  # the rules read the set in its profile; the LLM's answer is narrowed to it
         from probmed.benchmark.curation.extract_rules import extract
 
         extractor = partial(extract, profile=labelled.profile)
     else:
-        extractor = _extractor(cfg.extract, args.method)
+        extractor = _narrowed(_extractor(cfg.extract, args.method), labelled.profile)
     scores = score_labelled_set(args.labels or labelled.labels, read_roco_captions(captions), extractor)
     table = scores_markdown(scores)
     if args.out:

@@ -239,7 +239,8 @@ class ExtractLLM(Section):
     model: str = "gpt-4o-2024-08-06"
     api_key_env: str = "OPENAI_API_KEY"
     """The key is read from this environment variable, never stored."""
-    prompt_version: str = "v1"
+    prompt_version: str = "v2"
+    """Part of every cache key; v2 names ultrasound and the organs beyond the paper's four."""
     cache: str = "build/extract/llm_cache.jsonl"
     """Answers by caption hash + prompt version + model."""
     timeout_s: PositiveFloat = 60

@@ -23,9 +23,6 @@ EXTENDED_MODALITIES: tuple[str, ...] = ASKABLE_MODALITIES
 EXTENDED_ORGANS: tuple[str, ...] = ASKABLE_ORGANS
 MODALITIES: tuple[str, ...] = EXTENDED_MODALITIES + ("other", "unknown")
 ORGANS: tuple[str, ...] = EXTENDED_ORGANS + ("other", "unknown")
-# The values the paper's scope names (the LLM extractor's answer schema keeps to them).
-PAPER_MODALITY_VALUES: tuple[str, ...] = PAPER_MODALITIES + ("other", "unknown")
-PAPER_ORGAN_VALUES: tuple[str, ...] = PAPER_ORGANS + ("other", "unknown")
 
 
 
