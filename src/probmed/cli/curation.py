@@ -250,6 +250,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from probmed.core.records import read_image_records, read_questions
     from probmed.reporting.table1 import (
         balance,
+        modalities_and_organs_vs_paper,
         record_counts,
         table1,
         table1_vs_paper,
@@ -266,6 +267,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     md = "# Dataset statistics (paper Table 1 layout)\n\n" + to_markdown(t1) + "\n## Yes/no balance per category\n\n" + to_markdown(bal)
     md += "\n## Beside the paper's Table 1 (shares in %; paper image counts missing in its text stay empty)\n\n"
     md += to_markdown(paper)
+    scope = modalities_and_organs_vs_paper(q)
+    write_text_atomic(scope.to_csv(index=False), out / "modalities_organs_vs_paper.csv")
+    md += "\n## Modalities and organs beside the paper's (question shares in %; in_paper false: beyond the paper)\n\n"
+    md += to_markdown(scope)
     if args.records:
         recs = [r for p in args.records for r in read_image_records(p)]
         rc = record_counts(recs)
