@@ -90,10 +90,10 @@ def cmd_generate(args: argparse.Namespace) -> int:
 
     from probmed.benchmark.audit import gate, run_audit
     from probmed.benchmark.questions import generate_questions
-    from probmed.core.vocab import EXTENDED_SCOPE, PAPER_IMAGE_TYPES, SCOPES, image_type
     from probmed.cli.audit import write_audit
     from probmed.core.records import read_image_records, write_questions
     from probmed.core.release_format import write_question_file
+    from probmed.core.vocab import EXTENDED_SCOPE, PAPER_IMAGE_TYPES, SCOPES, image_type
 
     cfg = params_of(args)
     paths = args.records or list(cfg.questions.records)

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Callable, Iterable
 
 from probmed.benchmark.curation.extract_rules import Extraction, is_empty
-from probmed.benchmark.curation.profiles import PAPER
 from probmed.benchmark.curation.extract_rules import extract as extract_rules
+from probmed.benchmark.curation.profiles import PAPER
 from probmed.benchmark.sources.base import (
     SourceContext,
     SourceResult,
