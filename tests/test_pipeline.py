@@ -94,6 +94,7 @@ def tiny_params(path: Path) -> None:
     def edit(cfg: dict) -> None:
         cfg["datasets"]["question_sets"]["probmed"]["max_images"] = 6
         cfg["datasets"]["question_sets"]["vqarad-adv"]["max_images"] = 4
+        cfg["datasets"]["question_sets"]["paper"]["max_images"] = 6  # the paper-scope set: generated, subset, not run
         cfg["pipeline"]["runs"] = TINY_RUNS
         cfg["pipeline"]["described_runs"] = TINY_DESCRIBED
         cfg["score"]["bootstrap_resamples"] = 20

@@ -18,7 +18,7 @@ from probmed.benchmark.curation.vocabularies import (
 from probmed.benchmark.sources.chestxray14 import load_chestxray14
 from probmed.benchmark.sources.vqarad import load_vqarad, whole_image_vote
 from probmed.core.records import ImageRecord
-from probmed.core.vocab import ASKABLE_ORGANS
+from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, PAPER_ORGANS
 
 
 @pytest.fixture(scope="module")
@@ -39,17 +39,54 @@ def no(category: str, question: str, entity: str = "") -> SimpleNamespace:
 def test_organ_in_the_field_of_view_is_never_a_no(cxr, vqa) -> None:
     # the earlier rules asked "Does this image show the spine?" -> no of this chest radiograph
     chest = cxr["cxr14-00000147_001"]
-    assert truth.organ_adversaries(chest) == ("brain",)
+    assert truth.organ_adversaries(chest) == ("brain", "pelvis", "knee", "hand", "foot")
+    assert truth.organ_adversaries(chest, PAPER_ORGANS) == ("brain",)  # the paper's scope
     assert contradiction(no("organ", "Does this image show the spine?", "spine"), chest)
     assert contradiction(no("organ", "Does this image show the abdomen?", "abdomen"), chest)
     assert contradiction(no("organ", "Does this image show the brain?", "brain"), chest) is None
     # an abdominal CT shows the lung bases and the lumbar spine
-    assert truth.organ_adversaries(vqa["vqarad-synpic19605"]) == ("brain",)
+    assert truth.organ_adversaries(vqa["vqarad-synpic19605"], PAPER_ORGANS) == ("brain",)
+    assert "pelvis" not in truth.organ_adversaries(vqa["vqarad-synpic19605"])  # an abdominal CT reaches the pelvis
     # every (modality, organ) the sources give keeps at least one organ out of view, spine excepted
     for organ in ("chest", "abdomen", "brain"):
         assert set(ASKABLE_ORGANS) - truth.organs_in_view("x-ray", organ) - {organ}
     assert truth.organs_in_view("mri", "spine") >= {"chest", "abdomen", "brain"}
     assert field_of_view()  # the data table is read
+
+
+# (organ of the image, organs it may show): the new organs' fields of view (issue 20), as a clinician reads them
+NEW_ORGAN_VIEWS = (
+    ("pelvis", {"abdomen", "spine"}),                       # a pelvic CT shows the lower abdomen and the sacrum
+    ("shoulder", {"chest", "head and neck", "spine"}),      # a shoulder film shows the upper chest and the neck base
+    ("head and neck", {"spine", "brain", "chest", "shoulder"}),  # a neck CT: cervical spine; a face CT: the brain
+    ("spine", {"pelvis", "head and neck", "shoulder"}),
+    ("chest", {"shoulder", "head and neck"}),
+    ("abdomen", {"pelvis"}),
+    ("brain", {"head and neck"}),
+)
+
+
+@pytest.mark.parametrize("organ,shown", NEW_ORGAN_VIEWS)
+def test_new_organs_in_view_are_never_a_no(organ: str, shown: set[str]) -> None:
+    for modality in ASKABLE_MODALITIES:
+        rec = ImageRecord(image_id=f"t-{modality}-{organ}", source="test", modality=modality, organ=organ)
+        asked = set(truth.organ_adversaries(rec))
+        assert not asked & (shown | {organ}), (modality, organ, asked & shown)
+        assert asked, (modality, organ)  # some organ stays out of view: the pair can be asked
+        for other in shown:
+            assert contradiction(no("organ", f"Does this image show the {other}?", other), rec)
+            assert contradiction(no("organ", f"Does this image show the {other}?"), rec)  # read from the text
+        for other in asked:
+            assert contradiction(no("organ", f"Does this image show the {other}?", other), rec) is None
+
+
+def test_every_askable_image_type_keeps_an_organ_out_of_view() -> None:
+    for modality in ASKABLE_MODALITIES:
+        for organ in ASKABLE_ORGANS:
+            rec = ImageRecord(image_id="t", source="test", modality=modality, organ=organ)
+            assert truth.organ_adversaries(rec), (modality, organ)
+            # the paper's scope asks no organ of the new ones, and none in view
+            assert set(truth.organ_adversaries(rec, PAPER_ORGANS)) <= set(PAPER_ORGANS) - truth.organs_in_view(modality, organ)
 
 
 def test_condition_overlapping_a_present_finding_is_never_a_no(cxr) -> None:

@@ -54,3 +54,25 @@ def test_commercial_use_reads_the_licence() -> None:
 
     assert commercial_use("CC BY 4.0") and commercial_use("CC0") and commercial_use(CHESTXRAY14)
     assert not any(commercial_use(x) for x in ("CC BY-NC", "CC BY-NC-SA 3.0 CH", MEDICAT, "", None))
+
+
+def test_new_modalities_organs_and_types_beside_the_papers_shares() -> None:
+    from probmed.reporting.table1 import modalities_and_organs_vs_paper, table1_vs_paper
+
+    recs = _records() + [
+        ImageRecord("e", "S", "ultrasound", "pelvis", True, [Finding("cyst", "left ovary")], image_path="e.png"),
+        ImageRecord("f", "S", "x-ray", "knee", True, [Finding("fracture")], image_path="f.png"),
+    ]
+    q, _ = generate_questions(recs, strategy="random")
+    t = table1_vs_paper(q).set_index("image_type")
+    # the paper's twelve first, then the new types (no paper share), then the total
+    assert list(t.index[12:]) == ["Ultrasound - Pelvis", "X-ray - Knee", "Total"]
+    assert t.loc["Ultrasound - Pelvis", "images"] == 1 and pd.isna(t.loc["Ultrasound - Pelvis", "paper_images_pct"])
+    m = modalities_and_organs_vs_paper(q).set_index(["kind", "value"])
+    assert m.loc[("modality", "X-ray"), "images"] == 3 and m.loc[("modality", "X-ray"), "in_paper"]
+    assert not m.loc[("modality", "Ultrasound"), "in_paper"] and pd.isna(m.loc[("modality", "Ultrasound"), "paper_questions_pct"])
+    assert not m.loc[("organ", "Knee"), "in_paper"] and not m.loc[("organ", "Pelvis"), "in_paper"]
+    # the paper's question shares per modality add up to 100 over its three modalities (its counts are complete)
+    paper = m.loc["modality", "paper_questions_pct"].dropna()
+    assert set(paper.index) == {"X-ray", "CT Scan"} and m.loc[("modality", "X-ray"), "paper_questions_pct"] == 56.4
+    assert m.xs("organ")["images"].sum() == q["image_id"].nunique()

@@ -53,7 +53,7 @@ from probmed.benchmark.curation.vocabularies import (
 )
 from probmed.core.params_schema import Questions
 from probmed.core.records import ImageRecord
-from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
+from probmed.core.vocab import EXTENDED_SCOPE, Scope, image_type
 
 STRATEGIES: tuple[str, ...] = ("balanced", "random", "popular", "adversarial")
 MODALITY_CONFUSION = {"ct": "mri", "mri": "ct", "x-ray": "ct"}
@@ -69,6 +69,7 @@ class GenerationReport:
     strategy: str = Questions().strategy
     excluded: dict[str, list[str]] = field(default_factory=dict)
     skipped_categories: Counter = field(default_factory=Counter)  # "category: reason" -> count
+    abnormality_by_type: dict[str, dict] = field(default_factory=dict)  # image type -> where abnormality is asked, why
 
     def to_json(self) -> dict:
         return {
@@ -77,6 +78,7 @@ class GenerationReport:
             "strategy": self.strategy,
             "excluded": {k: {"count": len(v), "ids": v} for k, v in self.excluded.items()},
             "skipped_categories": dict(sorted(self.skipped_categories.items())),
+            "abnormality_by_type": dict(sorted(self.abnormality_by_type.items())),
         }
 
 
@@ -108,18 +110,18 @@ class QuestionPlan:
 # --- what may be asked (the truth rules decide the candidates) ---------------------------------------------
 
 
-def _plan_modality_organ(recs: Sequence[ImageRecord], report: GenerationReport) -> list[PairPlan]:
+def _plan_modality_organ(recs: Sequence[ImageRecord], report: GenerationReport, scope: Scope) -> list[PairPlan]:
     plans = []
     for rec in recs:
-        if rec.modality in ASKABLE_MODALITIES:
-            cands = tuple(m for m in ASKABLE_MODALITIES if m != rec.modality)
+        if rec.modality in scope.modalities:
+            cands = tuple(m for m in scope.modalities if m != rec.modality)
             plans.append(PairPlan(rec, "modality", None, rec.modality, Slot((rec.image_id, "modality"), cands, frozenset(cands))))
         else:
             report.skipped_categories[f"modality: not askable ({rec.modality})"] += 1
-        if rec.organ not in ASKABLE_ORGANS:
+        if rec.organ not in scope.organs:
             report.skipped_categories[f"organ: not askable ({rec.organ})"] += 1
             continue
-        cands = truth.organ_adversaries(rec)
+        cands = truth.organ_adversaries(rec, scope.organs)
         if not cands:
             report.skipped_categories["organ: every other organ is in the field of view"] += 1
             continue
@@ -169,23 +171,43 @@ def _plan_positions(rec: ImageRecord, report: GenerationReport) -> list[PairPlan
 
 
 def _abnormality_subset(recs: Sequence[ImageRecord], rng: random.Random, report: GenerationReport) -> set[str]:
-    """Images asked the abnormality question: as many normal as abnormal ones per image type that has both."""
+    """Images asked the abnormality question: as many normal as abnormal ones per image type that has both.
+
+    Why per type: a type whose images are all abnormal would answer "yes" from the image type alone. The report
+    says per image type how many were asked and, where none is, why (no normal study, or abnormality unknown).
+    """
     by_type: dict[str, tuple[list[str], list[str]]] = {}
+    unknown: Counter = Counter()
     for rec in recs:
-        if rec.abnormal is not None:
-            by_type.setdefault(image_type(rec.modality, rec.organ), ([], []))[int(bool(rec.abnormal))].append(rec.image_id)
+        itype = image_type(rec.modality, rec.organ)
+        if rec.abnormal is None:
+            unknown[itype] += 1
+        else:
+            by_type.setdefault(itype, ([], []))[int(bool(rec.abnormal))].append(rec.image_id)
     keep: set[str] = set()
-    for itype in sorted(by_type):
-        normal, abnormal = (sorted(x) for x in by_type[itype])
-        if not normal or not abnormal:
+    for itype in sorted(set(by_type) | set(unknown)):
+        normal, abnormal = (sorted(x) for x in by_type.get(itype, ([], [])))
+        n = min(len(normal), len(abnormal))
+        report.abnormality_by_type[itype] = {"normal": len(normal), "abnormal": len(abnormal), "unknown": unknown[itype],
+                                             "asked": 2 * n, "why_not": _why_not_asked(normal, abnormal)}
+        if not n:
             report.skipped_categories["abnormality: image type without normal images"] += len(normal) + len(abnormal)
             continue
-        n = min(len(normal), len(abnormal))
         rng.shuffle(normal)
         rng.shuffle(abnormal)
         keep.update(normal[:n] + abnormal[:n])
         report.skipped_categories["abnormality: left out to balance normal and abnormal"] += len(normal) + len(abnormal) - 2 * n
     return keep
+
+
+def _why_not_asked(normal: list[str], abnormal: list[str]) -> str | None:
+    if normal and abnormal:
+        return None
+    if abnormal:
+        return "no image known normal (a normal study stated by a label, QA or caption)"
+    if normal:
+        return "no image known abnormal"
+    return "abnormality unknown on every image (no label, QA or caption says)"
 
 
 # --- POPE strategies -----------------------------------------------------------------------------------------
@@ -303,10 +325,10 @@ def _balanced(plans: list[PairPlan], singles: list[Slot], rng: random.Random, re
 
 
 def plan_questions(records: Sequence[ImageRecord], seed: int, strategy: str, report: GenerationReport,
-                   popularity: Popularity | None = None) -> QuestionPlan:
-    """Every image's pairs and every adversarial value, for records that have an image."""
+                   popularity: Popularity | None = None, scope: Scope = EXTENDED_SCOPE) -> QuestionPlan:
+    """Every image's pairs and every adversarial value (modalities and organs of ``scope``), for records that have an image."""
     rng = random.Random(f"probmed-questions:{seed}")
-    plans = _plan_modality_organ(records, report)
+    plans = _plan_modality_organ(records, report, scope)
     singles: list[Slot] = []
     for rec in records:
         pairs, single = _plan_conditions(rec, report)

@@ -46,7 +46,7 @@ from probmed.core.errors import RecordError
 from probmed.core.params_schema import Questions
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.core.release_format import question_id
-from probmed.core.vocab import MODALITY_QUESTION_NAMES, ORGAN_QUESTION_NAMES, image_type
+from probmed.core.vocab import EXTENDED_SCOPE, MODALITY_QUESTION_NAMES, ORGAN_QUESTION_NAMES, Scope, image_type
 from probmed.infra.progress import progress as progress_bar
 
 __all__ = ["STRATEGIES", "GENERATORS", "GenerationReport", "Popularity", "generate_questions"]
@@ -240,13 +240,14 @@ def generate_questions(
     strategy: str = Questions().strategy,
     popularity: Popularity | None = None,
     progress: bool = False,
+    scope: Scope = EXTENDED_SCOPE,
 ) -> tuple[pd.DataFrame, GenerationReport]:
-    """Questions for every record with an image; returns (question table, report)."""
+    """Questions for every record with an image (modality and organ pairs in ``scope``); returns (table, report)."""
     if strategy not in STRATEGIES:
         raise RecordError(f"question strategy {strategy!r} not in {STRATEGIES}")
     report = GenerationReport(strategy=strategy)
     recs = _with_images(records, report)
-    ctx = GenerationContext(strategy, plan_questions(recs, seed, strategy, report, popularity), report)
+    ctx = GenerationContext(strategy, plan_questions(recs, seed, strategy, report, popularity, scope), report)
     rows: list[tuple[str | None, ...]] = []
     for rec in progress_bar(recs, desc="questions", unit="record", disable=not progress, leave=False):
         drafts = image_questions(rec, ctx)

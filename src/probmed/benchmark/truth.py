@@ -47,6 +47,12 @@ _ORGAN_WORDS = {
     "chest": r"\bchest\b|\blungs?\b|\bthorax\b|\bheart\b|\bmediastinum\b|\bribs?\b|\bdiaphragm\b",
     "abdomen": r"\babdomen\b|\bliver\b|\bkidneys?\b|\bspleen\b|\bbowels?\b|\bstomach\b|\bgallbladder\b|\bpancreas\b|gastric bubble",
     "spine": r"\bspine\b|\bspinal\b|\bvertebra\w*|\bvertebral\b",
+    "pelvis": r"\bpelvi[cs]\b|\bhips?\b|\bbladder\b|\buterus\b|\bovar(y|ies)\b|\bprostate\b|\bsacroiliac\b",
+    "knee": r"\bknees?\b|\bpatella\b",
+    "hand": r"\bhands?\b|\bwrists?\b|\bfingers?\b",
+    "shoulder": r"\bshoulders?\b|\bclavicles?\b|\bscapula\b",
+    "foot": r"\bfoot\b|\bfeet\b|\bankles?\b|\btoes?\b",
+    "head and neck": r"\bneck\b|\bthyroid\b|\bsinus(es)?\b|\borbits?\b|\bface\b|\bmandible\b|\btrachea\b",
 }
 _ORGAN_RE = {organ: re.compile(p) for organ, p in _ORGAN_WORDS.items()}
 _NEGATIVE = frozenset({"no", "none", "nothing", "normal", "not seen", "absent"})
@@ -114,10 +120,10 @@ def organs_in_view(modality: str, organ: str) -> frozenset[str]:
     return table.get(("*", organ), frozenset()) | table.get((modality, organ), frozenset())
 
 
-def organ_adversaries(rec: ImageRecord) -> tuple[str, ...]:
-    """Askable organs that are truly absent from the image (another organ, out of view, not affirmed by QA)."""
+def organ_adversaries(rec: ImageRecord, organs: tuple[str, ...] = ASKABLE_ORGANS) -> tuple[str, ...]:
+    """Organs (of ``organs``) truly absent from the image: another organ, out of view, not affirmed by QA."""
     blocked = organs_in_view(rec.modality, rec.organ) | qa_mentions(rec).organs | {rec.organ}
-    return tuple(o for o in ASKABLE_ORGANS if o not in blocked)
+    return tuple(o for o in organs if o not in blocked)
 
 
 # --- conditions --------------------------------------------------------------------------------------------

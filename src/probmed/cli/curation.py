@@ -15,6 +15,8 @@ from probmed.core.errors import ConfigError, UserError
 from probmed.infra.io import write_json_atomic, write_text_atomic
 
 if TYPE_CHECKING:
+    from probmed.benchmark.curation.extract_rules import Extraction
+    from probmed.benchmark.curation.profiles import Profile
     from probmed.benchmark.sources.base import CaptionExtractor
     from probmed.core.params_schema import Extract, Params
 
@@ -34,6 +36,17 @@ def _extractor(section: Extract, method: str) -> CaptionExtractor:
 
         return LLMExtractor(section.llm).extract
     raise UserError(f"--method {method!r}: expected rules or llm")
+
+
+def _narrowed(extractor: CaptionExtractor, profile: Profile) -> CaptionExtractor:
+    """An extractor whose modality and organ are read in ``profile`` (the LLM answers in every value)."""
+
+    def extract(caption_id: str, caption: str) -> Extraction:
+        ex = extractor(caption_id, caption)
+        ex.modality, ex.organ = profile.narrow(ex.modality, ex.organ)
+        return ex
+
+    return extract
 
 
 def curate_one(cfg: Params, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
@@ -80,6 +93,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     from probmed.cli.audit import write_audit
     from probmed.core.records import read_image_records, write_questions
     from probmed.core.release_format import write_question_file
+    from probmed.core.vocab import EXTENDED_SCOPE, PAPER_IMAGE_TYPES, SCOPES, image_type
 
     cfg = params_of(args)
     paths = args.records or list(cfg.questions.records)
@@ -92,15 +106,19 @@ def cmd_generate(args: argparse.Namespace) -> int:
     strategy = args.strategy or cfg.questions.strategy
     t0 = time.perf_counter()
     mix = None
-    if args.question_set:  # the set's image-type caps (datasets.question_sets.<set>.image_types)
+    scope = EXTENDED_SCOPE
+    if args.question_set:  # the set's scope and image-type caps (datasets.question_sets.<set>)
         from probmed.benchmark.mix import sample_records
 
         key = f"datasets.question_sets.{args.question_set}"
         qset = cfg.datasets.question_sets.get(args.question_set)
         if qset is None:
             raise UserError(f"--question-set {args.question_set!r}: params {key} is missing")
+        scope = SCOPES[qset.scope]
+        if qset.scope == "paper":  # the paper's 12 image types only (numbers comparable with its tables)
+            records = [r for r in records if image_type(r.modality, r.organ) in PAPER_IMAGE_TYPES]
         records, mix = sample_records(records, qset.image_types, int(seed))
-    frame, report = generate_questions(records, seed=int(seed), strategy=strategy, progress=True)
+    frame, report = generate_questions(records, seed=int(seed), strategy=strategy, progress=True, scope=scope)
     out = Path(args.out or cfg.questions.out)
     settings = cfg.audit
     # the gate: the set must not be answerable from its texts, every "no" must be true, every question must read right
@@ -211,12 +229,12 @@ def cmd_extract_eval(args: argparse.Namespace) -> int:
     if not Path(captions).is_file():
         raise UserError(f"caption table {captions} not found ({labelled.captions})")
     extractor: CaptionExtractor
-    if args.method == "rules":  # the rules read the set in its profile (the LLM answers in the paper's values)
+    if args.method == "rules":  # the rules read the set in its profile; the LLM's answer is narrowed to it
         from probmed.benchmark.curation.extract_rules import extract
 
         extractor = partial(extract, profile=labelled.profile)
     else:
-        extractor = _extractor(cfg.extract, args.method)
+        extractor = _narrowed(_extractor(cfg.extract, args.method), labelled.profile)
     scores = score_labelled_set(args.labels or labelled.labels, read_roco_captions(captions), extractor)
     table = scores_markdown(scores)
     if args.out:
@@ -234,6 +252,7 @@ def cmd_stats(args: argparse.Namespace) -> int:
     from probmed.core.records import read_image_records, read_questions
     from probmed.reporting.table1 import (
         balance,
+        modalities_and_organs_vs_paper,
         record_counts,
         table1,
         table1_vs_paper,
@@ -250,6 +269,10 @@ def cmd_stats(args: argparse.Namespace) -> int:
     md = "# Dataset statistics (paper Table 1 layout)\n\n" + to_markdown(t1) + "\n## Yes/no balance per category\n\n" + to_markdown(bal)
     md += "\n## Beside the paper's Table 1 (shares in %; paper image counts missing in its text stay empty)\n\n"
     md += to_markdown(paper)
+    scope = modalities_and_organs_vs_paper(q)
+    write_text_atomic(scope.to_csv(index=False), out / "modalities_organs_vs_paper.csv")
+    md += "\n## Modalities and organs beside the paper's (question shares in %; in_paper false: beyond the paper)\n\n"
+    md += to_markdown(scope)
     if args.records:
         recs = [r for p in args.records for r in read_image_records(p)]
         rc = record_counts(recs)

@@ -153,7 +153,8 @@ class Curate(Section):
     """Question image_path values are relative to this (the repository root)."""
     records_dir: str = "build/records"
     """<source>.parquet + <source>.report.json per source."""
-    all: list[str] = default(["chestxray14", "vqarad", "medicat", "roco", "roco_images", "covid_ct", "figshare", "brats"])
+    all: list[str] = default(["chestxray14", "vqarad", "medicat", "roco", "roco_images", "roco_extended", "covid_ct",
+                              "figshare", "brats"])
     """Sources `probmed curate all` reads."""
     chestxray14: CurateChestXray14 = default(CurateChestXray14())
     vqarad: CurateSource = default(CurateSource(data="data/vqa-rad"))
@@ -166,7 +167,7 @@ class Curate(Section):
     figshare: CurateImages = _images("figshare", "figshare-brain-tumor")
     brats: CurateImages = _images("brats", "brats2015-deepmedic-sample")
     roco_extended: CurateImages = _images("roco_extended", "roco-extended")
-    """More ROCO figures: ultrasound and the organs beyond the paper's four (not yet in `all` or a question set)."""
+    """More ROCO figures in the extended caption profile: ultrasound and the organs beyond the paper's four."""
 
 
 @section
@@ -189,7 +190,7 @@ class Review(Section):
     out_dir: str = "build/review"
 
 
-RECORD_TABLES = ["chestxray14", "vqarad", "medicat", "roco_images", "covid_ct", "figshare", "brats"]
+RECORD_TABLES = ["chestxray14", "vqarad", "medicat", "roco_images", "roco_extended", "covid_ct", "figshare", "brats"]
 
 
 @section
@@ -242,7 +243,8 @@ class ExtractLLM(Section):
     model: str = "gpt-4o-2024-08-06"
     api_key_env: str = "OPENAI_API_KEY"
     """The key is read from this environment variable, never stored."""
-    prompt_version: str = "v1"
+    prompt_version: str = "v2"
+    """Part of every cache key; v2 names ultrasound and the organs beyond the paper's four."""
     cache: str = "build/extract/llm_cache.jsonl"
     """Answers by caption hash + prompt version + model."""
     timeout_s: PositiveFloat = 60
@@ -500,6 +502,9 @@ class QuestionSet(Section):
     """Leave out images the default tiny model was pretrained on (finetune split)."""
     commercial_only: bool = False
     """Only images whose licence allows commercial use (no CC BY-NC*, MedICaT)."""
+    scope: Literal["extended", "paper"] = "extended"
+    """extended: every askable modality and organ (core.vocab.SCOPES); paper: only the paper's 12 image types,
+    asked about its 3 modalities and 4 organs, so numbers compare with its tables."""
     seed: int | None = None
 
 

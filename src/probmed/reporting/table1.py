@@ -85,6 +85,35 @@ def table1_vs_paper(questions: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+def _paper_questions_by(part: int) -> Counter:
+    """The paper's questions per modality (part 0) or organ (part 1) of its image types (every count known)."""
+    out: Counter = Counter()
+    for itype, (_, n_questions, _) in PAPER_TABLE1.items():
+        out[itype.split(" - ")[part]] += n_questions
+    return out
+
+
+def modalities_and_organs_vs_paper(questions: pd.DataFrame) -> pd.DataFrame:
+    """Per modality, then per organ: images and questions with their shares of the set, beside the paper's
+    question share (its image counts miss four types, its question counts do not). ``in_paper`` is False for
+    ultrasound and the organs beyond the paper's four: the paper has none of them."""
+    split = questions["image_type"].str.split(" - ", n=1, expand=True)
+    total_images, total_questions = questions["image_id"].nunique(), len(questions)
+    rows = []
+    for kind, part in (("modality", 0), ("organ", 1)):
+        paper = _paper_questions_by(part)
+        for value, group in sorted(questions.groupby(split[part]), key=lambda kv: (-kv[1]["image_id"].nunique(), kv[0])):
+            images = group["image_id"].nunique()
+            rows.append({
+                "kind": kind, "value": value, "images": images, "images_pct": _pct(images, total_images),
+                "questions": len(group), "questions_pct": _pct(len(group), total_questions),
+                "paper_questions_pct": _pct(paper.get(value), PAPER_TOTAL[1]) if value in paper else None,
+                "in_paper": value in paper,
+            })
+    return pd.DataFrame(rows, columns=["kind", "value", "images", "images_pct", "questions", "questions_pct",
+                                       "paper_questions_pct", "in_paper"])
+
+
 def balance(questions: pd.DataFrame) -> pd.DataFrame:
     """Yes/no counts and yes ratio per category (and overall)."""
     rows = []

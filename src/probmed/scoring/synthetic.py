@@ -14,10 +14,14 @@ import pandas as pd
 from probmed.core.categories import category
 from probmed.core.records import QUESTION_COLUMNS
 from probmed.core.release_format import question_id
-from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, image_type
+from probmed.core.vocab import PAPER_MODALITIES, PAPER_ORGANS, image_type
 
 PROBMED_IMAGES = 6303
 PROBMED_QUESTIONS = 57132
+# The release's scope (its three modalities and four organs) and how often each modality is drawn.
+MODALITIES: tuple[str, ...] = PAPER_MODALITIES
+ORGANS: tuple[str, ...] = PAPER_ORGANS
+MODALITY_SHARES: dict[str, float] = {"x-ray": 0.45, "ct": 0.35, "mri": 0.20}
 
 
 def _layout(n_images: int, n_questions: int, rng: np.random.Generator) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
@@ -50,7 +54,7 @@ def _layout(n_images: int, n_questions: int, rng: np.random.Generator) -> tuple[
 
 def _image_questions(img: str, mod: int, org: int, normal: bool, n_cond: int, n_pos: int) -> list[dict[str, Any]]:
     """One image's rows: modality and organ pairs, abnormality, then condition / position pairs."""
-    itype = image_type(ASKABLE_MODALITIES[mod], ASKABLE_ORGANS[org])
+    itype = image_type(MODALITIES[mod], ORGANS[org])
     rows: list[dict[str, Any]] = []
 
     def add(cat: str, pol: str, pair: str, qa: str, q: str, ans: str) -> None:
@@ -66,9 +70,9 @@ def _image_questions(img: str, mod: int, org: int, normal: bool, n_cond: int, n_
         add(cat, "gt", spec.pair_key(k), spec.gt_qa_type(k), gt, "yes")
         add(cat, "adversarial", spec.pair_key(k), spec.hallu_qa_type(k), adversary, "no")
 
-    add_pair("modality", None, f"Is this a {ASKABLE_MODALITIES[mod]} image?",
-             f"Is this a {ASKABLE_MODALITIES[(mod + 1) % 3]} image?")
-    add_pair("organ", None, f"Is the {ASKABLE_ORGANS[org]} shown?", f"Is the {ASKABLE_ORGANS[(org + 1) % 4]} shown?")
+    add_pair("modality", None, f"Is this a {MODALITIES[mod]} image?",
+             f"Is this a {MODALITIES[(mod + 1) % len(MODALITIES)]} image?")
+    add_pair("organ", None, f"Is the {ORGANS[org]} shown?", f"Is the {ORGANS[(org + 1) % len(ORGANS)]} shown?")
     add("abnormality", "single", "abnormality", "abnormality", "Is there an abnormality?", "no" if normal else "yes")
     if normal:
         add("condition", "single", "entity_hallu", "entity_hallu", "Is there a nodule?", "no")
@@ -90,8 +94,8 @@ def synthetic_questions(
     """
     rng = np.random.default_rng(seed)
     is_normal, cond, pos = _layout(n_images, n_questions, rng)
-    mods = rng.choice(len(ASKABLE_MODALITIES), size=n_images, p=[0.45, 0.35, 0.20])
-    orgs = rng.choice(len(ASKABLE_ORGANS), size=n_images)
+    mods = rng.choice(len(MODALITIES), size=n_images, p=[MODALITY_SHARES[m] for m in MODALITIES])
+    orgs = rng.choice(len(ORGANS), size=n_images)
     rows: list[dict[str, Any]] = []
     for i in range(n_images):
         rows += _image_questions(f"syn{i:05d}", int(mods[i]), int(orgs[i]), bool(is_normal[i]), int(cond[i]), int(pos[i]))

@@ -86,7 +86,7 @@ def test_extracts_validates_and_caches(server: Server, tmp_path: Path, monkeypat
     # another model or prompt version is another cache key
     s = dataclasses.replace(settings(server, tmp_path), model="scripted-2")  # sections are frozen
     LLMExtractor(s).extract("r1", "GOOD caption")
-    s2 = settings(server, tmp_path, prompt_version="v2")
+    s2 = settings(server, tmp_path, prompt_version="v3")  # the default is v2
     LLMExtractor(s2).extract("r1", "GOOD caption")
     assert len(server.requests) == 4
     assert SECRET not in (tmp_path / "cache.jsonl").read_text()

@@ -182,9 +182,17 @@ def test_roco_extended_records_exclusions_positions_licence(shared_data: Path, t
     assert formats(tmp_path, res.records) == {("PNG", "L", 256)}  # ultrasound colour overlays alike
 
 
-def test_roco_extended_is_registered_with_its_params() -> None:
+def test_roco_extended_is_registered_with_its_params(repo_root: Path) -> None:
     from probmed.benchmark.sources.registry import SOURCES
     from probmed.core.params_schema import Curate
 
     assert "roco_extended" in SOURCES.kinds and callable(SOURCES.load("roco_extended"))
-    assert Curate().roco_extended.data == "data/roco-extended" and "roco_extended" not in Curate().all
+    from probmed.core.config import load_params, to_plain
+    from probmed.core.params_schema import parse_params
+
+    assert Curate().roco_extended.data == "data/roco-extended" and "roco_extended" in Curate().all
+    # wired in: curated by `curate all`, read by generation and fine-tuning, a source of the default set
+    params = parse_params(to_plain(load_params(repo_root / "params.yaml")))
+    assert "build/records/roco_extended.parquet" in params.questions.records
+    assert "build/records/roco_extended.parquet" in params.finetune.records
+    assert "roco_extended" in params.datasets.question_sets["probmed"].sources

@@ -26,9 +26,13 @@ from probmed.core.records import ImageRecord
 from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS
 
 EXAMPLES = 20
-_MODALITY_WORDS = {"x-ray": r"\bx-?ray|\bradiograph|\bcxr\b", "ct": r"\bct\b|computed tomograph", "mri": r"\bmri?\b|magnetic resonance"}
-_ORGAN_WORDS = {"brain": r"\bbrain\b|\bhead\b|\bskull\b", "chest": r"\bchest\b|\blungs?\b|\bthorax\b",
-                "abdomen": r"\babdomen\b|\babdominal\b", "spine": r"\bspine\b|\bspinal\b"}
+_MODALITY_WORDS = {"x-ray": r"\bx-?ray|\bradiograph|\bcxr\b", "ct": r"\bct\b|computed tomograph", "mri": r"\bmri?\b|magnetic resonance",
+                   "ultrasound": r"\bultrasound|\bsonogra|\bultrasonograph|\busg\b"}
+_ORGAN_WORDS = {"brain": r"\bbrain\b|\bhead\b(?! and neck)|\bskull\b", "chest": r"\bchest\b|\blungs?\b|\bthorax\b",
+                "abdomen": r"\babdomen\b|\babdominal\b", "spine": r"\bspine\b|\bspinal\b",
+                "pelvis": r"\bpelvis\b|\bpelvic\b|\bhips?\b", "knee": r"\bknees?\b", "hand": r"\bhands?\b|\bwrists?\b",
+                "shoulder": r"\bshoulders?\b", "foot": r"\bfoot\b|\bfeet\b|\bankles?\b",
+                "head and neck": r"\bhead and neck\b|\bneck\b|\bface\b|\bsinus(es)?\b|\bthyroid\b"}
 
 
 def record_index(records: Sequence[ImageRecord]) -> dict[str, ImageRecord]:

@@ -1,5 +1,7 @@
 """LLM caption extractor through any OpenAI-compatible endpoint (paper Appendix E).
 
+It answers in every value a record may carry (ultrasound, the organs beyond the paper's four: prompt v2);
+each source narrows the answer to its caption profile (curation.profiles.Profile.narrow).
 Runs only when an endpoint (``extract.llm.base_url``) is configured. The key is
 read from the environment variable named by ``extract.llm.api_key_env`` and is
 never logged, cached or put in an error message. Every answer is validated
@@ -22,7 +24,7 @@ import jsonschema
 from probmed.benchmark.curation.extract_rules import Extraction
 from probmed.core.errors import ConfigError
 from probmed.core.params_schema import ExtractLLM
-from probmed.core.vocab import PAPER_MODALITY_VALUES, PAPER_ORGAN_VALUES
+from probmed.core.vocab import MODALITIES, ORGANS
 
 SYSTEM_PROMPT = """You are given a caption describing a medical image. Extract the imaging modality, \
 the organ (body region) and the medical conditions or diseases visible in the image, with their locations \
@@ -39,15 +41,18 @@ Caption: "Fig. 1. MRI abdomen and pelvis showing the cervical mass."
 Caption: "Chest radiograph shows enlargement of the hilar mass with spread into the left lower lobe."
 {"modality": "x-ray", "organ": "chest", "findings": [{"condition": "hilar mass", "position": "left lower lobe"}]}
 Caption: "Axial CT of the head without evidence of hemorrhage."
-{"modality": "ct", "organ": "brain", "findings": []}""" % (list(PAPER_MODALITY_VALUES), list(PAPER_ORGAN_VALUES))
+{"modality": "ct", "organ": "brain", "findings": []}
+Caption: "Transvaginal ultrasound showing a cyst of the left ovary."
+{"modality": "ultrasound", "organ": "pelvis", "findings": [{"condition": "cyst", "position": "left ovary"}]}""" % (
+    list(MODALITIES), list(ORGANS))
 
 SCHEMA: dict[str, Any] = {
     "type": "object",
     "required": ["modality", "organ", "findings"],
     "additionalProperties": False,
     "properties": {
-        "modality": {"enum": list(PAPER_MODALITY_VALUES)},
-        "organ": {"enum": list(PAPER_ORGAN_VALUES)},
+        "modality": {"enum": list(MODALITIES)},
+        "organ": {"enum": list(ORGANS)},
         "findings": {
             "type": "array",
             "items": {

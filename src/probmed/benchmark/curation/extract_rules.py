@@ -587,13 +587,18 @@ def normalise_finding(condition: str, position: str | None, organ: str, profile:
 
 
 # The extended profile: two projections named as one figure ("lateral and dorsoplantar X-ray") are two panels;
-# and a study described as normal or healthy with a word between ("normal AP radiograph", "healthy knee").
+# and a study described as normal or healthy with a word between ("normal AP radiograph", "healthy knee"),
+# or a normal subject or verdict of the study.
 EXTENDED_PANELS = re.compile(r"\b(ap|pa|lateral|oblique|axial|dorsoplantar|anteroposterior|frontal|sagittal|coronal)"
                              r" (and|&) (ap|pa|lateral|oblique|axial|dorsoplantar|anteroposterior|frontal|sagittal|"
                              r"coronal) (views?|x-?rays?|radiographs?|images?|projections?)\b")
 EXTENDED_NORMAL = re.compile(r"\bnormal (\w+ ){0,2}(radiograph|x-?ray|scan|image|mri|ct|ultrasound|sonogra\w*|"
                              r"appearance|study)|\bhealthy (\w+ )?(knee|hip|shoulder|hand|wrist|foot|ankle|subject|"
-                             r"volunteer|infant|child|adult|prostate|thyroid)")
+                             r"volunteer|infant|child|adult|prostate|thyroid)|"
+                             # the study's subject is normal ("MR imaging of the normal prostate"), or its verdict
+                             # is ("Control chest X-ray: normal."); "normal" about one structure is neither
+                             r"\b(imaging|images?|sonograph\w*|ultrasound|radiograph\w*|scans?|mri|ct) of (a |the )?normal\b|"
+                             r"^[\w -]{0,40}: normal\.?$")
 
 
 def figure_flags(text: str, profile: Profile = PAPER) -> list[str]:

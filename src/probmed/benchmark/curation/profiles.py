@@ -16,7 +16,7 @@ from functools import cached_property
 
 from probmed.benchmark.curation.tables import organ_regions
 from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, EXTENDED_SYNONYMS
-from probmed.core.vocab import ASKABLE_MODALITIES, ASKABLE_ORGANS, EXTENDED_MODALITIES, EXTENDED_ORGANS
+from probmed.core.vocab import EXTENDED_MODALITIES, EXTENDED_ORGANS, PAPER_MODALITIES, PAPER_ORGANS
 
 # The paper's profile: region words name one of its four organs or "other"; pelvic organs are abdomen,
 # the heart is chest. A region word weighs REGION_WEIGHT organ words.
@@ -128,6 +128,21 @@ class Profile:
         """The organ a region word of this profile names."""
         return organ_regions().get(region, "other") if self.extended else region
 
+    def narrow(self, modality: str, organ: str) -> tuple[str, str]:
+        """Another extractor's values (the LLM answers in every recorded value) in this profile's scope.
+
+        The paper's: ultrasound is another technique, pelvic organs are the abdomen (as its region words read
+        them), and the other new organs are "other"; the extended profile keeps every value.
+        """
+        if self.extended:
+            return modality, organ
+        if modality not in self.modalities and modality != "unknown":
+            modality = "other"
+        organ = PAPER_ORGAN_OF.get(organ, organ)
+        if organ not in self.organs and organ != "unknown":
+            organ = "other"
+        return modality, organ
+
     @cached_property
     def outside_modalities(self) -> str:
         """"CT, MRI or X-ray": the exclusion reason's list."""
@@ -138,6 +153,7 @@ class Profile:
         return _spoken(list(self.organs))
 
 
+PAPER_ORGAN_OF = {"pelvis": "abdomen"}  # the paper's profile reads pelvic organs as the abdomen
 _MODALITY_NAMES = {"x-ray": "X-ray", "ct": "CT", "mri": "MRI", "ultrasound": "ultrasound"}
 
 
@@ -146,7 +162,7 @@ def _spoken(names: list[str]) -> str:
     return ", ".join(names[:-1]) + " or " + names[-1]
 
 
-PAPER = Profile("paper", ASKABLE_MODALITIES, ASKABLE_ORGANS, ORGAN_REGIONS, ORGAN_ANATOMY, PAPER_TECHNIQUES, False,
+PAPER = Profile("paper", PAPER_MODALITIES, PAPER_ORGANS, ORGAN_REGIONS, ORGAN_ANATOMY, PAPER_TECHNIQUES, False,
                 CONDITION_SYNONYMS)
 EXTENDED = Profile("extended", EXTENDED_MODALITIES, EXTENDED_ORGANS, EXTENDED_REGIONS, EXTENDED_ANATOMY,
                    EXTENDED_TECHNIQUES, True, {**CONDITION_SYNONYMS, **EXTENDED_SYNONYMS})

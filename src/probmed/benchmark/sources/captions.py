@@ -15,6 +15,7 @@ from typing import Callable, Iterable
 
 from probmed.benchmark.curation.extract_rules import Extraction, is_empty
 from probmed.benchmark.curation.extract_rules import extract as extract_rules
+from probmed.benchmark.curation.profiles import PAPER
 from probmed.benchmark.sources.base import (
     SourceContext,
     SourceResult,
@@ -67,6 +68,7 @@ def run_extractor(
         except ValueError as exc:  # invalid LLM answer: reported, not crashed on
             result.exclude("extractor error", f"{cid}: {exc}")
             continue
+        ex.modality, ex.organ = PAPER.narrow(ex.modality, ex.organ)  # caption sources keep the paper's scope
         if is_empty(ex):
             result.exclude("nothing extractable", cid)
             continue

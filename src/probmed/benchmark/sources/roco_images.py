@@ -92,6 +92,8 @@ def load_roco_images(
         if got is None:
             continue
         rules, ex = got
+        if ex is not rules:  # another extractor (the LLM) answers in every recorded value: narrowed to the profile
+            ex.modality, ex.organ = profile.narrow(ex.modality, ex.organ)
         reason = exclusion(rules, ex, profile)
         if reason:
             result.exclude(reason, image_id)
