@@ -62,6 +62,7 @@ from probmed.benchmark.sources.vqarad import (
     load_vqarad,
     read_qa,
 )
+from probmed.benchmark.contrast import CONTRAST_COLUMN, assign_contrast_pairs
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.core.release_format import question_id
 from probmed.core.vocab import image_type
@@ -374,7 +375,8 @@ def build_vqarad_adversarial(
         asked |= {_norm(q), _norm(twin.question)}
         path = relative_path(data_dir / IMAGE_DIR / name, image_root)
         rows += _pair_rows(q, qa, twin, how, rec, len(rows) // 2, path)  # pair k = pairs so far
-    frame = validate_question_frame(pd.DataFrame(rows, columns=list(QUESTION_COLUMNS)), "VQA-RAD adversarial set")
+    table = pd.DataFrame(rows, columns=[c for c in QUESTION_COLUMNS if c != CONTRAST_COLUMN])
+    frame = validate_question_frame(assign_contrast_pairs(table, seed), "VQA-RAD adversarial set")  # the last step
     report = {
         "selected": len(selected),
         "twins_by_rules": sum(v for h, v in made.items() if h.startswith("rules:")),

@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
 from probmed.core.categories import CATEGORIES
@@ -114,9 +115,10 @@ QUESTION_COLUMNS: tuple[str, ...] = (
     "strategy",  # random | popular | adversarial | gt
     "evidence",  # why the adversarial entity is believed absent
     "licence",  # the image's licence, so non-commercial rows can be filtered (core.licences)
+    "contrast_id",  # shared by one text's "yes" on one image and its "no" on another (benchmark.contrast); null: none
 )
-# Columns a table written before they existed may lack: read as empty.
-OPTIONAL_QUESTION_COLUMNS: tuple[str, ...] = ("licence",)
+# Columns a table written before they existed may lack: read as empty (licence "") or null (contrast_id).
+OPTIONAL_QUESTION_COLUMNS: tuple[str, ...] = ("licence", "contrast_id")
 
 
 def image_path_problem(path: Any) -> str | None:
@@ -177,9 +179,12 @@ def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd
     """Check a question table strictly; raise RecordError naming row, image and field.
 
     Optional columns a table lacks (older tables have no licence) are added empty."""
-    absent = [c for c in OPTIONAL_QUESTION_COLUMNS if c not in frame.columns]
-    if absent:
-        frame = frame.assign(**{c: "" for c in absent})
+    if "licence" not in frame.columns:
+        frame = frame.assign(licence="")
+    if "contrast_id" not in frame.columns:
+        frame = frame.assign(contrast_id=pd.array([None] * len(frame), dtype="string"))
+    elif frame["contrast_id"].dtype != "string":  # one type however the table was built (NaN, None, str)
+        frame = frame.assign(contrast_id=frame["contrast_id"].astype("string"))
     missing = [c for c in QUESTION_COLUMNS if c not in frame.columns]
     if missing:
         raise RecordError(f"{where}: missing column(s) {missing}")
@@ -204,7 +209,31 @@ def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd
         raise RecordError(
             f"{where}: record {i} (image {frame['image_id'].iat[i]}): duplicate qid {frame['qid'].iat[i]!r}"
         )
+    check_contrast_pairs(frame, where)
     return frame
+
+
+def check_contrast_pairs(frame: pd.DataFrame, where: str = "questions") -> None:
+    """RecordError naming the first record whose contrast_id is on more than two questions, or on two that are not
+    one "yes" and one "no" on two images. An id on one question (a filtered table left its partner out) is allowed:
+    the scorer counts only pairs it holds whole, and subsets draw their own pairs (benchmark.contrast)."""
+    ids = frame["contrast_id"]
+    has = ids.notna().to_numpy(dtype=bool)
+    if not has.any():
+        return
+    rows = np.flatnonzero(has)
+    part = pd.DataFrame({"id": ids.to_numpy(dtype=object)[rows], "yes": (frame["answer"].to_numpy(dtype=object)[rows] == "yes"),
+                         "image": frame["image_id"].astype(str).to_numpy(dtype=object)[rows]})
+    stats = part.groupby("id", sort=False).agg(n=("yes", "size"), yes=("yes", "sum"), images=("image", "nunique"))
+    bad = stats[(stats["n"] > 2) | ((stats["n"] == 2) & ((stats["yes"] != 1) | (stats["images"] != 2)))]
+    if bad.empty:
+        return
+    i = int(rows[int(np.flatnonzero(part["id"].isin(bad.index).to_numpy(dtype=bool))[0])])
+    raise RecordError(
+        f"{where}: record {i} (image {frame['image_id'].iat[i]}): field 'contrast_id' = {ids.iat[i]!r} names "
+        "a contrast pair: at most two questions, one answered yes and one no, on two images (draw the pairs with "
+        "benchmark.contrast.assign_contrast_pairs)"
+    )
 
 
 def write_questions(frame: pd.DataFrame, path: str | Path) -> None:
