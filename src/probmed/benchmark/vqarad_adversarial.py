@@ -52,6 +52,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from probmed.benchmark import truth
+from probmed.benchmark.contrast import CONTRAST_COLUMN, assign_contrast_pairs
 from probmed.benchmark.curation.tables import condition_nouns
 from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, conditions_for
 from probmed.benchmark.lint import determined, indefinite
@@ -62,7 +63,6 @@ from probmed.benchmark.sources.vqarad import (
     load_vqarad,
     read_qa,
 )
-from probmed.benchmark.contrast import CONTRAST_COLUMN, assign_contrast_pairs
 from probmed.core.records import QUESTION_COLUMNS, ImageRecord, validate_question_frame
 from probmed.core.release_format import question_id
 from probmed.core.vocab import image_type
