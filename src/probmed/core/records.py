@@ -222,13 +222,18 @@ def check_contrast_pairs(frame: pd.DataFrame, where: str = "questions") -> None:
     if not has.any():
         return
     rows = np.flatnonzero(has)
-    part = pd.DataFrame({"id": ids.to_numpy(dtype=object)[rows], "yes": (frame["answer"].to_numpy(dtype=object)[rows] == "yes"),
-                         "image": frame["image_id"].astype(str).to_numpy(dtype=object)[rows]})
-    stats = part.groupby("id", sort=False).agg(n=("yes", "size"), yes=("yes", "sum"), images=("image", "nunique"))
-    bad = stats[(stats["n"] > 2) | ((stats["n"] == 2) & ((stats["yes"] != 1) | (stats["images"] != 2)))]
-    if bad.empty:
+    code = pd.factorize(ids.iloc[rows])[0]  # integer arrays, not a groupby: ~650,000 rows per 100k images
+    held = np.bincount(code)
+    yes = np.bincount(code, weights=(frame["answer"].iloc[rows] == "yes").to_numpy(dtype=float))
+    order = np.argsort(code, kind="stable")
+    c, image = code[order], pd.factorize(frame["image_id"])[0][rows][order]
+    same = (c[1:] == c[:-1]) & (image[1:] == image[:-1])
+    one_image = np.zeros(len(held), dtype=bool)
+    one_image[c[1:][same]] = True
+    bad = (held > 2) | ((held == 2) & ((yes != 1) | one_image))
+    if not bad.any():
         return
-    i = int(rows[int(np.flatnonzero(part["id"].isin(bad.index).to_numpy(dtype=bool))[0])])
+    i = int(rows[int(np.flatnonzero(bad[code])[0])])
     raise RecordError(
         f"{where}: record {i} (image {frame['image_id'].iat[i]}): field 'contrast_id' = {ids.iat[i]!r} names "
         "a contrast pair: at most two questions, one answered yes and one no, on two images (draw the pairs with "
