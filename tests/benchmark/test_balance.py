@@ -7,10 +7,13 @@ from collections import Counter
 
 from probmed.benchmark.balance import (
     ASSUMED_ABSENT,
+    CUT_SLACK,
     KNOWN_ABSENT,
     Slot,
     assign_balanced,
+    balanced_design,
     balanced_subset,
+    fixed_policy_share,
 )
 
 
@@ -41,20 +44,41 @@ def test_slots_without_candidates_stay_empty() -> None:
     assert got["x"] is None and got["y"].value == "a"
 
 
-def test_balanced_subset_caps_a_dominant_value_fairly() -> None:
-    rng = random.Random(0)
-    # X-ray on 80 images, CT on 15, MRI on 5: at most 20 X-ray images can balance the other two
+def _design(items: list[tuple[str, str, tuple[str, ...]]]) -> Counter:
+    value = {k: v for k, v, _ in items}
+    return Counter((value[k], a) for k, a in balanced_design(items, random.Random(0)).items())
+
+
+def test_balanced_design_holds_every_fixed_policy_near_the_least_share() -> None:
+    # X-ray on 80 images, CT on 15, MRI on 5: balance per text alone would keep 20 X-ray images, on which
+    # "X-ray? yes, CT? no, MRI? no" wins 5/12 of the pairs; no balanced design on 3 values goes below 1/3
     items = [(f"x{i}", "x-ray", ("ct", "mri")) for i in range(80)]
     items += [(f"c{i}", "ct", ("x-ray", "mri")) for i in range(15)] + [(f"m{i}", "mri", ("x-ray", "ct")) for i in range(5)]
-    keep = balanced_subset(items, rng)
-    kept = Counter(v for k, v, _ in items if k in keep)
-    assert kept == {"x-ray": 20, "ct": 15, "mri": 5}
-    # a chest image may only be asked about the brain: chest and abdomen share the brain images fairly
+    design = _design(items)
+    assert fixed_policy_share(design) <= 1 / 3 + CUT_SLACK + 1e-9
+    for v in ("x-ray", "ct", "mri"):  # every value's text still balances: as often adversary as truth
+        assert sum(n for (t, _), n in design.items() if t == v) == sum(n for (_, a), n in design.items() if a == v)
+    assert sum(design.values()) >= 15  # at least the uniform design on the 5 MRI images' share
+    assert balanced_subset(items, random.Random(0)) == set(balanced_design(items, random.Random(0)))
+
+
+def test_balanced_design_where_truth_forbids_better_keeps_the_fair_share() -> None:
+    # a chest image may only be asked about the brain: every pair pits the brain against a body organ, so
+    # "brain? yes" wins half of them whatever the design (the audit reports it); chest and abdomen share fairly
     organs = [(f"h{i}", "chest", ("brain",)) for i in range(90)] + [(f"a{i}", "abdomen", ("brain",)) for i in range(10)]
     organs += [(f"b{i}", "brain", ("chest", "abdomen")) for i in range(20)]
-    keep = balanced_subset(organs, rng)
-    kept = Counter(v for k, v, _ in organs if k in keep)
+    design = _design(organs)
+    assert fixed_policy_share(design) == 0.5
+    kept: Counter = Counter()
+    for (t, _), n in design.items():
+        kept[t] += n
     assert kept == {"brain": 20, "chest": 18, "abdomen": 2}  # the same share (20%) of chest and abdominal images
+
+
+def test_fixed_policy_share_is_the_best_directed_cut() -> None:
+    uniform = {(a, b): 1 for a in "abcd" for b in "abcd" if a != b}
+    assert fixed_policy_share(uniform) == 4 / 12  # yes to two values: 2 x 2 of the 12 ordered pairs
+    assert fixed_policy_share({("a", "b"): 3, ("b", "a"): 3}) == 0.5
 
 
 def test_slots_of_one_group_never_share_a_value() -> None:

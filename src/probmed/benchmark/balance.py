@@ -6,13 +6,15 @@ its value is true, and as an adversarial question (answer no) on images where
 it is not. A text-only model learns nothing from the text when each text is
 answered "yes" about as often as "no" across the set. Two tools get there:
 
-* :func:`balanced_subset` (categories with one pair per image: modality, organ):
-  the largest set of images whose pairs *can* balance. With a dominant value
+* :func:`balanced_design` (categories with one pair per image: modality, organ):
+  the largest set of images whose pairs balance and on which no fixed yes/no
+  per value wins much more than the least any balanced design allows (its
+  maximum directed cut, :func:`fixed_policy_share`). With a dominant value
   (X-ray on most images) or a field-of-view rule that leaves one adversary
   (a chest image may only be asked about the brain), not every image can be
-  asked; a small integer program (a circulation: every value's yes-count equals
-  its no-count) picks how many images of each kind are asked, and a seeded
-  draw picks which.
+  asked; small integer programs (a circulation: every value's yes-count equals
+  its no-count, and a bound per fixed policy) pick how many images of each kind
+  are asked with which adversary, and a seeded draw picks which.
 * :func:`assign_balanced` (every category): each adversarial slot takes a value
   among the candidates the truth rules allow so that every value is asked as a
   hallucination exactly as often as it is ground truth (where the truth rules
@@ -128,12 +130,65 @@ def assign_balanced(slots: Sequence[Slot], targets: Mapping[str, int], rng: rand
     return out
 
 
-def balanced_subset(items: Sequence[tuple[Hashable, str, tuple[str, ...]]], rng: random.Random) -> set[Hashable]:
-    """Keys of the largest subset of one-pair-per-image items whose texts can balance exactly.
+CUT_SLACK = 0.02  # how far above the least achievable share a fixed policy may win, to keep more images
+MAX_CUT_VALUES = 12  # beyond this many values, only policies answering yes to 1 or 2 values (or all but them)
 
-    ``items``: (key, ground-truth value, allowed adversary values). Items with the
-    same value and the same allowed set are interchangeable; the program decides how
-    many of each kind to keep, the seeded ``rng`` which ones.
+
+def policies(values: Sequence[str]) -> list[frozenset[str]]:
+    """The yes-sets of the fixed policies a design is checked against: every proper non-empty subset of the
+    values, or (beyond MAX_CUT_VALUES values) those of one or two values and their complements."""
+    from itertools import combinations
+
+    n = len(values)
+    sizes = range(1, n) if n <= MAX_CUT_VALUES else (1, 2, n - 2, n - 1)
+    return [frozenset(c) for k in sorted(set(sizes)) if 0 < k < n for c in combinations(values, k)]
+
+
+def fixed_policy_share(design: Mapping[tuple[str, str], float]) -> float:
+    """The best share of pairs a fixed yes/no per value wins on a design {(truth, adversary): count}: a pair is
+    won when the policy says yes to its truth and no to its adversary (the design's maximum directed cut)."""
+    total = float(sum(design.values()))
+    values = sorted({v for pair in design for v in pair})
+    if not total or len(values) < 2:
+        return 0.0
+    return max(sum(w for (t, a), w in design.items() if t in s and a not in s) for s in policies(values)) / total
+
+
+def _cut_rows(var: Sequence[tuple[tuple[str, tuple[str, ...]], str]], values: Sequence[str]) -> np.ndarray:
+    """One row per fixed policy: which design variables (kind, adversary) it wins."""
+    subsets = policies(values)
+    rows = np.zeros((len(subsets), len(var)))
+    for i, yes in enumerate(subsets):
+        for j, (g, a) in enumerate(var):
+            rows[i, j] = float(g[0] in yes and a not in yes)
+    return rows
+
+
+def _least_cut(var: Sequence[tuple[tuple[str, tuple[str, ...]], str]], flow: np.ndarray, cut: np.ndarray) -> float:
+    """The smallest share a fixed policy can be held to by any balanced design on these kinds (an LP over
+    normalised designs: weights summing to 1, every value's yes-count equal to its no-count)."""
+    from scipy.optimize import LinearConstraint, milp
+
+    n = len(var)
+    res = milp(c=np.r_[np.zeros(n), 1.0],
+               constraints=[LinearConstraint(np.r_[np.ones(n), 0.0][None, :], 1, 1),
+                            LinearConstraint(np.hstack([flow, np.zeros((len(flow), 1))]), 0, 0),
+                            LinearConstraint(np.hstack([cut, -np.ones((len(cut), 1))]), -np.inf, 0)],
+               integrality=np.zeros(n + 1), bounds=(0, np.inf))
+    return float(res.x[-1]) if res.success else 1.0
+
+
+def balanced_design(items: Sequence[tuple[Hashable, str, tuple[str, ...]]], rng: random.Random,
+                    slack: float = CUT_SLACK) -> dict[Hashable, str]:
+    """{key: adversary} for the largest subset of one-pair-per-image items whose texts balance exactly and on
+    which no fixed yes/no per value wins more than `slack` above the least share any balanced design allows.
+
+    Why: balance per text is not enough. With X-ray on most images, "X-ray? yes, CT? no, MRI? no" wins every
+    X-ray image's pair; uniform over the ordered value pairs it wins floor(n/2)ceil(n/2)/(n(n-1)) of them (1/3
+    for 3 or 4 values), the least possible. ``items``: (key, ground-truth value, allowed adversary values);
+    items with the same value and allowed set are interchangeable: integer programs decide how many of each kind
+    are asked with which adversary (largest, then fairest: every kind keeps the same share), the seeded ``rng``
+    which items.
     """
     from scipy.optimize import LinearConstraint, milp
 
@@ -142,7 +197,7 @@ def balanced_subset(items: Sequence[tuple[Hashable, str, tuple[str, ...]]], rng:
         if allowed:
             groups.setdefault((value, tuple(sorted(allowed))), []).append(key)
     if not groups:
-        return set()
+        return {}
     kinds = sorted(groups)
     values = sorted({v for v, _ in kinds} | {a for _, allowed in kinds for a in allowed})
     var = [(g, a) for g in kinds for a in g[1]]  # x[g, a]: items of kind g asked with adversary a
@@ -153,31 +208,48 @@ def balanced_subset(items: Sequence[tuple[Hashable, str, tuple[str, ...]]], rng:
         cap[kinds.index(g), j] = 1
         flow[values.index(g[0]), j] += 1  # a yes for the item's own value
         flow[values.index(a), j] -= 1  # a no for its adversary
+    cut = _cut_rows(var, values)
+    tau = _least_cut(var, flow, cut) + slack
+    held = cut - tau  # every policy wins at most tau of the asked pairs: cut.x - tau * sum(x) <= 0
     sizes = np.array([len(groups[g]) for g in kinds], dtype=float)
-    balanced = [LinearConstraint(cap, 0, sizes), LinearConstraint(flow, 0, 0)]
+    balanced = [LinearConstraint(cap, 0, sizes), LinearConstraint(flow, 0, 0), LinearConstraint(held, -np.inf, 0)]
     first = milp(c=-np.ones(n), constraints=balanced, integrality=np.ones(n), bounds=(0, np.inf))
     if not first.success:  # pragma: no cover - the all-zero solution is always feasible
-        raise RuntimeError(f"balanced subset: {first.message}")
-    # among the largest subsets, the fairest: every kind keeps at least the same share t of its items
+        raise RuntimeError(f"balanced design: {first.message}")
+    # among the largest designs, the fairest: every kind keeps at least the same share t of its items
     # (variables x..., t; maximise t with the total fixed), so no kind is left out while another is kept whole
     total = float(np.rint(-first.fun))
-    share = np.hstack([cap, -sizes[:, None]])
+    zero = np.zeros((1, 1))
     res = milp(
         c=np.r_[np.zeros(n), -1.0],
         constraints=[LinearConstraint(np.hstack([cap, np.zeros((len(kinds), 1))]), 0, sizes),
                      LinearConstraint(np.hstack([flow, np.zeros((len(values), 1))]), 0, 0),
-                     LinearConstraint(np.r_[np.ones(n), 0.0][None, :], total, total),
-                     LinearConstraint(share, 0, np.inf)],
+                     LinearConstraint(np.hstack([held, np.zeros((len(held), 1))]), -np.inf, 0),
+                     LinearConstraint(np.r_[np.ones(n), zero[0]][None, :], total, total),
+                     LinearConstraint(np.hstack([cap, -sizes[:, None]]), 0, np.inf)],
         integrality=np.r_[np.ones(n), 0],
         bounds=(0, np.r_[np.full(n, np.inf), 1.0]),
     )
     if not res.success:  # pragma: no cover - the first solution with t = 0 is feasible
-        raise RuntimeError(f"balanced subset: {res.message}")
-    keep: set[Hashable] = set()
-    counts = np.rint(res.x[:n]).astype(int)
-    for gi, g in enumerate(kinds):
-        k = int(sum(counts[j] for j, (gg, _) in enumerate(var) if gg == g))
+        raise RuntimeError(f"balanced design: {res.message}")
+    return _draw_items(groups, var, np.rint(res.x[:n]).astype(int), rng)
+
+
+def _draw_items(groups: Mapping[tuple[str, tuple[str, ...]], list[Hashable]],
+                var: Sequence[tuple[tuple[str, tuple[str, ...]], str]], counts: np.ndarray,
+                rng: random.Random) -> dict[Hashable, str]:
+    """The seeded items of each kind the design asks, each with its adversary."""
+    out: dict[Hashable, str] = {}
+    for g in sorted(groups):
         members = list(groups[g])
         rng.shuffle(members)
-        keep.update(members[:k])
-    return keep
+        for (gg, a), k in zip(var, counts):
+            if gg == g and k:
+                out.update({key: a for key in members[:k]})
+                members = members[k:]
+    return out
+
+
+def balanced_subset(items: Sequence[tuple[Hashable, str, tuple[str, ...]]], rng: random.Random) -> set[Hashable]:
+    """Keys of the items :func:`balanced_design` asks."""
+    return set(balanced_design(items, rng))

@@ -14,8 +14,14 @@ view, clinical overlap, every QA of the image, non-overlapping regions).
   (balance.assign_balanced), known-absent candidates first; a value the truth
   rules cannot ask often enough loses ground-truth pairs until its text balances;
 * modality and organ pairs are asked on the largest fair subset of images
-  whose texts can balance (balance.balanced_subset): with X-ray on most images,
-  or a chest image that may only be asked about the brain, not every image can be;
+  whose texts can balance AND on which no fixed yes/no per value wins more than
+  balance.CUT_SLACK above the least share any balanced design allows
+  (balance.balanced_design, which also fixes each image's adversary): with X-ray
+  on most images, "X-ray? yes" would otherwise win every X-ray pair; where the
+  truth rules allow nothing better (every organ pair pits the brain against a
+  body organ) the share stays what it is and the audit reports it;
+* condition and position texts balance within each image type, not only over
+  the set, so a model that recognises the image type finds no prior either;
 * the abnormality question is asked on as many abnormal as normal images
   within each image type that has normal images, and not at all in the others.
 
@@ -34,7 +40,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Hashable, Sequence
+from typing import Hashable, Mapping, Sequence
 
 from probmed.benchmark import truth
 from probmed.benchmark.balance import (
@@ -43,7 +49,7 @@ from probmed.benchmark.balance import (
     Choice,
     Slot,
     assign_balanced,
-    balanced_subset,
+    balanced_design,
 )
 from probmed.benchmark.curation.vocabularies import (
     CARDIAC_POSITION,
@@ -305,21 +311,31 @@ def _capped_assignment(members: list[PairPlan], extra: list[Slot], rng: random.R
     return {k: chosen.get(k) for k in keys}
 
 
-def _balanced(plans: list[PairPlan], singles: list[Slot], rng: random.Random, report: GenerationReport) -> tuple[list[PairPlan], dict[Hashable, tuple[Choice | None, str]]]:
-    """(the pairs asked, every slot's value): modality and organ on their fair subset, every text balanced."""
+def _balanced(plans: list[PairPlan], singles: list[Slot], rng: random.Random, report: GenerationReport,
+              type_of: Mapping[str, str]) -> tuple[list[PairPlan], dict[Hashable, tuple[Choice | None, str]]]:
+    """(the pairs asked, every slot's value): modality and organ on their fair design, every other text balanced
+    within each image type (`type_of`: image id -> image type)."""
     kept: list[PairPlan] = []
-    for category in ("modality", "organ"):
-        mine = [p for p in plans if p.category == category]
-        chosen = balanced_subset([(p.slot.key, p.value, p.slot.candidates) for p in mine], rng)
-        kept += [p for p in mine if p.slot.key in chosen]
-        report.skipped_categories[f"{category}: left out so that every text balances"] += len(mine) - len(chosen)
-    kept += [p for p in plans if p.category not in ("modality", "organ")]
-    groups: dict[tuple[str, str], list[PairPlan]] = {("condition", ""): []} if singles else {}
-    for p in kept:  # a text is (category, value), or (condition, position) for positions
-        groups.setdefault((p.category, p.subject), []).append(p)
     out: dict[Hashable, tuple[Choice | None, str]] = {}
-    for (category, _), members in sorted(groups.items()):
-        extra = list(singles) if category == "condition" else []
+    for category in ("modality", "organ"):  # one pair per image: the design fixes each image's adversary
+        mine = [p for p in plans if p.category == category]
+        chosen = balanced_design([(p.slot.key, p.value, p.slot.candidates) for p in mine], rng)
+        kept += [p for p in mine if p.slot.key in chosen]
+        out.update({p.slot.key: (Choice(chosen[p.slot.key], KNOWN_ABSENT if chosen[p.slot.key] in p.slot.known_absent
+                                        else ASSUMED_ABSENT), "balanced") for p in mine if p.slot.key in chosen})
+        report.skipped_categories[f"{category}: left out so that no text or fixed answer wins"] += len(mine) - len(chosen)
+    conditional = [p for p in plans if p.category not in ("modality", "organ")]
+    kept += conditional
+    # a text is (category, value), or (condition, position) for positions; balanced within each image type, so
+    # that a model recognising the image type (trivial) finds no condition or position prior there either
+    singles_of: dict[str, list[Slot]] = {}
+    for slot in singles:
+        singles_of.setdefault(type_of[slot.key[0]], []).append(slot)  # type: ignore[index]  # (image id, ...)
+    groups: dict[tuple[str, str, str], list[PairPlan]] = {("condition", "", t): [] for t in singles_of}
+    for p in conditional:
+        groups.setdefault((p.category, p.subject, type_of[p.rec.image_id]), []).append(p)
+    for (category, _, itype), members in sorted(groups.items()):
+        extra = singles_of.pop(itype, []) if category == "condition" else []
         out.update({key: (choice, "balanced") for key, choice in _capped_assignment(members, extra, rng).items()})
     return kept, out
 
@@ -335,7 +351,8 @@ def plan_questions(records: Sequence[ImageRecord], seed: int, strategy: str, rep
         plans += pairs + _plan_positions(rec, report)
         singles += [single] if single else []
     if strategy == "balanced":
-        plans, choices = _balanced(plans, singles, rng, report)
+        type_of = {rec.image_id: image_type(rec.modality, rec.organ) for rec in records}
+        plans, choices = _balanced(plans, singles, rng, report, type_of)
     else:
         pop = popularity or (Popularity.of(records) if strategy != "random" else Popularity())  # random reads none
         choices = _pope(plans, singles, strategy, seed, pop)

@@ -30,6 +30,7 @@ from typing import Callable, NamedTuple, Sequence
 import pandas as pd
 
 from probmed.benchmark.balance import KNOWN_ABSENT, Choice
+from probmed.benchmark.contrast import CONTRAST_COLUMN, assign_contrast_pairs
 from probmed.benchmark.curation.tables import condition_nouns
 from probmed.benchmark.lint import indefinite
 from probmed.benchmark.question_plan import (
@@ -220,10 +221,11 @@ def _with_images(records: Sequence[ImageRecord], report: GenerationReport) -> li
     return out
 
 
-# The row of one question, in QUESTION_COLUMNS order (a plain tuple: a million rows are built per 100k images).
+# The row of one question, in QUESTION_COLUMNS order (a plain tuple: a million rows are built per 100k images);
+# contrast_id, the last column, is set over the whole table once the rows exist (benchmark.contrast).
 _ROW_ORDER = ("qid", "image_id", "image_path", "source", "category", "polarity", "pair_id", "question", "answer",
               "entity", "image_type", "qa_type", "strategy", "evidence", "licence")
-assert _ROW_ORDER == QUESTION_COLUMNS, "the question row follows QUESTION_COLUMNS"
+assert (*_ROW_ORDER, CONTRAST_COLUMN) == QUESTION_COLUMNS, "the question row follows QUESTION_COLUMNS"
 
 
 def _image_rows(rec: ImageRecord, drafts: list[Draft]) -> list[tuple[str | None, ...]]:
@@ -256,8 +258,9 @@ def generate_questions(
             continue
         report.images += 1
         rows += _image_rows(rec, drafts)
-    columns = [list(values) for values in zip(*rows)] or [[] for _ in QUESTION_COLUMNS]
-    frame = pd.DataFrame(dict(zip(QUESTION_COLUMNS, columns)), columns=list(QUESTION_COLUMNS))
+    columns = [list(values) for values in zip(*rows)] or [[] for _ in _ROW_ORDER]
+    frame = pd.DataFrame(dict(zip(_ROW_ORDER, columns)), columns=list(_ROW_ORDER))
+    frame = assign_contrast_pairs(frame, seed)  # the last step: a table's contrast pairs are drawn among its own rows
     report.questions = len(frame)
     validate_question_frame(frame, "generated questions")
     return frame, report

@@ -52,6 +52,7 @@ from typing import Any, Callable
 import pandas as pd
 
 from probmed.benchmark import truth
+from probmed.benchmark.contrast import CONTRAST_COLUMN, assign_contrast_pairs
 from probmed.benchmark.curation.tables import condition_nouns
 from probmed.benchmark.curation.vocabularies import CONDITION_SYNONYMS, conditions_for
 from probmed.benchmark.lint import determined, indefinite
@@ -374,7 +375,8 @@ def build_vqarad_adversarial(
         asked |= {_norm(q), _norm(twin.question)}
         path = relative_path(data_dir / IMAGE_DIR / name, image_root)
         rows += _pair_rows(q, qa, twin, how, rec, len(rows) // 2, path)  # pair k = pairs so far
-    frame = validate_question_frame(pd.DataFrame(rows, columns=list(QUESTION_COLUMNS)), "VQA-RAD adversarial set")
+    table = pd.DataFrame(rows, columns=[c for c in QUESTION_COLUMNS if c != CONTRAST_COLUMN])
+    frame = validate_question_frame(assign_contrast_pairs(table, seed), "VQA-RAD adversarial set")  # the last step
     report = {
         "selected": len(selected),
         "twins_by_rules": sum(v for h, v in made.items() if h.startswith("rules:")),

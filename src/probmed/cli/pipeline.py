@@ -102,6 +102,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
 
 def cmd_subset(args: argparse.Namespace) -> int:
     """Write the seeded image subset a question set names."""
+    from probmed.benchmark.contrast import assign_contrast_pairs
     from probmed.benchmark.subsets import drop_training_images, subset_questions
     from probmed.core.records import read_questions, write_questions
 
@@ -125,7 +126,9 @@ def cmd_subset(args: argparse.Namespace) -> int:
         from probmed.core.licences import commercial_use
 
         pool = pool[pool["licence"].map(commercial_use)].reset_index(drop=True)
-    frame = subset_questions(pool, qset.max_images, seed, qset.min_units_per_category, qset.min_image_types)
+    # the last step: the subset's contrast pairs are drawn among its own questions (a partner left out breaks none)
+    frame = assign_contrast_pairs(
+        subset_questions(pool, qset.max_images, seed, qset.min_units_per_category, qset.min_image_types), seed)
     write_questions(frame, args.out)
     if args.official:
         from probmed.core.release_format import write_question_file

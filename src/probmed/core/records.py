@@ -15,6 +15,7 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, Iterable
 
+import numpy as np
 import pandas as pd
 
 from probmed.core.categories import CATEGORIES
@@ -114,9 +115,10 @@ QUESTION_COLUMNS: tuple[str, ...] = (
     "strategy",  # random | popular | adversarial | gt
     "evidence",  # why the adversarial entity is believed absent
     "licence",  # the image's licence, so non-commercial rows can be filtered (core.licences)
+    "contrast_id",  # shared by one text's "yes" on one image and its "no" on another (benchmark.contrast); null: none
 )
-# Columns a table written before they existed may lack: read as empty.
-OPTIONAL_QUESTION_COLUMNS: tuple[str, ...] = ("licence",)
+# Columns a table written before they existed may lack: read as empty (licence "") or null (contrast_id).
+OPTIONAL_QUESTION_COLUMNS: tuple[str, ...] = ("licence", "contrast_id")
 
 
 def image_path_problem(path: Any) -> str | None:
@@ -177,9 +179,12 @@ def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd
     """Check a question table strictly; raise RecordError naming row, image and field.
 
     Optional columns a table lacks (older tables have no licence) are added empty."""
-    absent = [c for c in OPTIONAL_QUESTION_COLUMNS if c not in frame.columns]
-    if absent:
-        frame = frame.assign(**{c: "" for c in absent})
+    if "licence" not in frame.columns:
+        frame = frame.assign(licence="")
+    if "contrast_id" not in frame.columns:
+        frame = frame.assign(contrast_id=pd.array([None] * len(frame), dtype="string"))
+    elif frame["contrast_id"].dtype != "string":  # one type however the table was built (NaN, None, str)
+        frame = frame.assign(contrast_id=frame["contrast_id"].astype("string"))
     missing = [c for c in QUESTION_COLUMNS if c not in frame.columns]
     if missing:
         raise RecordError(f"{where}: missing column(s) {missing}")
@@ -204,7 +209,36 @@ def validate_question_frame(frame: pd.DataFrame, where: str = "questions") -> pd
         raise RecordError(
             f"{where}: record {i} (image {frame['image_id'].iat[i]}): duplicate qid {frame['qid'].iat[i]!r}"
         )
+    check_contrast_pairs(frame, where)
     return frame
+
+
+def check_contrast_pairs(frame: pd.DataFrame, where: str = "questions") -> None:
+    """RecordError naming the first record whose contrast_id is on more than two questions, or on two that are not
+    one "yes" and one "no" on two images. An id on one question (a filtered table left its partner out) is allowed:
+    the scorer counts only pairs it holds whole, and subsets draw their own pairs (benchmark.contrast)."""
+    ids = frame["contrast_id"]
+    has = ids.notna().to_numpy(dtype=bool)
+    if not has.any():
+        return
+    rows = np.flatnonzero(has)
+    code = pd.factorize(ids.iloc[rows])[0]  # integer arrays, not a groupby: ~650,000 rows per 100k images
+    held = np.bincount(code)
+    yes = np.bincount(code, weights=(frame["answer"].iloc[rows] == "yes").to_numpy(dtype=float))
+    order = np.argsort(code, kind="stable")
+    c, image = code[order], pd.factorize(frame["image_id"])[0][rows][order]
+    same = (c[1:] == c[:-1]) & (image[1:] == image[:-1])
+    one_image = np.zeros(len(held), dtype=bool)
+    one_image[c[1:][same]] = True
+    bad = (held > 2) | ((held == 2) & ((yes != 1) | one_image))
+    if not bad.any():
+        return
+    i = int(rows[int(np.flatnonzero(bad[code])[0])])
+    raise RecordError(
+        f"{where}: record {i} (image {frame['image_id'].iat[i]}): field 'contrast_id' = {ids.iat[i]!r} names "
+        "a contrast pair: at most two questions, one answered yes and one no, on two images (draw the pairs with "
+        "benchmark.contrast.assign_contrast_pairs)"
+    )
 
 
 def write_questions(frame: pd.DataFrame, path: str | Path) -> None:

@@ -25,6 +25,8 @@ FIELD_MEANINGS: dict[str, str] = {
     "evidence": "for a \"no\": `known_absent` (a label table or QA says so) or `assumed_absent` (not mentioned); "
                 "empty for a \"yes\" (a label: never show it to a model)",
     "licence": "the image's licence as its source states it",
+    "contrast_id": "shared by one question text answered yes on one image and no on another (a contrast pair, right "
+                   "only when both are: a text-only answer scores 0); null for a question in none",
     "modality": "x-ray, ct, mri or unknown (from image_type)",
     "organ": "abdomen, brain, chest, spine or unknown (from image_type)",
     "image": "the image (datasets.Image: PNG or JPEG bytes as curated)",

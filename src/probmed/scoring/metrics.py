@@ -14,6 +14,12 @@ Scoring units (this docstring is where the rules are stated):
   (``CategorySpec.per_image`` in probmed.core.categories: condition, position)
   is all-or-nothing per image over all its pairs of that category; VQA-RAD
   pairs (``qa_type`` ``vqarad_*``) are scored pair by pair;
+* a contrast pair (``contrast_id``, benchmark.contrast: one text answered
+  "yes" on one image and "no" on another) is right only if both are: any answer
+  that depends on the text alone scores 0 on it. Every question may belong to
+  one, singles included; it is scored beside the paper's unit, never instead.
+  A block counts the pairs both of whose questions it holds (so a pair across
+  two image types is in ``by_category`` and ``overall``, in no image type);
 * single questions (polarity ``single``: abnormality, a normal image's
   hallucinated condition) count on their own. They are *not* mixed into a paired
   category's strict or averaged accuracy (so always-yes = 0 holds, and strict <=
@@ -36,17 +42,20 @@ where undefined)::
         "accuracy_adv_pairs",                     # pooled over all paired units (VQA-RAD Table 2)
         "averaged_accuracy",                      # pooled over all questions of the pairs
         "gt_only_accuracy",                       # pooled over units: every gt question right
+        "accuracy_contrast_pairs", "n_contrast_pairs",  # pooled over every contrast pair of the set
         "num_original_weighting": {CATEGORY: int},
         + the per-category keys below over all questions (ci95_* are for the original weighting)
       },
       "by_category": {CATEGORY: {
         "accuracy_adv_pairs", "averaged_accuracy", "gt_only_accuracy",
+        "accuracy_contrast_pairs", "n_contrast_pairs",  # both questions of a contrast pair right
         "single_accuracy", "n_single",
         "precision", "recall", "f1", "yes_ratio",    # over every question; positive = "yes"
         "refusal_rate", "unparsed_rate",             # rates in % of questions
         "failed_rate", "failed", "missing",          # failed after retries (% and count), no prediction (count)
         "n_images", "n_questions", "n_units", "num",
-        "ci95_low", "ci95_high"}},                   # bootstrap over images, accuracy_adv_pairs
+        "ci95_low", "ci95_high",                     # bootstrap over images, accuracy_adv_pairs
+        "ci95_contrast_low", "ci95_contrast_high"}}, # the same, accuracy_contrast_pairs (half a pair per image)
       "by_image_type": {IMAGE_TYPE: {CATEGORY: {...same keys...}}},
       "random_baseline": {"overall": {...}, "by_category": {...}, "by_image_type": {...}},
       "procedural": {...},           # probmed.scoring.procedural
@@ -58,7 +67,7 @@ where undefined)::
 abnormality, every image of the set for the per-image categories. precision / recall /
 F1 / yes-ratio treat a refusal, unparsed or missing answer as "not yes".
 The random baseline is the *exact* expectation under independent uniform yes/no
-answers: a unit of m questions is right with probability 2**-m.
+answers: a unit of m questions is right with probability 2**-m (25% for a contrast pair).
 """
 
 from __future__ import annotations
@@ -76,11 +85,14 @@ from probmed.core.vocab import LABELS
 from probmed.scoring.bootstrap import interval, resample_weights
 
 _SCORE = Score()  # the defaults of params score.* (bootstrap resamples, seed, interval level)
+RANDOM_CONTRAST = 25.0  # exact: both questions of a contrast pair right under uniform yes/no answers
 
 METRIC_KEYS: tuple[str, ...] = (
     "accuracy_adv_pairs",
     "averaged_accuracy",
     "gt_only_accuracy",
+    "accuracy_contrast_pairs",
+    "n_contrast_pairs",
     "single_accuracy",
     "n_single",
     "precision",
@@ -98,6 +110,8 @@ METRIC_KEYS: tuple[str, ...] = (
     "num",
     "ci95_low",
     "ci95_high",
+    "ci95_contrast_low",
+    "ci95_contrast_high",
 )
 
 
@@ -112,10 +126,12 @@ class Prepared:
     unit_img: np.ndarray  # unit code -> image code
     correct: np.ndarray  # bool
     is_gt: np.ndarray  # bool (paired gt question)
+    contrast: np.ndarray  # contrast pair code, -1 for a question in none
     label: np.ndarray  # object: yes/no/refusal/unparsed, "failed" (error set) or "missing" (no prediction)
     answer: np.ndarray
     n_images: int
     n_units: int
+    n_contrast: int
     n_predictions: int
     extra_predictions: int
 
@@ -171,6 +187,7 @@ def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
     unit[paired] = codes
     unit_img = np.zeros(len(uniques), dtype=np.int64)
     unit_img[codes] = img[paired]
+    contrast, n_contrast = _contrast_codes(questions)
     frame = questions.reset_index(drop=True).copy()
     frame["label"] = label
     frame["correct"] = correct
@@ -182,13 +199,26 @@ def prepare(questions: pd.DataFrame, predictions: pd.DataFrame) -> Prepared:
         unit_img=unit_img,
         correct=correct,
         is_gt=(polarity == "gt"),
+        contrast=contrast,
         label=label,
         answer=answer,
         n_images=n_img,
         n_units=len(uniques),
+        n_contrast=n_contrast,
         n_predictions=len(predictions),
         extra_predictions=extra,
     )
+
+
+def _contrast_codes(questions: pd.DataFrame) -> tuple[np.ndarray, int]:
+    """(contrast pair code per question, -1 for none; number of pairs): a table without the column has none."""
+    codes = np.full(len(questions), -1, dtype=np.int64)
+    if "contrast_id" not in questions.columns:
+        return codes, 0
+    has = questions["contrast_id"].notna().to_numpy(dtype=bool)
+    found, uniques = pd.factorize(questions["contrast_id"].to_numpy(dtype=object)[has])
+    codes[has] = found
+    return codes, len(uniques)
 
 
 def _pct(num: float, den: float) -> float | None:
@@ -232,8 +262,28 @@ class _Group:
         self.img_single_ok = np.bincount(img[singles], weights=corr[singles], minlength=n_img)
         self.img_questions = np.bincount(img, minlength=n_img).astype(np.float64)
         self.n_images = int(np.count_nonzero(self.img_questions))
+        self._contrast(p, rows, corr)
         paired_codes = [CATEGORIES.index(c) for c in PAIRED_CATEGORIES]
         self._paired_category = bool(np.isin(p.cat[rows], paired_codes).any())
+
+    def _contrast(self, p: Prepared, rows: np.ndarray, corr: np.ndarray) -> None:
+        """Contrast pairs both of whose questions are among `rows`; each of its two images carries half of one."""
+        code = p.contrast[rows]
+        has = code >= 0
+        held = np.bincount(code[has], minlength=p.n_contrast)
+        right = np.bincount(code[has], weights=corr[has], minlength=p.n_contrast)
+        complete = held == 2
+        ok = complete & (right == 2)
+        self.n_contrast = int(complete.sum())
+        self.contrast_ok = int(ok.sum())
+        mine = has.copy()
+        mine[has] = complete[code[has]]
+        img = p.img[rows][mine]
+        self.img_contrast = np.bincount(img, minlength=p.n_images) * 0.5
+        self.img_contrast_ok = np.bincount(img, weights=0.5 * ok[code[mine]], minlength=p.n_images)
+
+    def contrast(self) -> float | None:
+        return _pct(self.contrast_ok, self.n_contrast)
 
     @property
     def paired_category(self) -> bool:
@@ -314,38 +364,56 @@ class _Bootstrap:
     samples: dict[str, np.ndarray]
     overall_num: np.ndarray
     overall_den: np.ndarray
+    contrast: dict[str, np.ndarray]  # resampled accuracy_contrast_pairs per category
+    contrast_overall: np.ndarray  # ... pooled over the categories' pairs
+
+
+def _ratio(num: np.ndarray, den: np.ndarray) -> np.ndarray:
+    """100 * num / den per resample, NaN where a resample holds no unit."""
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, 100.0 * num / np.where(den > 0, den, 1), np.nan)
 
 
 def _bootstrap(groups: dict[str, _Group], images: np.ndarray, weights: np.ndarray) -> _Bootstrap:
-    """One matrix product for the whole bootstrap: columns are (right, units) per category
-    plus a column of ones (images, the original weight of the per-image categories)."""
-    boot = _Bootstrap({}, np.zeros(weights.shape[0]), np.zeros(weights.shape[0]))
+    """One matrix product for the whole bootstrap: columns are (right, units) of the paper's unit and of
+    contrast pairs per category, plus a column of ones (images, the original weight of the per-image categories)."""
+    zeros = np.zeros(weights.shape[0])
+    boot = _Bootstrap({}, zeros.copy(), zeros.copy(), {}, zeros.copy())
     if not weights.shape[0] or not groups:
         return boot
-    cols = [a[images] for g in groups.values() for a in g.strict_parts()]
+    cols = [a[images] for g in groups.values() for a in (*g.strict_parts(), g.img_contrast_ok, g.img_contrast)]
     cols.append(np.ones(len(images)))
     sums = (weights @ np.column_stack(cols).astype(weights.dtype)).astype(np.float64)
     n_img_b = sums[:, -1]
+    contrast_num, contrast_den = zeros.copy(), zeros.copy()
     for j, cat in enumerate(groups):
-        num_s, den_s = sums[:, 2 * j], sums[:, 2 * j + 1]
-        with np.errstate(invalid="ignore", divide="ignore"):
-            samples = np.where(den_s > 0, 100.0 * num_s / np.where(den_s > 0, den_s, 1), np.nan)
+        num_s, den_s = sums[:, 4 * j], sums[:, 4 * j + 1]
+        samples = _ratio(num_s, den_s)
         boot.samples[cat] = samples
+        boot.contrast[cat] = _ratio(sums[:, 4 * j + 2], sums[:, 4 * j + 3])
+        contrast_num += sums[:, 4 * j + 2]
+        contrast_den += sums[:, 4 * j + 3]
         # bootstrap of the original weighting: acc_c * num_c, with num_c resampled too
         num_b = n_img_b if category(cat).per_image else den_s
         has = ~np.isnan(samples)
         boot.overall_num += np.nan_to_num(samples, nan=0.0) * num_b * has
         boot.overall_den += num_b * has
+    boot.contrast_overall = _ratio(contrast_num, contrast_den)
     return boot
 
 
+Interval = tuple[float | None, float | None]
+
+
 def _category_scores(p: Prepared, cat: str, g: _Group, sub: np.ndarray, n_images_in_set: int,
-                     ci: tuple[float | None, float | None]) -> tuple[dict[str, Any], dict[str, Any]]:
+                     ci: Interval, ci_contrast: Interval) -> tuple[dict[str, Any], dict[str, Any]]:
     """(metrics, exact random-baseline metrics) of one category over its rows ``sub``."""
     entry = {
         "accuracy_adv_pairs": g.strict(),
         "averaged_accuracy": _pct(g.paired_correct, g.n_paired_q),
         "gt_only_accuracy": _pct(g.unit_gt_ok, g.n_units),
+        "accuracy_contrast_pairs": g.contrast(),
+        "n_contrast_pairs": g.n_contrast,
         "single_accuracy": _pct(g.single_correct, g.n_single),
         "n_single": g.n_single,
         **_label_metrics(p, sub),
@@ -355,18 +423,21 @@ def _category_scores(p: Prepared, cat: str, g: _Group, sub: np.ndarray, n_images
         "num": _num(cat, g, n_images_in_set),
         "ci95_low": ci[0],
         "ci95_high": ci[1],
+        "ci95_contrast_low": ci_contrast[0],
+        "ci95_contrast_high": ci_contrast[1],
     }
     random = {
         "accuracy_adv_pairs": g.random_strict(),
         "averaged_accuracy": 50.0 if g.n_paired_q else None,
         "gt_only_accuracy": _pct(g.unit_gt_exact, g.n_units),
+        "accuracy_contrast_pairs": RANDOM_CONTRAST if g.n_contrast else None,
         "single_accuracy": 50.0 if g.n_single else None,
     }
     return {k: entry[k] for k in METRIC_KEYS}, random
 
 
 def _overall_scores(p: Prepared, rows: np.ndarray, by_cat: dict[str, dict[str, Any]], rnd_cat: dict[str, dict[str, Any]],
-                    n_images_in_set: int, ci: tuple[float | None, float | None]) -> tuple[dict[str, Any], dict[str, Any]]:
+                    n_images_in_set: int, ci: Interval, ci_contrast: Interval) -> tuple[dict[str, Any], dict[str, Any]]:
     """(overall metrics, overall exact random baseline) over all rows."""
     g = _Group(p, rows)
     overall = {
@@ -375,6 +446,8 @@ def _overall_scores(p: Prepared, rows: np.ndarray, by_cat: dict[str, dict[str, A
         "accuracy_adv_pairs": _pct(g.unit_ok, g.n_units),
         "averaged_accuracy": _pct(g.paired_correct, g.n_paired_q),
         "gt_only_accuracy": _pct(g.unit_gt_ok, g.n_units),
+        "accuracy_contrast_pairs": g.contrast(),
+        "n_contrast_pairs": g.n_contrast,
         "single_accuracy": _pct(g.single_correct, g.n_single),
         "n_single": g.n_single,
         **_label_metrics(p, rows),
@@ -384,6 +457,8 @@ def _overall_scores(p: Prepared, rows: np.ndarray, by_cat: dict[str, dict[str, A
         "num_original_weighting": {c: m["num"] for c, m in by_cat.items()},
         "ci95_low": ci[0],
         "ci95_high": ci[1],
+        "ci95_contrast_low": ci_contrast[0],
+        "ci95_contrast_high": ci_contrast[1],
     }
     random = {
         "accuracy_adv_pairs_original_weighting": _weighted(rnd_cat, by_cat, "num"),
@@ -391,6 +466,7 @@ def _overall_scores(p: Prepared, rows: np.ndarray, by_cat: dict[str, dict[str, A
         "accuracy_adv_pairs": _pct(g.unit_exact, g.n_units),
         "averaged_accuracy": 50.0 if g.n_paired_q else None,
         "gt_only_accuracy": _pct(g.unit_gt_exact, g.n_units),
+        "accuracy_contrast_pairs": RANDOM_CONTRAST if g.n_contrast else None,
         "single_accuracy": 50.0 if g.n_single else None,
     }
     return overall, random
@@ -416,14 +492,16 @@ def score_rows(
     rnd_cat: dict[str, dict[str, Any]] = {}
     for cat, g in groups.items():
         ci95 = interval(boot.samples[cat], level) if cat in boot.samples else (None, None)
-        by_cat[cat], rnd_cat[cat] = _category_scores(p, cat, g, subs[cat], n_images_in_set, ci95)
-    ci95 = (None, None)
+        ci_contrast = interval(boot.contrast[cat], level) if cat in boot.contrast else (None, None)
+        by_cat[cat], rnd_cat[cat] = _category_scores(p, cat, g, subs[cat], n_images_in_set, ci95, ci_contrast)
+    ci95 = ci_contrast = (None, None)
     if weights.shape[0]:
         with np.errstate(invalid="ignore", divide="ignore"):
             den = boot.overall_den
             overall_samples = np.where(den > 0, boot.overall_num / np.where(den > 0, den, 1), np.nan)
         ci95 = interval(overall_samples, level)
-    overall, rnd_overall = _overall_scores(p, rows, by_cat, rnd_cat, n_images_in_set, ci95)
+        ci_contrast = interval(boot.contrast_overall, level)
+    overall, rnd_overall = _overall_scores(p, rows, by_cat, rnd_cat, n_images_in_set, ci95, ci_contrast)
     return by_cat, overall, {"by_category": rnd_cat, "overall": rnd_overall}
 
 

@@ -1,0 +1,61 @@
+"""The balanced design on a generated set: no value wins by always being answered yes, and no condition text
+leans one way within an image type (issue 21, pair designs without a fixed winner)."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pandas as pd
+import pytest
+
+from probmed.benchmark.balance import CUT_SLACK, fixed_policy_share
+from probmed.benchmark.questions import generate_questions
+from probmed.core.records import Finding, ImageRecord
+
+CHEST = ("effusion", "atelectasis", "cardiomegaly", "emphysema")
+BRAIN = ("hemorrhage", "infarction", "hydrocephalus")
+
+
+def _records() -> list[ImageRecord]:
+    """X-ray on most images (the skew that made "X-ray? yes" win), CT and MRI on fewer, findings per type."""
+    recs = []
+    for i in range(120):
+        recs.append(ImageRecord(f"x{i}", "S", "x-ray", "chest", True, [Finding(CHEST[i % 4])], image_path=f"x{i}.png"))
+    for i in range(40):
+        recs.append(ImageRecord(f"c{i}", "S", "ct", "chest", True, [Finding(CHEST[(i * 3) % 4])], image_path=f"c{i}.png"))
+    for i in range(30):
+        recs.append(ImageRecord(f"m{i}", "S", "mri", "brain", True, [Finding(BRAIN[i % 3])], image_path=f"m{i}.png"))
+    return recs
+
+
+@pytest.fixture(scope="module")
+def questions() -> pd.DataFrame:
+    return generate_questions(_records(), seed=0)[0]
+
+
+def _design(questions: pd.DataFrame, category: str) -> Counter:
+    rows = questions[questions["category"] == category]
+    gt = rows[rows["polarity"] == "gt"].set_index("pair_id")["entity"]
+    adv = rows[rows["polarity"] == "adversarial"].set_index("pair_id")["entity"]
+    return Counter(zip(gt.loc[adv.index], adv))
+
+
+def test_no_modality_wins_by_always_being_answered_yes(questions: pd.DataFrame) -> None:
+    design = _design(questions, "modality")
+    assert sum(design.values()) >= 60  # the design keeps a fair share of the images, not a token few
+    assert fixed_policy_share(design) <= 1 / 3 + CUT_SLACK + 1e-9  # 1/3: the least on 3 values (was 5/12)
+    for value in {v for pair in design for v in pair}:  # every value as often adversary as truth
+        assert sum(n for (t, _), n in design.items() if t == value) == sum(n for (_, a), n in design.items() if a == value)
+
+
+def test_condition_texts_balance_within_each_image_type(questions: pd.DataFrame) -> None:
+    cond = questions[questions["category"] == "condition"]
+    counts = cond.groupby(["image_type", "question"])["answer"].value_counts().unstack(fill_value=0)
+    assert len(counts) >= 9 and (counts["yes"] == counts["no"]).all()  # per (image type, text), not only per text
+
+
+def test_contrast_pairs_of_a_generated_set_stay_within_image_type_where_they_can(questions: pd.DataFrame) -> None:
+    paired = questions[questions["contrast_id"].notna()]
+    types = paired.groupby("contrast_id").agg(category=("category", "first"), types=("image_type", "nunique"))
+    assert (types.loc[types["category"] == "condition", "types"] == 1).all()  # condition: a type never gives it away
+    assert set(types["category"]) >= {"modality", "condition"}
