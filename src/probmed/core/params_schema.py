@@ -399,6 +399,8 @@ class Trainer(Section):
     deterministic: bool | Literal["warn"] = True
     num_workers: NonNegativeInt = 0
     log_every_n_steps: PositiveInt = 10
+    cpu_kernels: Literal["portable", "native"] = "portable"
+    """portable: the same weights on every x86-64 CPU (finetune.cpu_kernels; slower); native: this CPU's fastest kernels."""
 
 
 @section
