@@ -178,6 +178,20 @@ def test_a_run_lasts_its_own_work_not_the_pipelines_wait(logged):
     assert run.info.end_time - run.info.start_time == 55_500 + 1_250
 
 
+def test_the_runs_table_opens_with_the_headline_metrics(logged):
+    """MLflow 3.17 ignores mlflow.experimentKind for the first page: the link picks the runs table and a view."""
+    from probmed.reporting.tracking import SHARED_VIEW_TAG, runs_table_url
+
+    tracker = logged[0]
+    view = json.loads(tracker.client.get_experiment(tracker.experiment_id).tags[f"{SHARED_VIEW_TAG}headline"])
+    columns = view["selectedColumns"]
+    assert "metrics.`strict/overall`" in columns and "metrics.`strict/condition`" in columns
+    assert "params.`model.weights_sha256`" in columns and not any("answers/" in c for c in columns)
+    url = runs_table_url("http://127.0.0.1:5000", tracker.experiment_id)
+    assert url == (f"http://127.0.0.1:5000/#/experiments/{tracker.experiment_id}/runs"
+                   "?workflowType=machine_learning&viewStateShareKey=headline")
+
+
 def test_run_names_are_unique_and_carry_the_dvc_experiment(logged, monkeypatch):
     tracker, ids, specs, _ = logged
     names = [tracker.client.get_run(i).info.run_name for i in ids.values()]

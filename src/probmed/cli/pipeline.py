@@ -221,8 +221,13 @@ def cmd_track(args: argparse.Namespace) -> int:
         for (qset, model), specs in by_model.items():
             for setting, run_id in log_model_runs(tracker, specs).items():
                 ids[f"{qset}-{model}-{setting}"] = run_id
+        experiment_id = tracker.experiment_id
     write_json_atomic(ids, args.out)
-    print(json.dumps({"runs": len(ids), "experiment": params.tracking.experiment, "out": args.out}))
+    from probmed.reporting.tracking import runs_table_url
+
+    # the link opens the runs table with the headline metrics (`mlflow ui` serves on port 5000)
+    print(json.dumps({"runs": len(ids), "experiment": params.tracking.experiment, "out": args.out,
+                      "runs_table": runs_table_url("http://127.0.0.1:5000", experiment_id)}))
     return 0
 
 

@@ -88,6 +88,15 @@ from probmed.scoring.run import WORK_FILE
 from probmed.scoring.score_report import ScoreReport
 
 _MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per batch call
+# MLflow 3.17 opens an experiment on its GenAI overview whatever the experiment's tags say (the sidebar's
+# GenAI / Model training switch decides, kept in the browser); the runs table opens with this query
+RUNS_TABLE_QUERY = "workflowType=machine_learning"
+# a view of the runs table with the headline metrics as columns: the UI loads the experiment tag
+# `mlflow.sharedViewState.<key>` for `?viewStateShareKey=<key>` (otherwise every metric column is hidden)
+HEADLINE_VIEW = "headline"
+SHARED_VIEW_TAG = "mlflow.sharedViewState."
+HEADLINE_PREFIXES = ("strict/", "averaged/overall", "random/strict_overall")  # run_metrics' keys, by prefix
+HEADLINE_PARAMS = ("model.weights_sha256", "score.bootstrap_resamples")
 
 
 
@@ -184,6 +193,20 @@ def work_interval(work: Mapping[str, Any]) -> tuple[int | None, int | None]:
     score_start, scoring = _span_ms(work.get("scoring") or {})
     start = answer_start if answer_start is not None else score_start
     return start, (None if start is None else start + answering + scoring)
+
+
+def runs_table_url(server: str, experiment_id: str) -> str:
+    """The link that opens an experiment on its runs table with the headline metrics shown."""
+    return (f"{server.rstrip('/')}/#/experiments/{experiment_id}/runs?{RUNS_TABLE_QUERY}"
+            f"&viewStateShareKey={HEADLINE_VIEW}")
+
+
+def headline_view(metric_keys: Iterable[str]) -> dict[str, Any]:
+    """The runs table's view state: dataset, duration, the headline metrics, the weights and the DVC experiment."""
+    metrics = sorted(k for k in set(metric_keys) if k.startswith(HEADLINE_PREFIXES))
+    columns = ["attributes.`Dataset`", "attributes.`Duration`", *(f"metrics.`{k}`" for k in metrics),
+               *(f"params.`{k}`" for k in HEADLINE_PARAMS), "tags.`probmed.dvc_experiment`"]
+    return {"selectedColumns": columns, "orderByKey": "attributes.start_time", "orderByAsc": False}
 
 
 def log_question_set(client: MlflowClient, run_id: str, path: str | Path, name: str, digest: str) -> None:
@@ -283,9 +306,10 @@ class Tracker:
                 log_question_set(self.client, run.run_id, spec.questions_path, spec.question_set, questions_hash)
             self.client.log_batch(run.run_id, tags=[RunTag(k, v) for k, v in tags.items()])
             step_ms = end_ms or int(time.time() * 1000)
-            self.client.log_batch(run.run_id, metrics=[Metric(k, v, step_ms, 0)
-                                                       for k, v in sorted(metrics_from_scores(scores).items())])
+            values = metrics_from_scores(scores)
+            self.client.log_batch(run.run_id, metrics=[Metric(k, v, step_ms, 0) for k, v in sorted(values.items())])
             self._log_artifacts(run.run_id, spec, scores)
+        self._show_headline(values)
         return run.run_id
 
     def _run_tags(self, spec: RunSpec, questions_hash: str, key: str, repo_dir: str | Path,
@@ -310,6 +334,16 @@ class Tracker:
             else:
                 tags[f"{TAG_PREFIX}parent_missing"] = "vanilla run not logged yet"
         return tags
+
+    def _show_headline(self, metric_keys: Iterable[str]) -> None:
+        """Keep the experiment's headline view (runs_table_url) listing every headline metric logged so far."""
+        tag = f"{SHARED_VIEW_TAG}{HEADLINE_VIEW}"
+        current = self.client.get_experiment(self.experiment_id).tags.get(tag)
+        known = {c[len("metrics.`"):-1] for c in (json.loads(current)["selectedColumns"] if current else [])
+                 if c.startswith("metrics.`")}
+        view = headline_view(known | set(metric_keys))
+        if current is None or json.loads(current) != view:
+            self.client.set_experiment_tag(self.experiment_id, tag, json.dumps(view))
 
     def _newest_vanilla(self, spec: RunSpec, questions_hash: str) -> str | None:
         found = self.find_run(model=spec.model, setting=BASE_SETTING, question_set=spec.question_set,
