@@ -400,7 +400,7 @@ class Trainer(Section):
     num_workers: NonNegativeInt = 0
     log_every_n_steps: PositiveInt = 10
     cpu_kernels: Literal["portable", "native"] = "portable"
-    """portable: the same weights on every x86-64 CPU (finetune.cpu_kernels; slower); native: this CPU's fastest kernels."""
+    """portable: the same weights on every x86-64 CPU (probmed.finetune.cpu_kernels); native: this CPU's own kernels, this machine only."""
 
 
 @section
