@@ -407,3 +407,37 @@ def test_params_read_the_same_after_dvc_rewrites_them(repo_root, tmp_path):
         data["seed"] = before["seed"]
     assert to_plain(load_params(path)) == before
     assert "{yes: yes" in path.read_text() or "yes: yes" in path.read_text()  # quotes really are gone
+
+
+@pytest.mark.slow
+def test_an_experiment_creates_its_own_mlflow_runs_and_leaves_the_baselines(pipeline_repo, tmp_path):
+    """`dvc exp run -S score.bootstrap_resamples=...` once re-logged and re-tagged the baseline's runs in place."""
+    from mlflow import MlflowClient
+
+    repo, _, _ = pipeline_repo
+    work = tmp_path / "exp"
+    sh("git", "clone", "-q", str(repo), str(work), cwd=tmp_path)
+    for kept in ("build", "data", "mlflow.db", "mlruns", ".dvc/cache"):  # the baseline's outputs, store and cache
+        if (repo / kept).exists():
+            shutil.copytree(repo / kept, work / kept, symlinks=True, dirs_exist_ok=True) if (repo / kept).is_dir() \
+                else shutil.copy2(repo / kept, work / kept)
+    client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
+    exp_id = client.get_experiment_by_name("probmed").experiment_id
+    ids = json.loads((work / "build/tracking/runs.json").read_text())
+
+    def state(run_id: str) -> tuple:
+        run = client.get_run(run_id)
+        history = {k: [(m.value, m.timestamp) for m in client.get_metric_history(run_id, k)] for k in run.data.metrics}
+        scores = client.download_artifacts(run_id, "scores/metrics.json", str(tmp_path / "dl" / run_id))
+        return run.info.run_name, run.data.params, run.data.tags, history, Path(scores).read_bytes()
+
+    before = {name: state(run_id) for name, run_id in ids.items()}
+    sh(f"{BIN}/dvc", "exp", "run", "-n", "more-resamples", "-S", "score.bootstrap_resamples=30", cwd=work, timeout=1500)
+    assert {name: state(run_id) for name, run_id in ids.items()} == before  # ids, metrics, tags, artifacts
+    found = client.search_runs([exp_id], "tags.`probmed.dvc_experiment` = 'more-resamples'", max_results=100)
+    evaluations = {r.info.run_name for r in found if r.data.tags.get("probmed.run_key")}
+    expected = {f"{r['question_set']}/{r['model']}/{r['setting']} @more-resamples" for r in {**TINY_RUNS, **TINY_DESCRIBED}.values()}
+    assert evaluations == expected  # every evaluation was re-scored, so each has a run of the experiment's own
+    assert {r.data.params["score.bootstrap_resamples"] for r in found if r.data.tags.get("probmed.run_key")} == {"30"}
+    tiny = [r for r in found if r.info.run_name == "probmed/tiny/vanilla @more-resamples"][0]
+    assert tiny.data.params["model.weights_sha256"] == before["probmed-tiny-vanilla"][1]["model.weights_sha256"]

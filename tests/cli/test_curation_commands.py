@@ -60,3 +60,19 @@ def test_generate_gate_fails_on_an_unbalanced_set(shared_data: Path, repo_root: 
     assert (tmp_path / "q.audit" / "audit.md").read_text().count("FAILED") == 1
     assert main([*args, "--strategy", "balanced"]) == 0  # the same records, balanced: the gate passes
     assert json.loads((tmp_path / "rep.json").read_text())["gate"] == {"passed": True, "enforced": True, "failures": []}
+
+
+TIMING_KEYS = ("seconds", "time", "timestamp", "date", "started_at", "finished_at", "elapsed")
+
+
+def test_identical_curations_write_identical_reports(shared_data: Path, repo_root: Path, tmp_path: Path, capsys) -> None:
+    """build/records/*.report.json is a DVC output: a timing in it gave every run a new dvc.lock hash."""
+    params = ["--params", str(repo_root / "params.yaml")]
+    for run in ("a", "b"):
+        assert main(["curate", "vqarad", "--data", str(shared_data / "vqa-rad"), "--out", str(tmp_path / run / "v.parquet"),
+                     "--image-root", str(shared_data), *params]) == 0
+    first, second = ((tmp_path / run / "v.report.json").read_bytes() for run in ("a", "b"))
+    assert first == second
+    keys = json.dumps(json.loads(first)).lower()
+    assert not [k for k in TIMING_KEYS if f'"{k}"' in keys]
+    assert " s); excluded" in capsys.readouterr().out  # the timing is still shown, in the log line

@@ -120,6 +120,11 @@ def test_pretrain_adapt_transfer_chain(params, tmp_path, workspace, shared_data)
     assert "train_loss_epoch" in adapt_run.data.metrics and "train_seconds" in adapt_run.data.metrics
     artifacts = {a.path for a in client.list_artifacts(ada.run_id, "adapter")}
     assert "adapter/adapter_model.safetensors" in artifacts
+    # the DVC-tracked summaries hold nothing that differs between identical runs: no run id, no timing
+    for stage in ("pretrain", "adapt"):
+        summary = json.loads((out / f"{stage}.json").read_text())
+        assert "run_id" not in summary and "train_seconds" not in summary and summary["epochs"] >= 1
+    assert json.loads((out / "adapt.run.json").read_text())["run_id"] == ada.run_id
 
     result = run_transfer(cfg, workspace["questions"], shared_data, out, out / "transfer", progress=False)
     table = result.table

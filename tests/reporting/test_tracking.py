@@ -108,12 +108,43 @@ def test_params_metrics_artifacts_and_no_secret(logged):
             "value": 5.0} in rows
 
 
-def test_relogging_updates_the_same_run(logged):
+def _snapshot(tracker: Tracker, run_id: str) -> tuple:
+    run = tracker.client.get_run(run_id)
+    history = {k: [(m.value, m.timestamp) for m in tracker.client.get_metric_history(run_id, k)] for k in run.data.metrics}
+    artifacts = sorted(a.path for top in tracker.client.list_artifacts(run_id)
+                       for a in ([top] if not top.is_dir else tracker.client.list_artifacts(run_id, top.path)))
+    return run.info.run_name, run.info.status, run.info.end_time, run.data.params, run.data.tags, history, artifacts
+
+
+def test_a_logged_evaluation_is_neither_relogged_nor_retagged(logged, monkeypatch):
+    """`dvc exp run` re-runs `track`: the evaluations it did not recompute keep their runs exactly as they were."""
     tracker, ids, specs, _ = logged
-    again = log_model_runs(tracker, specs)
-    assert again == ids
-    changed = RunSpec(**{**specs[1].__dict__, "params": {"model": {"revision": "r2"}}})
-    assert tracker.log(changed) != ids["vanilla"]
+    before = {s: _snapshot(tracker, i) for s, i in ids.items()}
+    monkeypatch.setenv("DVC_EXP_NAME", "wrong-sook")
+    assert log_model_runs(tracker, specs) == ids
+    assert {s: _snapshot(tracker, i) for s, i in ids.items()} == before
+    assert not tracker.client.search_runs([tracker.experiment_id], "tags.`probmed.dvc_experiment` = 'wrong-sook'")
+
+
+def test_new_scores_make_a_new_run_and_leave_the_old_one(logged, tmp_path, monkeypatch):
+    """Other scorer params (score.bootstrap_resamples) give other numbers: a run of its own, the baseline untouched."""
+    tracker, ids, specs, _ = logged
+    before = _snapshot(tracker, ids["vanilla"])
+    score_dir = tmp_path / "vanilla"
+    score_dir.mkdir()
+    metrics = make_metrics(1)
+    metrics["overall"]["ci95_high"] = 51.01
+    (score_dir / "metrics.json").write_text(json.dumps(metrics))
+    params = {**specs[1].params, "score": {"bootstrap_resamples": 300}}
+    changed = RunSpec(**{**specs[1].__dict__, "metrics_path": score_dir / "metrics.json", "params": params,
+                         "artifact_paths": []})
+    monkeypatch.setenv("DVC_EXP_NAME", "wrong-sook")
+    new_id = tracker.log(changed)
+    assert new_id != ids["vanilla"] and _snapshot(tracker, ids["vanilla"]) == before
+    (found,) = tracker.client.search_runs([tracker.experiment_id], "tags.`probmed.dvc_experiment` = 'wrong-sook'")
+    assert found.info.run_id == new_id and found.info.run_name == "probmed/tiny/vanilla @wrong-sook"
+    assert found.data.params["score.bootstrap_resamples"] == "300" and found.data.metrics["strict/ci95_high"] == 51.01
+    assert tracker.log(changed) == new_id  # and it is found again, not duplicated
 
 
 def test_run_metrics_are_few_grouped_and_rounded():
@@ -139,11 +170,26 @@ def test_the_experiment_is_model_development_and_the_question_set_is_a_dataset(l
     assert json.loads(dataset.dataset.schema)["mlflow_colspec"][0]["name"] == "qid"
 
 
-def test_a_run_spans_its_work_not_its_logging(logged):
+def test_a_run_lasts_its_own_work_not_the_pipelines_wait(logged):
+    """Answering 55.5 s, then a minute of other stages, then scoring 1.25 s: the run lasts 56.75 s."""
     tracker, ids, _, _ = logged
     run = tracker.client.get_run(ids["vanilla"])
     assert run.info.start_time == epoch_ms(WORK["answering"]["started_at"])
-    assert run.info.end_time == epoch_ms(WORK["scoring"]["finished_at"])
+    assert run.info.end_time - run.info.start_time == 55_500 + 1_250
+
+
+def test_the_runs_table_opens_with_the_headline_metrics(logged):
+    """MLflow 3.17 ignores mlflow.experimentKind for the first page: the link picks the runs table and a view."""
+    from probmed.reporting.tracking import SHARED_VIEW_TAG, runs_table_url
+
+    tracker = logged[0]
+    view = json.loads(tracker.client.get_experiment(tracker.experiment_id).tags[f"{SHARED_VIEW_TAG}headline"])
+    columns = view["selectedColumns"]
+    assert "metrics.`strict/overall`" in columns and "metrics.`strict/condition`" in columns
+    assert "params.`model.weights_sha256`" in columns and not any("answers/" in c for c in columns)
+    url = runs_table_url("http://127.0.0.1:5000", tracker.experiment_id)
+    assert url == (f"http://127.0.0.1:5000/#/experiments/{tracker.experiment_id}/runs"
+                   "?workflowType=machine_learning&viewStateShareKey=headline")
 
 
 def test_run_names_are_unique_and_carry_the_dvc_experiment(logged, monkeypatch):
@@ -154,7 +200,7 @@ def test_run_names_are_unique_and_carry_the_dvc_experiment(logged, monkeypatch):
     fresh = unique_run_name(tracker.client, tracker.experiment_id, "probmed/tiny/vanilla")
     assert fresh not in taken and fresh.startswith("probmed/tiny/vanilla #")
     monkeypatch.setenv("DVC_EXP_NAME", "three-twins")
-    changed = RunSpec(**{**specs[1].__dict__, "params": {"model": {"revision": "r3"}}})
+    changed = RunSpec(**{**specs[1].__dict__, "params": {"model": {"revision": "r3"}}})  # another model revision
     run = tracker.client.get_run(tracker.log(changed))
     assert run.info.run_name == "probmed/tiny/vanilla @three-twins"
     assert run.data.tags["probmed.dvc_experiment"] == "three-twins"
@@ -175,14 +221,17 @@ def test_missing_or_malformed_metrics_is_a_clear_error(tmp_path, logged):
         tracker.log(RunSpec("m", "vanilla", "q", bad))
 
 
-def test_audit_is_one_run_per_question_set_updated_in_place(logged, tmp_path):
+def test_audit_is_one_run_per_distinct_audit_never_rewritten(logged, tmp_path):
     tracker = logged[0]
     (tmp_path / "audit.md").write_text("# Question-set audit\n")
     first = tracker.log_audit({"audit_oracle_margin_overall": 0.5, "audit_lint_findings": 0.0}, tmp_path, "probmed-full")
-    again = tracker.log_audit({"audit_oracle_margin_overall": 0.25, "audit_lint_findings": 0.0}, tmp_path, "probmed-full")
-    assert first == again
+    assert tracker.log_audit({"audit_oracle_margin_overall": 0.5, "audit_lint_findings": 0.0}, tmp_path,
+                             "probmed-full") == first
+    other = tracker.log_audit({"audit_oracle_margin_overall": 0.25, "audit_lint_findings": 0.0}, tmp_path, "probmed-full")
+    assert other != first
     run = tracker.client.get_run(first)
-    assert run.data.tags["probmed.kind"] == "audit" and run.data.metrics["audit_oracle_margin_overall"] == 0.25
+    assert run.data.tags["probmed.kind"] == "audit" and run.data.metrics["audit_oracle_margin_overall"] == 0.5
+    assert tracker.client.get_run(other).data.metrics["audit_oracle_margin_overall"] == 0.25
     assert [a.path for a in tracker.client.list_artifacts(first, "audit")] == ["audit/audit.md"]
 
 
@@ -200,15 +249,19 @@ def _spec(tmp: Path, setting: str = "vanilla") -> RunSpec:
 def test_a_run_whose_writing_fails_is_failed_and_completed_next_call(tmp_path):
     """One lifecycle for every run (core.tracking_store.writing_run): an error while writing marks it FAILED."""
     spec = _spec(tmp_path)
-    predictions = spec.predictions_path
-    spec.predictions_path = tmp_path / "absent.parquet"
     with Tracker(f"sqlite:///{tmp_path / 'mlflow.db'}", "probmed-test", tmp_path / "mlruns") as tracker:
-        with pytest.raises(TrackingError, match="not found"):
+        log_table = tracker.client.log_table
+
+        def refused(*args, **kwargs):
+            raise TrackingError("artifact store refused the table")
+
+        tracker.client.log_table = refused  # type: ignore[method-assign]
+        with pytest.raises(TrackingError, match="refused"):
             tracker.log(spec)
         (failed,) = tracker.client.search_runs([tracker.experiment_id])
         assert failed.info.status == "FAILED"
-        spec.predictions_path = predictions
-        assert tracker.log(spec) == failed.info.run_id
+        tracker.client.log_table = log_table  # type: ignore[method-assign]
+        assert tracker.log(spec) == failed.info.run_id  # the same evaluation: found by its key, completed
         assert tracker.client.get_run(failed.info.run_id).info.status == "FINISHED"
         report = tmp_path / "report"
         report.mkdir()
@@ -331,3 +384,23 @@ def test_visual_reliance_is_logged_on_the_models_vanilla_run(logged):
     assert metrics["reliance/answers_without_looking"] == 0.0
     assert not any("organ" in k for k in metrics if k.startswith("reliance/"))
     assert not any(k.startswith("reliance/") for k in tracker.client.get_run(ids["cot"]).data.metrics)
+
+
+def test_every_param_that_can_change_a_number_is_a_run_param(repo_root, tmp_path):
+    """score.* (the bootstrap behind every interval), the prompts, and the weights' content of a local model."""
+    from probmed.cli.pipeline import run_params
+    from probmed.core.config import load_params, to_plain
+    from probmed.inference.models.config import directory_fingerprint
+
+    cfg = to_plain(load_params(repo_root / "params.yaml"))
+    model_dir = tmp_path / "model"
+    model_dir.mkdir()
+    (model_dir / "model.safetensors").write_bytes(b"weights")
+    cfg["models"]["tiny"]["model_id"] = str(model_dir)
+    params = clean_params(run_params(cfg, "tiny", "probmed", "described"))
+    assert params["score.bootstrap_resamples"] == str(cfg["score"]["bootstrap_resamples"])
+    assert params["score.seed"] == "0" and params["prompts.vanilla"] == cfg["settings"]["vanilla"]
+    assert params["model.weights_sha256"] == directory_fingerprint(model_dir)[:16]
+    assert params["describer_model.weights_sha256"] == params["model.weights_sha256"]  # the describer is tiny too
+    (model_dir / "model.safetensors").write_bytes(b"other weights")  # trained on another machine
+    assert clean_params(run_params(cfg, "tiny", "probmed"))["model.weights_sha256"] != params["model.weights_sha256"]

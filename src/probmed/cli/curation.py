@@ -66,10 +66,11 @@ def curate_one(cfg: Params, source: str, data: str | None, out: str | None, imag
     out_path = Path(out or Path(cfg.curate.records_dir) / f"{source}.parquet")
     write_image_records(res.records, out_path)
     summary = res.summary()
-    summary["seconds"] = round(time.perf_counter() - t0, 2)
+    # DVC-tracked: identical runs must write identical bytes, so the timing goes to the log line only
     write_json_atomic(summary, out_path.with_suffix(".report.json"))
+    seconds = round(time.perf_counter() - t0, 2)
     excl = ", ".join(f"{k}: {v['count']}" for k, v in summary["excluded"].items()) or "none"
-    print(f"{source}: {summary['records']} records -> {out_path} ({summary['seconds']} s); excluded: {excl}")
+    print(f"{source}: {summary['records']} records -> {out_path} ({seconds} s); excluded: {excl}")
     return summary
 
 
@@ -126,8 +127,8 @@ def cmd_generate(args: argparse.Namespace) -> int:
     verdict = gate(audit, settings.max_oracle_margin, settings.enforce)
     audit_dir = Path(args.audit_dir or out.with_suffix("").as_posix() + ".audit")
     write_audit(audit, verdict.to_json(), audit_dir)
-    rep = {**report.to_json(), "seed": int(seed), "strategy": strategy, "seconds": round(time.perf_counter() - t0, 2),
-           "records": paths, "gate": verdict.to_json()}
+    # DVC-tracked: no timing in it (identical runs write identical bytes); the seconds are printed below
+    rep = {**report.to_json(), "seed": int(seed), "strategy": strategy, "records": paths, "gate": verdict.to_json()}
     if mix is not None:
         rep["image_type_mix"] = mix
     write_json_atomic(rep, args.report or cfg.questions.report)
@@ -144,7 +145,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     if official:
         write_question_file(frame, official)
     print(f"{rep['questions']} questions on {rep['images']} images -> {out}" + (f" and {official}" if official else "")
-          + f"; audit gate {'passed' if verdict.passed else 'FAILED'} ({audit_dir / 'audit.md'})")
+          + f" in {round(time.perf_counter() - t0, 2)} s; audit gate {'passed' if verdict.passed else 'FAILED'} ({audit_dir / 'audit.md'})")
     for k, v in rep["excluded"].items():
         print(f"  excluded ({k}): {v['count']}")
     return 0

@@ -55,9 +55,14 @@ def _paths(args: argparse.Namespace, params: Params) -> tuple[str, str, Path]:
 
 def cmd_finetune(args: argparse.Namespace) -> int:
     """`probmed finetune`: train one stage and print its summary (without the metrics) as JSON."""
-    from probmed.finetune.train import finetune_params, run_stage
+    from probmed.core.params_schema import selected_finetune
+    from probmed.finetune.cpu_kernels import use_portable_kernels
 
     params = params_of(args)
+    # before torch loads (the trainer imports it): the kernels that give the same weights on every x86-64 CPU
+    use_portable_kernels(selected_finetune(params.finetune).trainer.cpu_kernels)
+    from probmed.finetune.train import finetune_params, run_stage
+
     questions, image_root, out_dir = _paths(args, params)
     records = args.records or finetune_params(params).records
     result = run_stage(params, args.stage, questions, records, image_root, out_dir)

@@ -169,21 +169,50 @@ def _tracker(tracking: Tracking) -> Tracker:
     return Tracker(tracking.uri, tracking.experiment, tracking.artifact_root)
 
 
-def run_params(cfg: dict[str, Any], model: str, question_set: str) -> dict[str, Any]:
-    """What an MLflow run records as params: model entry, prompt version, seed, sampling strategy.
+def run_params(cfg: dict[str, Any], model: str, question_set: str, setting: str = "vanilla") -> dict[str, Any]:
+    """What an MLflow run records as params: every value that can change one of its numbers.
 
-    Read as params.yaml states them, not typed: the run's key fingerprints these values, and a default
-    filled in where the file states none would make every earlier run a new one."""
+    The model entry with its weights' fingerprint (a local directory is hashed by content, so a model
+    trained differently on another machine shows here), the prompts and their version, the describer of
+    the `described` setting, the seed, the sampling strategy, the question set's entry and the scorer's
+    params (`score.*`: the bootstrap behind every interval). Read as params.yaml states them."""
     settings = cfg.get("settings") or {}
+    models = cfg.get("models") or {}
     qset = ((cfg.get("datasets") or {}).get("question_sets") or {}).get(question_set) or {}
-    return {
-        "model": (cfg.get("models") or {}).get(model) or {},
+    entry = dict(models.get(model) or {})
+    params: dict[str, Any] = {
+        "model": {**entry, **weights_fingerprint(entry)},
         "prompt_version": settings.get("prompt_version"),
+        "prompts": {k: settings.get(k) for k in PROMPT_KEYS},
         "describer": settings.get("describer"),
         "seed": cfg.get("seed"),
         "sampling_strategy": (cfg.get("questions") or {}).get("strategy"),
         "dataset": qset,
+        "score": cfg.get("score") or {},
     }
+    from probmed.core.settings import SETTINGS
+
+    known = SETTINGS.get(setting)
+    if known is not None and known.description_by == "describer":  # its prompt carries another model's descriptions
+        describer = dict(models.get(settings.get("describer")) or {})
+        params["describer_model"] = {**describer, **weights_fingerprint(describer)}
+    return params
+
+
+PROMPT_KEYS = ("system_prompt", "vanilla", "describe", "with_description", "describe_max_new_tokens")
+
+
+def weights_fingerprint(entry: dict[str, Any]) -> dict[str, str]:
+    """``weights_sha256`` (and ``adapter_sha256``) of a model entry whose weights are a local directory:
+    the content hash the answer store keys on, shortened; a hub id is pinned by its revision instead."""
+    from probmed.inference.models.config import directory_fingerprint
+
+    out = {}
+    for key, name in (("model_id", "weights_sha256"), ("adapter", "adapter_sha256")):
+        value = entry.get(key)
+        if value and Path(str(value)).is_dir():
+            out[name] = directory_fingerprint(Path(str(value)))[:16]
+    return out
 
 
 def cmd_track(args: argparse.Namespace) -> int:
@@ -207,7 +236,7 @@ def cmd_track(args: argparse.Namespace) -> int:
             metrics_path=score_dir / "metrics.json",
             questions_path=Path(args.questions_root) / f"{ev.question_set}.parquet",
             predictions_path=Path(args.predictions_root) / ev.question_set / f"{ev.model}-{ev.setting}.parquet",
-            params=run_params(cfg, ev.model, ev.question_set),
+            params=run_params(cfg, ev.model, ev.question_set, ev.setting),
             artifact_paths=sorted(p for p in score_dir.iterdir() if p.name != "metrics.json")
             if score_dir.is_dir()
             else [],
@@ -218,8 +247,13 @@ def cmd_track(args: argparse.Namespace) -> int:
         for (qset, model), specs in by_model.items():
             for setting, run_id in log_model_runs(tracker, specs).items():
                 ids[f"{qset}-{model}-{setting}"] = run_id
+        experiment_id = tracker.experiment_id
     write_json_atomic(ids, args.out)
-    print(json.dumps({"runs": len(ids), "experiment": params.tracking.experiment, "out": args.out}))
+    from probmed.reporting.tracking import runs_table_url
+
+    # the link opens the runs table with the headline metrics (`mlflow ui` serves on port 5000)
+    print(json.dumps({"runs": len(ids), "experiment": params.tracking.experiment, "out": args.out,
+                      "runs_table": runs_table_url("http://127.0.0.1:5000", experiment_id)}))
     return 0
 
 

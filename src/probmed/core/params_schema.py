@@ -405,6 +405,8 @@ class Trainer(Section):
     deterministic: bool | Literal["warn"] = True
     num_workers: NonNegativeInt = 0
     log_every_n_steps: PositiveInt = 10
+    cpu_kernels: Literal["portable", "native"] = "portable"
+    """portable: the same weights on every x86-64 CPU (probmed.finetune.cpu_kernels); native: this CPU's own kernels, this machine only."""
 
 
 @section

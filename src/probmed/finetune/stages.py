@@ -8,6 +8,7 @@ so the command line can offer the stage names without loading the trainer.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 from probmed.core.errors import ConfigError
 
@@ -49,3 +50,8 @@ def stage_spec(stage: str) -> StageSpec:
     if stage not in STAGE_SPECS:
         raise ConfigError(f"fine-tuning stage {stage!r} not in {STAGES}")
     return STAGE_SPECS[stage]
+
+
+def run_file(out_dir: str | Path, stage: str) -> Path:
+    """``<out_dir>/<stage>.run.json``: the stage's MLflow run id and seconds, kept out of its DVC-tracked summary."""
+    return Path(out_dir) / f"{stage}.run.json"

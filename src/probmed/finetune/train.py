@@ -11,7 +11,12 @@ Outputs (all under `finetune.out_dir`):
   naming the real checkpoint when `pretrain.enabled` is false (GPU profile);
 - `adapter/`: the LoRA adapter only (adapter_config.json + weights), never the base;
 - `splits.parquet`: image_id -> split, so transfer evaluates exactly the held-out images;
-- `pretrain.json` / `adapt.json`: the stage summary (MLflow run id, timing, counts, losses).
+- `pretrain.json` / `adapt.json`: the stage summary (counts, losses, the CPU kernels in force): DVC-tracked,
+  so nothing in it differs between two identical runs;
+- `pretrain.run.json` / `adapt.run.json`: what does differ (the MLflow run id, the training seconds), untracked.
+
+CPU training is bit-reproducible across x86-64 CPUs with ``finetune.trainer.cpu_kernels: portable``
+(probmed.finetune.cpu_kernels, put in force by `probmed finetune` before torch loads).
 """
 
 from __future__ import annotations
@@ -37,7 +42,8 @@ from probmed.core.records import (
     read_questions,
 )
 from probmed.finetune import data
-from probmed.finetune.stages import BASE_STAGE, StageSpec, stage_spec
+from probmed.finetune.cpu_kernels import configure_torch, portable_in_force
+from probmed.finetune.stages import BASE_STAGE, StageSpec, run_file, stage_spec
 from probmed.infra.io import write_json_atomic, write_parquet
 
 PARENT_TAG = "probmed.parent_training_run"
@@ -189,9 +195,18 @@ class StageResult:
     total_params: int
     epochs: int
     metrics: dict[str, float] = field(default_factory=dict)
+    cpu_kernels: str = ""  # probmed.finetune.cpu_kernels: portable | native
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    def summary(self) -> dict[str, Any]:
+        """What <stage>.json (DVC-tracked) holds: everything two identical runs share, so no run id, no timing."""
+        return {k: v for k, v in self.to_json().items() if k not in ("run_id", "train_seconds")}
+
+    def run_record(self) -> dict[str, Any]:
+        """What <stage>.run.json (untracked) holds: the MLflow run and the seconds, which differ per run."""
+        return {"run_id": self.run_id, "train_seconds": self.train_seconds}
 
 
 def make_logger(fcfg: FinetuneProfile, tracking: Tracking, run_name: str, tags: Mapping[str, str]):
@@ -293,9 +308,9 @@ def _stage_model(spec: StageSpec, fcfg: FinetuneProfile, frame: pd.DataFrame, pr
         return _initial_model(fcfg, frame, prompts, staging / "init", describe), {}
     model_dir, _revision = resolve_base(out_dir / BASE_STAGE.output)
     parent_tags: dict[str, str] = {}
-    summary = out_dir / f"{BASE_STAGE.name}.json"
-    if summary.is_file() and json.loads(summary.read_text()).get("run_id"):
-        parent_tags[PARENT_TAG] = json.loads(summary.read_text())["run_id"]
+    record = run_file(out_dir, BASE_STAGE.name)
+    if record.is_file() and json.loads(record.read_text()).get("run_id"):
+        parent_tags[PARENT_TAG] = json.loads(record.read_text())["run_id"]
     return model_dir, parent_tags
 
 
@@ -369,6 +384,7 @@ def run_stage(
     if not spec.owns_split:
         check_same_split(frame, out_dir)
     quiet_lightning()
+    configure_torch(fcfg.trainer.cpu_kernels if portable_in_force() else "native")
     L.seed_everything(seed_of(fcfg), workers=True, verbose=False)
     staging = _atomic_dir(out_dir / spec.output)
     try:
@@ -416,15 +432,17 @@ def _train_stage(spec: StageSpec, fcfg: FinetuneProfile, tracking: Tracking, fra
     trainer = make_trainer(fcfg, scfg.epochs, logger)
     seconds = _fit(trainer, module, dm, logger)
     counts = (len(train_rows), len(val_rows), trainable, total, scfg.epochs)
+    kernels = "portable" if portable_in_force() and fcfg.trainer.cpu_kernels == "portable" else "native"
     if not trainer.is_global_zero:  # multi-GPU: rank 0 alone saves, publishes and logs
-        return StageResult(stage, "", "", round(seconds, 2), *counts, {})
+        return StageResult(stage, "", "", round(seconds, 2), *counts, {}, kernels)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}
     logger.log_metrics({"train_seconds": seconds})
     final = _publish_stage(spec, module, processor, staging, out_dir, logger)
-    result = StageResult(stage, str(final), logger.run_id, round(seconds, 2), *counts, metrics)
+    result = StageResult(stage, str(final), logger.run_id, round(seconds, 2), *counts, metrics, kernels)
     if spec.owns_split:
         _write_splits(frame, out_dir)
-    write_json_atomic(result.to_json(), out_dir / f"{stage}.json")
+    write_json_atomic(result.summary(), out_dir / f"{stage}.json")
+    write_json_atomic(result.run_record(), run_file(out_dir, stage))
     logger.experiment.log_artifact(logger.run_id, str(out_dir / f"{stage}.json"))
     logger.finalize("success")
     return result
@@ -489,5 +507,5 @@ def _point_at_checkpoint(spec: StageSpec, fcfg: FinetuneProfile, frame: pd.DataF
     _publish(staging, final)
     _write_splits(frame, out_dir)
     result = StageResult(spec.name, str(final), "", 0.0, 0, 0, 0, 0, 0, {})
-    write_json_atomic(result.to_json(), out_dir / f"{spec.name}.json")
+    write_json_atomic(result.summary(), out_dir / f"{spec.name}.json")
     return result

@@ -35,7 +35,7 @@ from probmed.core.params_schema import FinetuneProfile, Params, Tracking, as_map
 from probmed.core.records import QUESTION_COLUMNS, read_questions
 from probmed.core.vocab import image_type
 from probmed.finetune import data
-from probmed.finetune.stages import BASE_STAGE, DOMAIN_STAGE
+from probmed.finetune.stages import BASE_STAGE, DOMAIN_STAGE, run_file
 from probmed.finetune.train import PARENT_TAG, finetune_params, prompt_set, resolve_base, seed_of
 from probmed.infra.io import (
     atomic_path,
@@ -318,18 +318,19 @@ def run_transfer(
     table = group_table(questions, predictions, domain, resamples, seed)
     write_text_atomic(table.to_csv(index=False), out_dir / "transfer.csv")
     write_text_atomic(to_markdown(table), out_dir / "transfer.md")
-    adapt_summary = _read_json(finetune_dir / f"{DOMAIN_STAGE.name}.json")
+    adapt_run = _read_json(run_file(finetune_dir, DOMAIN_STAGE.name))  # untracked: the run id differs per run
     meta = {
         "domain": domain,
         "base_model": base_id,
         "adapter": str(adapter),
-        "training_run": adapt_summary.get("run_id"),
+        "training_run": adapt_run.get("run_id"),
         "n_questions": int(len(questions)),
         "n_images": int(questions["image_id"].nunique()),
-        "prediction_seconds": seconds,
         "scale": "smoke" if fcfg.base_model == "tiny" else "full",
     }
-    write_json_atomic({"meta": meta, "rows": _records(table)}, out_dir / "transfer.json")
+    # transfer.json is DVC-tracked: the adapt run's id and the timings go to the untracked summary.json only
+    tracked = {k: v for k, v in meta.items() if k != "training_run"}
+    write_json_atomic({"meta": tracked, "rows": _records(table)}, out_dir / "transfer.json")
     write_json_atomic(compact_metrics(table), out_dir / "metrics.json")
     title = f"Transfer after LoRA on {domain.get('source')} {image_type(domain.get('modality') or '', domain.get('organ') or '')}"
     if meta["scale"] == "smoke":
@@ -339,7 +340,7 @@ def run_transfer(
     headline = transfer_headline(questions, predictions, domain)
     started = {name: (p.attrs.get("answering") or {}).get("started_at") for name, p in predictions.items()}
     run_ids = log_transfer_runs(fcfg, params.tracking, out_dir, reports, meta, headline, started)
-    write_json_atomic({**meta, "mlflow_runs": run_ids}, out_dir / "summary.json")
+    write_json_atomic({**meta, "prediction_seconds": seconds, "mlflow_runs": run_ids}, out_dir / "summary.json")
     return TransferResult(table, run_ids, out_dir, seconds, headline)
 
 
