@@ -4,8 +4,9 @@ Every `probmed` command of every code block runs through the real CLI (parser,
 override grammar, params schema) with its handler replaced by a recorder, so a
 renamed option, a sub-command that no longer exists or an override key the
 schema refuses fails this test. What the handlers then do is covered by the
-tests named in OTHER_PROGRAMS and by the pipeline test, which runs the README's
-main job (`probmed fetch-data && dvc repro`) end to end. Commands of other
+tests named in OTHER_PROGRAMS, by the pipeline test, which runs the README's
+main job (`probmed fetch-data && dvc repro`) end to end, and by tests/test_readme_runs.py, which runs every
+command of the README as written after that main job. Commands of other
 programs must be listed in OTHER_PROGRAMS with the test that runs them or why
 none can (a GPU, an API key, docker).
 """
@@ -62,9 +63,9 @@ def _readme(repo_root: Path) -> list[str]:
 def test_the_readme_parser_finds_every_block(repo_root):
     commands = _readme(repo_root)
     assert "dvc repro" in commands and "probmed fetch-data" in commands
-    assert any(c.startswith("probmed merge ") and c.endswith("--out build/predictions/llava-1.5-vanilla.parquet")
+    assert any(c.startswith("probmed merge ") and c.endswith("--out build/adhoc/predictions/llava-1.5-vanilla.parquet")
                for c in commands)  # a continued line is one command
-    assert "probmed review import SHEET.csv --predictions P.parquet" in commands  # a pipe is two
+    assert readme_commands("```bash\nprobmed a | probmed b  # c\n```\n") == ["probmed a", "probmed b"]  # a pipe is two
 
 
 def test_every_other_program_is_accounted_for(repo_root):

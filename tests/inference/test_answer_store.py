@@ -8,6 +8,7 @@ import subprocess
 import sys
 import textwrap
 import time
+from pathlib import Path
 
 import pytest
 
@@ -228,3 +229,34 @@ def test_a_write_that_hits_the_size_limit_leaves_no_partial_line(tmp_path):
     data = (tmp_path / "s" / "answers.jsonl").read_bytes()
     assert data.endswith(b"\n") and data.count(b"\n") == result["written"]
     assert len(AnswerStore(tmp_path / "s")) == result["written"]
+
+
+# --- the pipeline's stores, read by a by-hand run ---------------------------------------------------------
+
+
+def test_a_by_hand_store_reads_the_pipelines_stores_of_its_model_and_writes_only_its_own(tmp_path, monkeypatch):
+    """`probmed predict` by hand after `dvc repro` pays for nothing the pipeline answered, and leaves the
+    pipeline's (DVC-tracked) stores byte for byte as they were."""
+    from probmed.core.params_schema import Predict
+    from probmed.inference.answer_store import open_store, shared_stores
+
+    monkeypatch.chdir(tmp_path)
+    pipeline = tmp_path / "build/answers/probmed/cot/tiny"
+    with AnswerStore(pipeline) as store:
+        store.append([full("k1"), full("k2", error="timeout")])
+    with AnswerStore(tmp_path / "build/answers/probmed/vanilla/blind") as store:
+        store.append([full("k3")])
+    before = sorted((p.name, p.read_bytes()) for p in pipeline.rglob("*") if p.is_file())
+    predict = Predict()
+    assert shared_stores(Path(predict.store_dir) / "tiny", predict.read_stores) == [Path("build/answers/probmed/cot/tiny")]
+    store = open_store(Path(predict.store_dir) / "tiny", "answers.jsonl", predict)
+    try:
+        assert store.get("k1") is not None and store.get("k2") is None and store.get("k3") is None
+        assert [r["key"] for r in store.records()] == ["k1"]  # what this run used, as if it had asked
+        store.append([full("k4")])
+    finally:
+        store.close()
+    assert sorted((p.name, p.read_bytes()) for p in pipeline.rglob("*") if p.is_file()) == before
+    assert AnswerStore(pipeline).get("k4") is None
+    # a pipeline stage's own store reads only itself: no stage depends on another stage's output
+    assert shared_stores(Path("build/answers/probmed/vanilla/tiny"), predict.read_stores) == []

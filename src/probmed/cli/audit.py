@@ -22,12 +22,12 @@ if TYPE_CHECKING:
 
 def read_question_set(path: str | Path) -> Any:
     """A Parquet question table, or an original-format question file (``.json``) converted as it is."""
-    from probmed.core.records import read_questions
+    from probmed.core.records import missing_questions, read_questions
     from probmed.core.release_format import read_question_file
 
     path = Path(path)
     if not path.is_file():
-        raise UserError(f"question set {path} not found")
+        raise missing_questions(path)
     return read_question_file(path) if path.suffix.lower() == ".json" else read_questions(path)
 
 
@@ -45,10 +45,10 @@ def write_audit(audit: dict[str, Any], gate: dict[str, Any] | None, out_dir: Pat
 
 def _blind(args: argparse.Namespace, params: Params, questions: Any) -> Any:
     from probmed.benchmark.audit.scores import blind_from_predictions, blind_probabilities
-    from probmed.core.records import read_predictions
+    from probmed.core.records import read_predictions_for
 
     if args.blind_predictions:
-        return blind_from_predictions(questions, read_predictions(args.blind_predictions))
+        return blind_from_predictions(questions, read_predictions_for(args.blind_predictions, questions, args.questions))
     if args.blind:
         blind_cfg = params.models.get("blind") or {}  # a models: entry, raw as every backend's entry
         return blind_probabilities(questions, {k: v for k, v in blind_cfg.items() if k in ("folds", "C")})

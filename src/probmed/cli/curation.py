@@ -85,6 +85,16 @@ def cmd_curate(args: argparse.Namespace) -> int:
     return 0
 
 
+def beside_out(out: str | None, given: str | None, default: str | None, suffix: str) -> str | None:
+    """Where a side output goes: as given; beside ``--out`` when only that is named (`X.parquet` -> `X<suffix>`),
+    so a by-hand run never overwrites the default folder's files; else the params default."""
+    if given:
+        return given
+    if out:
+        return Path(out).with_suffix("").as_posix() + suffix
+    return default
+
+
 def cmd_generate(args: argparse.Namespace) -> int:
     """Generate the question set from record tables, behind the audit gate."""
     import sys
@@ -131,7 +141,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     rep = {**report.to_json(), "seed": int(seed), "strategy": strategy, "records": paths, "gate": verdict.to_json()}
     if mix is not None:
         rep["image_type_mix"] = mix
-    write_json_atomic(rep, args.report or cfg.questions.report)
+    write_json_atomic(rep, str(beside_out(args.out, args.report, cfg.questions.report, ".report.json")))
     if not verdict.passed:
         lines = "\n  ".join(verdict.failures)
         if settings.enforce:
@@ -141,7 +151,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     for line in verdict.unchecked:
         print(f"probmed generate: audit gate unchecked: {line}", file=sys.stderr)
     write_questions(frame, out)
-    official = args.official or cfg.questions.official
+    official = beside_out(args.out, args.official, cfg.questions.official, ".json")
     if official:
         write_question_file(frame, official)
     print(f"{rep['questions']} questions on {rep['images']} images -> {out}" + (f" and {official}" if official else "")
@@ -184,8 +194,9 @@ def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
     data = Path(args.data or cfg.curate.vqarad.data)
     frame, report = build_vqarad_adversarial(data, Path(args.image_root or cfg.curate.image_root), int(cfg.seed), llm)
     write_questions(frame, args.out or vcfg.out)
-    write_question_file(official_records(frame), args.official or vcfg.official, with_category=True)
-    rep_path = Path(args.report or vcfg.report)
+    official = str(beside_out(args.out, args.official, vcfg.official, ".json"))
+    write_question_file(official_records(frame), official, with_category=True)
+    rep_path = Path(str(beside_out(args.out, args.report, vcfg.report, ".report.md")))
     write_text_atomic(report_markdown(report), rep_path)
     write_json_atomic(report, rep_path.with_suffix(".json"))
     print(f"VQA-RAD adversarial: {report['selected']} yes-questions; twins by rules {report['twins_by_rules']}, "
@@ -292,7 +303,7 @@ def cmd_review(args: argparse.Namespace) -> int:
     cfg = params_of(args)
     rcfg = cfg.questions.review
     if args.action == "export":
-        q = read_questions(args.questions or cfg.questions.out)
+        q = read_questions(args.questions or cfg.predict.questions)  # the evaluated set, as every by-hand command
         sheet = export_review(q, Path(args.out or rcfg.out_dir), args.n or rcfg.n_images, rcfg.seed if args.seed is None else args.seed, Path(cfg.curate.image_root))
         print(f"review sheet: {sheet['image_id'].nunique()} images, {len(sheet)} questions -> {args.out or rcfg.out_dir}")
         return 0

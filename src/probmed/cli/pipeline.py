@@ -104,7 +104,7 @@ def cmd_subset(args: argparse.Namespace) -> int:
     """Write the seeded image subset a question set names."""
     from probmed.benchmark.contrast import assign_contrast_pairs
     from probmed.benchmark.subsets import drop_training_images, subset_questions
-    from probmed.core.records import read_questions, write_questions
+    from probmed.core.records import missing_questions, read_questions, write_questions
 
     params = params_of(args)
     key = f"datasets.question_sets.{args.question_set}"
@@ -113,7 +113,7 @@ def cmd_subset(args: argparse.Namespace) -> int:
         raise ConfigError(f"params: {key} is missing")
     seed = params.seed if qset.seed is None else qset.seed
     if not Path(args.questions).is_file():
-        raise UserError(f"question file {args.questions} not found")
+        raise missing_questions(args.questions)
     full = read_questions(args.questions)
     pool = full
     if qset.exclude_training_images:

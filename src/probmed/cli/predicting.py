@@ -82,11 +82,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _read_questions(path: str):
-    from probmed.core.records import read_questions
+    from probmed.core.records import missing_questions, read_questions
     from probmed.core.release_format import read_question_file
 
     if not Path(path).is_file():
-        raise UserError(f"question file {path} not found")
+        raise missing_questions(path)
     return read_question_file(path) if str(path).endswith(".json") else read_questions(path)
 
 
@@ -222,11 +222,14 @@ def _describe(args: argparse.Namespace) -> int:
 
 def cmd_merge(args: argparse.Namespace) -> int:
     """`probmed merge`: join shard prediction tables into one, checked against the questions."""
-    from probmed.core.records import read_predictions, write_predictions
+    from probmed.core.records import check_predictions_belong, read_predictions, write_predictions
     from probmed.inference.predict import merge_shards
 
     questions = _read_questions(args.questions)
-    frame = merge_shards(questions, [read_predictions(p) for p in args.shards])
+    shards = [read_predictions(p) for p in args.shards]
+    for path, shard in zip(args.shards, shards):
+        check_predictions_belong(shard, questions, path, args.questions)
+    frame = merge_shards(questions, shards)
     write_predictions(frame, args.out)
     print(json.dumps({"questions": len(questions), "predictions": len(frame), "out": args.out}))
     return 0
@@ -234,18 +237,19 @@ def cmd_merge(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     """`probmed export-responses`: predictions as an original-format response file (questions without one counted)."""
-    from probmed.core.records import read_predictions
+    from probmed.core.records import read_predictions_for
     from probmed.core.release_format import write_response_file
 
     questions = _read_questions(args.questions)
+    predictions = read_predictions_for(args.predictions, questions, args.questions)
     if args.format == "lmms-eval":
         from probmed.inference.prompting import PromptSet
         from probmed.release.harness.lmms_eval_log import write_lmms_eval_log
 
         prompt = PromptSet.from_settings(params_of(args).settings).vanilla
-        missing = write_lmms_eval_log(questions, read_predictions(args.predictions), prompt, args.out)
+        missing = write_lmms_eval_log(questions, predictions, prompt, args.out)
     else:
-        missing = write_response_file(questions, read_predictions(args.predictions), args.out)
+        missing = write_response_file(questions, predictions, args.out)
     print(json.dumps({"records": len(questions), "missing": missing, "out": args.out}))
     return 0
 

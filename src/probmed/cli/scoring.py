@@ -17,7 +17,7 @@ def _score_section(args: argparse.Namespace) -> Score:
 
 def cmd_score(args: argparse.Namespace) -> int:
     """`probmed score`: metrics.json and the paper's tables for one prediction table, with warnings for gaps."""
-    from probmed.core.records import read_predictions
+    from probmed.core.records import read_predictions_for
     from probmed.core.release_format import read_questions_any
     from probmed.infra.clock import iso_time
     from probmed.scoring.run import score_run, write_run, write_work
@@ -25,7 +25,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     score = _score_section(args)
     started = iso_time()
     questions = read_questions_any(args.questions)
-    predictions = read_predictions(args.predictions)
+    predictions = read_predictions_for(args.predictions, questions, args.questions)
     scored = score_run(questions, predictions, score, name=args.name)
     write_run(scored.result, args.out_dir, label=args.name, per_image_sums=scored.per_image)
     write_work(args.out_dir, predictions.attrs.get("answering"), started)

@@ -17,6 +17,8 @@ code keeps catching them.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+
 EXIT_OK = 0
 EXIT_FAILED_QUESTIONS = 1
 EXIT_USER_ERROR = 2
@@ -90,3 +92,12 @@ class TrackingError(ProbmedError, RuntimeError):
 
 class FetchError(ProbmedError, RuntimeError):
     """The pinned data could not be fetched or does not match its pin."""
+
+
+def did_you_mean(name: str, choices: Iterable[object]) -> str:
+    """' (did you mean 'x'?)' for the nearest of `choices` to a misspelt `name`, or ''; every "unknown ..."
+    message ends with it, so a typo is fixed from the message alone."""
+    import difflib
+
+    close = difflib.get_close_matches(str(name), [str(c) for c in choices], n=1)
+    return f" (did you mean {close[0]!r}?)" if close else ""

@@ -266,14 +266,19 @@ class Extract(Section):
 class Predict(Section):
     """`probmed predict`: question file, answer store and run-loop options."""
 
-    questions: str = "build/questions/questions.parquet"
+    questions: str = "build/questions/probmed.parquet"
+    """The question set of a by-hand run: the pipeline's evaluated set."""
     image_root: str = "."
     """Question image_path values are relative to this."""
-    store_dir: str = "build/answers"
-    """Answer store (JSONL per model); DVC-tracked, persist: true."""
-    describe_dir: str = "build/descriptions"
-    """Cached image descriptions per describer."""
-    out_dir: str = "build/predictions"
+    store_dir: str = "build/adhoc/answers"
+    """A by-hand run's answer store (JSONL per model), outside DVC's outputs; stages pass their own."""
+    describe_dir: str = "build/adhoc/descriptions"
+    """A by-hand run's cached image descriptions per describer."""
+    out_dir: str = "build/adhoc/predictions"
+    """By-hand prediction tables, outside DVC's outputs (`--out` names another place)."""
+    read_stores: list[str] = default(["build/answers", "build/descriptions"])
+    """Stores of the same model below these folders are read, never written, before asking (the pipeline's),
+    so a by-hand run pays for nothing `dvc repro` has answered; a store inside them reads only itself."""
     batch_size: PositiveInt = 64
     """Questions per batch for backends that do not batch by image (APIs)."""
     fsync: bool = True

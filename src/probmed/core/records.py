@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from probmed.core.categories import CATEGORIES
-from probmed.core.errors import RecordError
+from probmed.core.errors import MissingFileError, RecordError
 from probmed.core.vocab import LABELS, MODALITIES, ORGANS, POLARITIES
 from probmed.infra.io import require_file, write_parquet
 
@@ -247,9 +247,20 @@ def write_questions(frame: pd.DataFrame, path: str | Path) -> None:
     write_parquet(frame[list(QUESTION_COLUMNS)], path)
 
 
+QUESTIONS_HINT = "run `probmed generate` (or `dvc repro`, which writes build/questions/<set>.parquet)"
+"""What a missing question file's message suggests: every reader of a question set says it."""
+
+
+def missing_questions(path: str | Path) -> MissingFileError:
+    """The error for a question set that is not there, with what builds one."""
+    return MissingFileError(f"question file {path} not found: {QUESTIONS_HINT}")
+
+
 def read_questions(path: str | Path) -> pd.DataFrame:
     """Read a question table, checked strictly (:func:`validate_question_frame`)."""
-    return validate_question_frame(pd.read_parquet(require_file(path, "question table")), str(path))
+    if not Path(path).is_file():
+        raise missing_questions(path)
+    return validate_question_frame(pd.read_parquet(path), str(path))
 
 
 # --- Predictions ---------------------------------------------------------------
@@ -286,3 +297,25 @@ def read_predictions(path: str | Path) -> pd.DataFrame:
         i = int(bad.to_numpy().nonzero()[0][0])
         raise RecordError(f"{path}: record {i} (qid {frame['qid'].iat[i]}): field 'label' = {frame['label'].iat[i]!r}")
     return frame
+
+
+def read_predictions_for(path: str | Path, questions: pd.DataFrame, questions_path: str | Path) -> pd.DataFrame:
+    """A prediction table checked to belong to `questions` (:func:`check_predictions_belong`), so scoring or
+    exporting the wrong pair of files stops instead of reporting every question missing."""
+    frame = read_predictions(path)
+    check_predictions_belong(frame, questions, path, questions_path)
+    return frame
+
+
+def check_predictions_belong(predictions: pd.DataFrame, questions: pd.DataFrame, predictions_path: str | Path,
+                             questions_path: str | Path) -> None:
+    """The one definition of "these predictions answer another question set": fewer than half of their
+    question ids are in it (none at all for an empty table). RecordError (exit 2) names both files."""
+    ids = set(predictions["qid"].astype(str))
+    matched = len(ids & set(questions["qid"].astype(str)))
+    if ids and 2 * matched >= len(ids):
+        return
+    raise RecordError(
+        f"predictions {predictions_path} do not belong to question set {questions_path}: "
+        f"{matched} of their {len(ids)} question ids are in it (at least half must be); "
+        "pass the question table the predictions were made for")

@@ -42,8 +42,8 @@ from typing import Any, Callable
 import pandas as pd
 
 from probmed.core.categories import CATEGORIES, CATEGORY_SPECS
-from probmed.core.errors import MissingFileError, RecordError
-from probmed.core.records import QUESTION_COLUMNS, image_path_problem, validate_question_frame
+from probmed.core.errors import RecordError
+from probmed.core.records import QUESTION_COLUMNS, image_path_problem, missing_questions, validate_question_frame
 from probmed.core.response_file import (  # noqa: F401 (re-exported: the response format's reader lives there)
     RESPONSE_FILE_FIELDS,
     load_json_list,
@@ -372,7 +372,7 @@ def read_questions_any(path: str | Path) -> pd.DataFrame:
     """A question set from Parquet (project table) or JSON (original question file), strictly validated."""
     path = Path(path)
     if not path.exists():
-        raise MissingFileError(f"{path}: no such file")
+        raise missing_questions(path)
     if path.suffix.lower() == ".json":
         return read_question_file(path)
     try:

@@ -224,8 +224,12 @@ class AnswerStore:
     """
 
     def __init__(self, directory: str | Path, file_name: str = "answers.jsonl", fsync: bool = True,
-                 writer: bool = False, lock_wait_s: float | None = 0.0, reserve_bytes: int = 0):
+                 writer: bool = False, lock_wait_s: float | None = 0.0, reserve_bytes: int = 0,
+                 shared: Iterable[Path] = ()):
         self.dir = Path(directory)
+        self.shared_dirs = [Path(d) for d in shared]  # other stores of the model, read (never written) as well
+        self._shared: dict[str, dict[str, Any]] = {}
+        self._shared_used: dict[str, dict[str, Any]] = {}
         self.path = self.dir / file_name
         self.fsync = fsync
         self.reserve_bytes = int(reserve_bytes)
@@ -257,6 +261,17 @@ class AnswerStore:
                 old = self._records.get(rec["key"])
                 if old is None or (old.get("error") and not rec.get("error")):
                     self._records[rec["key"]] = rec
+        self._load_shared()
+
+    def _load_shared(self) -> None:
+        """The successful answers of the shared stores (the pipeline's): read as they are, never quarantined or
+        repaired, since another process owns them; an invalid line there is just not used."""
+        self._shared, self._shared_used = {}, {}
+        for directory in self.shared_dirs:
+            for path in sorted(directory.glob("*.jsonl")):
+                for rec in read_store_file(path)[0]:
+                    if not rec.get("error"):
+                        self._shared.setdefault(rec["key"], rec)
 
     def _quarantine_if_owned(self, path: Path, bad: list[dict[str, Any]]) -> bool:
         """Quarantine bad lines of our own file (we hold its lock) or of an idle writer's file."""
@@ -281,14 +296,17 @@ class AnswerStore:
 
     def get(self, key: str) -> dict[str, Any] | None:
         """The stored answer for `key`, or None; failed answers count as absent (re-asked)."""
-        rec = self._records.get(key)
+        rec = self.record(key)
         if rec is None or rec.get("error"):
             return None
         return rec
 
     def record(self, key: str) -> dict[str, Any] | None:
-        """The stored record for `key` including failed ones."""
-        return self._records.get(key)
+        """The stored record for `key` including failed ones; a shared store's answer where ours has none."""
+        rec = self._records.get(key)
+        if (rec is None or rec.get("error")) and key in self._shared:
+            rec = self._shared_used[key] = self._shared[key]
+        return rec
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
@@ -297,7 +315,8 @@ class AnswerStore:
         return len(self._records)
 
     def records(self) -> list[dict[str, Any]]:
-        return list(self._records.values())
+        """Our records and the shared answers this run used (what it would have asked for)."""
+        return list(self._records.values()) + [r for k, r in self._shared_used.items() if k not in self._records]
 
     # --- writing ---------------------------------------------------------------------
 
@@ -414,8 +433,23 @@ class AnswerStore:
 
 def open_store(directory: Path, file_name: str, predict: Predict) -> AnswerStore:
     """A writer on `file_name` in `directory`, kept as the ``predict:`` section says (fsync, lock wait, disk
-    reserve); its lock is held until ``close``."""
+    reserve), reading the pipeline's stores of the same model too (:func:`shared_stores`); its lock is held
+    until ``close``."""
     wait = predict.lock_wait_s
     return AnswerStore(directory, file_name, fsync=predict.fsync, writer=True,
                        lock_wait_s=None if wait is None else float(wait),
-                       reserve_bytes=int(float(predict.disk_reserve_mb) * 2**20))
+                       reserve_bytes=int(float(predict.disk_reserve_mb) * 2**20),
+                       shared=shared_stores(directory, predict.read_stores))
+
+
+def shared_stores(directory: Path, roots: Iterable[str]) -> list[Path]:
+    """Every store of the same model (a folder of the same name) below `roots` (``predict.read_stores``: the
+    pipeline's answer and description folders), so a by-hand run asks nothing `dvc repro` has answered
+    while writing only its own store; a store inside a root (a pipeline stage's) reads only itself, so a
+    stage never depends on another stage's output."""
+    here = directory.resolve()
+    folders = [Path(r) for r in roots]
+    if any(here.is_relative_to(root.resolve()) for root in folders):
+        return []
+    return sorted(d for root in folders if root.is_dir() for d in root.glob(f"**/{directory.name}")
+                  if d.is_dir() and d.resolve() != here)

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any, Mapping
 
 from probmed.benchmark.sources.registry import SOURCES
-from probmed.core.errors import ConfigError
+from probmed.core.errors import ConfigError, did_you_mean
 from probmed.core.params_schema import Params
 from probmed.core.settings import SETTINGS, get_setting
 from probmed.inference.models.hub import pin_problem
@@ -97,7 +97,8 @@ def check_model(models: Mapping[str, Any], name: str, key: str) -> None:
     refers to it."""
     if name not in models:
         raise ConfigError(
-            f"params: {key} = {name!r} is not a model; 'models' defines: {', '.join(sorted(models))}"
+            f"params: {key} = {name!r} is not a model{did_you_mean(name, models)}; "
+            f"'models' defines: {', '.join(sorted(models))}"
         )
     entry = models[name] or {}
     if not entry.get("enabled", True):

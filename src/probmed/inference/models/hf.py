@@ -45,7 +45,7 @@ from probmed.inference.models.answer_tokens import AnswerTokens, answer_tokens
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.models.config import BackendConfig, answer_field, run_field
 from probmed.inference.models.families import GENERIC, Family, family_of, load_processor, processor_images
-from probmed.inference.models.hub import pin_problem
+from probmed.inference.models.hub import is_hub_id, pin_problem
 
 # auto: the shared-prefix path where the family is verified; on: the same, and an error where it cannot run
 PREFIX_CACHE_MODES = ("auto", "on", "off")
@@ -174,12 +174,22 @@ class HFBackend(Backend):
                     f"models.{self.name}.trust_remote_code=true and a pinned revision)")
         return BackendError(f"model {self.name}: cannot load {self.model_id!r}: {exc}{hint}")
 
+    def _require_local_directory(self) -> None:
+        """A local model id that is not there yet (the default tiny model before its pretraining) is named with
+        what builds it, instead of Hugging Face's complaint that it is no repository id."""
+        if is_hub_id(self.model_id) or Path(self.model_id).exists():
+            return
+        raise BackendError(f"model {self.name}: local model directory {self.model_id} (models.{self.name}.model_id) "
+                           "not found: run `probmed finetune --stage pretrain` (or dvc repro) to build the default "
+                           "tiny model, or point model_id at a checkpoint")
+
     def processor(self):
         """The processor (and family, and in logit mode the answer tokens), without loading the weights."""
         if self._processor is not None:
             return self._processor
         from transformers import AutoConfig
 
+        self._require_local_directory()
         try:
             config = AutoConfig.from_pretrained(self.model_id, **self._hub_kwargs())
             processor = load_processor(self.model_id, config.model_type, **self._hub_kwargs())

@@ -14,7 +14,7 @@ import re
 from pathlib import Path
 from typing import Any, Mapping
 
-from probmed.core.errors import BackendError, ConfigError
+from probmed.core.errors import BackendError, ConfigError, did_you_mean
 
 SHA = re.compile(r"[0-9a-f]{40}")
 HUB_ID = re.compile(r"[A-Za-z0-9][\w.-]*/[\w.-]+")  # namespace/name; a local path is anything else
@@ -55,7 +55,8 @@ def pin_problem(name: str, entry: Mapping[str, Any]) -> str | None:
 def pinnable(models: Mapping[str, Any], name: str) -> str:
     """The hub id of registry entry `name`, or a ConfigError saying why there is nothing to pin."""
     if name not in models:
-        raise ConfigError(f"unknown model {name!r}; params 'models' defines: {', '.join(sorted(models))}")
+        raise ConfigError(f"unknown model {name!r}{did_you_mean(name, models)}; "
+                          f"params 'models' defines: {', '.join(sorted(models))}")
     entry = dict(models[name] or {})
     if entry.get("backend") != "hf":
         raise ConfigError(f"models.{name} has backend {entry.get('backend')!r}: only hub checkpoints (backend hf) "

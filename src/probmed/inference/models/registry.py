@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping
 
-from probmed.core.errors import ConfigError
+from probmed.core.errors import ConfigError, did_you_mean
 from probmed.inference.models.base import Backend
 from probmed.inference.models.hub import pin_problem
 from probmed.infra.registry import Registry
@@ -39,7 +39,8 @@ def check_model_entries(models: Mapping[str, Any]) -> None:
 def model_config(models: Mapping[str, Any], name: str) -> dict[str, Any]:
     """The registry entry for `name`, checked: known, enabled, with a known backend."""
     if name not in models:
-        raise ConfigError(f"unknown model {name!r}; params 'models' defines: {', '.join(sorted(models))}")
+        raise ConfigError(f"unknown model {name!r}{did_you_mean(name, models)}; "
+                          f"params 'models' defines: {', '.join(sorted(models))}")
     cfg = dict(models[name] or {})
     if not cfg.get("enabled", True):
         raise ConfigError(f"model {name!r} is disabled in params.yaml; enable it with models.{name}.enabled=true")
