@@ -135,8 +135,17 @@ def test_dockerfile_lints_clean(repo_root):
 # --- slow: the real pipeline ---------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def pipeline_repo(tmp_path_factory, repo_root):
+_MAIN_JOB: list[tuple[Path, float, str]] = []
+
+
+def tiny_main_job(tmp_path_factory, repo_root) -> tuple[Path, float, str]:
+    """The tiny main job, run once per test session: this module and tests/test_readme_runs.py start from it."""
+    if not _MAIN_JOB:
+        _MAIN_JOB.append(_run_main_job(tmp_path_factory, repo_root))
+    return _MAIN_JOB[0]
+
+
+def _run_main_job(tmp_path_factory, repo_root) -> tuple[Path, float, str]:
     shared = repo_root.parent / "shared" / "data"
     if not shared.is_dir():
         pytest.fail(f"real data not found at {shared}")
@@ -158,6 +167,11 @@ def pipeline_repo(tmp_path_factory, repo_root):
     sh("git", "add", "-A", cwd=repo)  # what a user commits after a run: dvc.lock and the headline metrics
     sh("git", "commit", "-q", "-m", "main job", cwd=repo)
     return repo, seconds, proc.stdout
+
+
+@pytest.fixture(scope="module")
+def pipeline_repo(tmp_path_factory, repo_root):
+    return tiny_main_job(tmp_path_factory, repo_root)
 
 
 @pytest.mark.slow

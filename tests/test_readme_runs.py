@@ -1,7 +1,7 @@
 """The README's commands run as written after the main job, and by-hand runs reuse the pipeline's answers.
 
-One scratch project (a copy of this project's files, the data fetched from ../shared/data) runs the tiny
-pipeline once (`probmed fetch-data && dvc repro`, the README's main job); then every command of every code
+One scratch project, a copy of the session's tiny main job (tests/test_pipeline.py: this project's files,
+`probmed fetch-data && dvc repro` from ../shared/data, the README's main job); then every command of every code
 block of the README runs in it through bash, in README order, and must exit 0. The only commands not run
 are in NOT_RUN, each with its reason (a GPU, a paid API key, the network, or a program that is this test's
 own environment). Files a reader brings (a caption table, a filled review sheet, the original release's
@@ -18,7 +18,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from test_pipeline import BIN, _env, copy_project, dvc_status, sh, tiny_params
+from test_pipeline import BIN, _env, dvc_status, sh, tiny_main_job
 from test_readme import readme_commands
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]  # the tiny main job alone took over 40 min at a load of 20
@@ -78,21 +78,15 @@ def _reader_files(repo: Path) -> None:
 
 @pytest.fixture(scope="module")
 def readme_repo(tmp_path_factory, repo_root):
-    """The README's main job in a scratch project, committed as a user would after it."""
-    shared = repo_root.parent / "shared" / "data"
-    if not shared.is_dir():
-        pytest.fail(f"real data not found at {shared}")
+    """The README's main job in a scratch project, committed as a user would after it.
+
+    A copy of the session's one tiny main job (tests/test_pipeline.py): the commands below change the
+    project, and running the main job a second time would double the suite's longest part.
+    """
+    done, _, _ = tiny_main_job(tmp_path_factory, repo_root)
     repo = tmp_path_factory.mktemp("readme") / "repo"
-    repo.mkdir()
-    copy_project(repo_root, repo)
-    tiny_params(repo / "params.yaml")
-    sh("git", "init", "-q", cwd=repo)
-    sh("git", "add", "-A", cwd=repo)
-    sh("git", "commit", "-q", "-m", "tiny config", cwd=repo)
-    sh(f"{BIN}/probmed", "fetch-data", "--source", str(shared), cwd=repo)
-    sh(f"{BIN}/dvc", "repro", cwd=repo, timeout=4200, merge=True)
-    sh("git", "add", "-A", cwd=repo)
-    sh("git", "commit", "-q", "-m", "main job", cwd=repo)
+    shutil.copytree(done, repo, symlinks=True)
+    assert dvc_status(repo) == {}, "the copied main job is not up to date"
     return repo
 
 
