@@ -135,7 +135,7 @@ def test_fallback_when_no_lung_is_found() -> None:
 def test_one_lung_found_is_mirrored() -> None:
     """A white-out of one side: the other side's lung, mirrored."""
     img = np.full((SIZE, SIZE), 0.8)
-    img[40:180, 150:220] = 0.2  # a dark lung on the image's right: the patient's left
+    img[int(0.15 * SIZE):int(0.7 * SIZE), int(0.58 * SIZE):int(0.86 * SIZE)] = 0.2  # dark on the image's right: patient's left
     field = locate(img, "PA")
     assert field.fallback is not None and field.fallback.startswith("right lung not found")
     assert field.right.top == field.left.top and field.right.bottom == field.left.bottom

@@ -5,7 +5,7 @@ films and films that include the abdomen the diaphragm sits near 0.55-0.6 H, so 
 findings came out "middle". Zones are therefore thirds of each lung's own height, from
 its apex to its base, located on the film itself.
 
-Method (classical, no model): the image is read at 256 px, smoothed, and its darkest
+Method (classical, no model): the image is read at 128 px, smoothed, and its darkest
 part inside the body is taken as aerated lung (a threshold between the lung's and the
 soft tissue's grey levels, Otsu's, on the film's central part). Components touching the
 film's edge widely are air outside the patient; the largest remaining component in each
@@ -14,7 +14,7 @@ base the lowest row the component keeps a real width on (the costophrenic recess
 thin sliver below the dome); the mediastinum lies between the two lungs' medial edges.
 
 Fallback, with its reason recorded (``LungField.fallback``): a side that is not found
-(white-out, a large effusion, a tight crop) takes the other side's heights; when neither
+(white-out, a large effusion, a tight crop) is the other side mirrored; when neither
 side is found, or the located field is implausible, the frame of the film's view
 (``FALLBACK_FRAMES``, AP and PA medians of the located fields) is used.
 """
@@ -22,14 +22,15 @@ side is found, or the located field is implausible, the frame of the film's view
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 from PIL import Image
 from scipy import ndimage
 
-SIZE = 256
-SMOOTH_SIGMA = 1.5  # pixels at 256 px
+SIZE = 128  # the film is read at this size: the lungs are large, and 128 px locates them 4x faster than 256
+SMOOTH_SIGMA = 0.75  # pixels at SIZE
 MIN_LUNG_AREA = 0.012  # of the film: smaller dark blobs are not a lung
 EDGE_TOUCH_MAX = 0.03  # a component with more of its outline on the film edge is air outside the patient
 BASE_MIN_WIDTH = 0.35  # a lung's base is the lowest row still this share of the lung's widest row
@@ -150,7 +151,7 @@ def _find_lungs(img: np.ndarray) -> dict[str, Lung]:
     c0, c1 = int(0.1 * SIZE), int(0.9 * SIZE)
     best: dict[str, tuple[int, Lung]] = {}
     for q in THRESHOLD_PERCENTILES:
-        mask = ndimage.binary_opening(smooth < np.percentile(smooth[c0:c1, c0:c1], q), iterations=2)
+        mask = ndimage.binary_opening(smooth < np.percentile(smooth[c0:c1, c0:c1], q), iterations=1)
         labels, n = ndimage.label(mask)
         areas = np.bincount(labels.ravel(), minlength=n + 1)
         for k, where in enumerate(ndimage.find_objects(labels), start=1):
@@ -181,6 +182,9 @@ def locate(img: np.ndarray, view: str | None = None) -> LungField:
     return LungField(lungs["right"], lungs["left"])
 
 
+@lru_cache(maxsize=4096)
 def locate_file(path: Path, view: str | None = None) -> LungField:
-    """The lung field of the film at ``path`` (original or thumbnail: read at SIZE px)."""
+    """The lung field of the film at ``path`` (original or thumbnail: read at SIZE px).
+
+    Cached: the source files are read-only, and a curation run or a test session reads them more than once."""
     return locate(read_gray(path), view)
