@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probmed.benchmark.curation.images import normalise_many
-from probmed.benchmark.curation.lung_field import LungField, locate_file
+from probmed.benchmark.curation.lung_field import LungField, fixed_field, locate_file
 from probmed.benchmark.curation.positions import Box, place_box
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS, CXR14_LABELS
 from probmed.benchmark.sources.base import (
@@ -227,7 +227,10 @@ def load_chestxray14(
             continue
         dst = Path(out_dir) / f"{Path(name).stem}.png"
         pixels = "original_1024" if src == full else "thumbnail_256"
-        field = locate_file(src, row.get("View Position"))
+        try:
+            field = locate_file(src, row.get("View Position"))
+        except OSError as err:  # an unreadable file is excluded when its pixels are written; its record needs a field
+            field = fixed_field(row.get("View Position"), f"image unreadable ({type(err).__name__}): frame of the view")
         rec = _abnormal_record(name, by_image[name], row, pixels, dst, image_root, size, result, field)
         if rec is not None:
             pending.append((rec, src, dst))
