@@ -154,12 +154,12 @@ def _plan_conditions(rec: ImageRecord, report: GenerationReport) -> tuple[list[P
 
 
 def _plan_positions(rec: ImageRecord, report: GenerationReport) -> list[PairPlan]:
-    vocab = positions_for(rec.organ, rec.modality)
     conds = conditions_for(rec.organ, rec.modality)
     plans: list[PairPlan] = []
     seen: set[tuple[str, str]] = set()
     for f in rec.findings:
         cond = truth.canonical_condition(f.condition)
+        vocab = positions_for(rec.organ, rec.modality, cond)  # pleural processes: pleural positions
         if not f.position or (cond, f.position) in seen:
             continue
         seen.add((cond, f.position))

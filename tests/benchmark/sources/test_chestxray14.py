@@ -57,7 +57,14 @@ def test_labels_present_absent_and_positions(records_only) -> None:
     by_id = {r.image_id: r for r in res.records}
     rec = by_id["cxr14-00000032_037"]  # box: Infiltrate; table: Cardiomegaly|Edema|Infiltration
     conds = {f.condition: f.position for f in rec.findings}
-    assert conds["infiltration"] == "right upper lung zone"  # box centre x 425 of 1024: image left = patient right
+    # box centre x 425 of 1024: image left = patient right; the box spans the upper and middle zones of a hazy AP
+    # film whose located field (0.05-0.45 H) makes it the whole lung
+    assert conds["infiltration"] in ("right upper lung zone", "right lung")
+    assert rec.provenance["lung_field"]["fallback"] == "left lung not found: mirrored from the right"
+    eff = by_id["cxr14-00002395_007"]  # issue 22: an effusion on the right hemidiaphragm of an AP film
+    assert [f.position for f in eff.findings if f.condition == "effusion"] in (["right base"], ["right costophrenic angle"])
+    assert set(eff.provenance["unruled"]["effusion"]) == {"left:upper", "left:middle", "left:lower"}
+    assert set(eff.provenance["unruled"]["effusion"]) <= set(eff.provenance["extents"]["effusion"])
     assert conds["cardiomegaly"] is None and conds["edema"] is None  # known present, no box
     assert set(rec.absent_conditions) == set(CXR14_CONDITIONS) - {"infiltration", "cardiomegaly", "edema"}
     for r in res.records:

@@ -652,7 +652,8 @@ _CXR_FOOTPRINTS = _cxr_footprints()
 
 
 def cxr_footprint(position: str) -> frozenset[str] | None:
-    """The cells a chest radiograph position covers, or None when it is not one of CXR_POSITIONS."""
+    """The cells a chest radiograph position covers, or None when it is not one of CXR_POSITIONS or
+    CXR_PLEURAL_POSITIONS."""
     return _CXR_FOOTPRINTS.get(position)
 
 
@@ -660,6 +661,40 @@ def cxr_footprint(position: str) -> frozenset[str] | None:
 CXR_POSITIONS: tuple[str, ...] = tuple(
     cxr_position(s, z) for s in CXR_SIDES for z in (*CXR_ZONES, None)
 ) + (MEDIASTINAL_POSITION,)
+
+# Pleural processes are in the pleural space, not in a lung zone: their positions are a side, or a side and
+# the apex, the base or the costophrenic angle (positions.py derives them from the box in the lung field).
+PLEURAL_CONDITIONS = frozenset({"effusion", "pneumothorax"})
+PLEURAL_REGIONS: dict[str, tuple[str, str, tuple[str, ...]]] = {  # region -> (one side, both sides, zones)
+    "apex": ("apex", "apices", ("upper",)),
+    "base": ("base", "bases", ("lower",)),
+    "costophrenic angle": ("costophrenic angle", "costophrenic angles", ("lower",)),
+}
+
+
+def pleural_position(side: str, region: str | None) -> str:
+    """``("right", "base")`` -> ``"right base"``; ``("left", None)`` -> ``"left"``; ``("both", None)`` ->
+    ``"both sides"``; ``("both", "costophrenic angle")`` -> ``"both costophrenic angles"``."""
+    if side not in CXR_SIDES or (region is not None and region not in PLEURAL_REGIONS):
+        raise ValueError(f"no pleural position for side {side!r}, region {region!r}")
+    if region is None:
+        return "both sides" if side == "both" else side
+    one, both, _ = PLEURAL_REGIONS[region]
+    return f"both {both}" if side == "both" else f"{side} {one}"
+
+
+def _pleural_footprints() -> dict[str, frozenset[str]]:
+    out = {}
+    for side in CXR_SIDES:
+        sides = ("right", "left") if side == "both" else (side,)
+        for region in (*PLEURAL_REGIONS, None):
+            zones = CXR_ZONES if region is None else PLEURAL_REGIONS[region][2]
+            out[pleural_position(side, region)] = frozenset(f"{s}:{z}" for s in sides for z in zones)
+    return out
+
+
+_CXR_FOOTPRINTS.update(_pleural_footprints())
+CXR_PLEURAL_POSITIONS: tuple[str, ...] = tuple(_pleural_footprints())
 
 # --- Positions named in text (captions, clinical notes) or derived from boxes, per organ ---
 # A position phrase is "<side> <region>": side in SIDE_NAMES (optional), region from the organ's
@@ -1083,6 +1118,9 @@ def flip_side(phrase: str) -> str | None:
     return " ".join(SIDE_WORDS.get(w, w) for w in words)
 
 
-def positions_for(organ: str, modality: str) -> tuple[str, ...]:
-    """Adversarial position candidates for an image of this organ and modality."""
+def positions_for(organ: str, modality: str, condition: str | None = None) -> tuple[str, ...]:
+    """Adversarial position candidates for an image of this organ and modality (and finding: a pleural
+    process on a chest radiograph is asked pleural positions, never lung zones)."""
+    if organ == "chest" and modality == "x-ray" and condition in PLEURAL_CONDITIONS:
+        return CXR_PLEURAL_POSITIONS
     return POSITIONS_BY_ORGAN_MODALITY.get((organ, modality)) or POSITIONS_BY_ORGAN.get(organ, GENERIC_POSITIONS)

@@ -2,8 +2,13 @@
 
 * Abnormal images: every image of the box list. Conditions come from the box
   labels (``Infiltrate`` normalised to ``infiltration``) with positions from
-  positional reasoning on the 1024 px box (zones of the lung field; the cells
-  each condition's boxes reach are kept in ``provenance.extents``); labels the label table gives the
+  positional reasoning on the 1024 px box (zones of the lung field located on
+  the film itself, ``curation.lung_field``, kept in ``provenance.lung_field``
+  with the reason when it fell back to a frame; pleural findings get pleural
+  positions; the cells each condition's boxes reach, plus the other lung of a
+  one-sided box of a condition that can be bilateral, which one box per label
+  cannot rule out, are kept in ``provenance.extents``: no "no" names them);
+  labels the label table gives the
   image without a box are known present with no position (never hallucinated);
   the 14 labels the table does not give the image are known absent.
 * Normal images: the ``No Finding`` images (all 14 labels known absent).
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from probmed.benchmark.curation.images import normalise_many
+from probmed.benchmark.curation.lung_field import LungField, fixed_field, locate_file
 from probmed.benchmark.curation.positions import Box, place_box
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS, CXR14_LABELS
 from probmed.benchmark.sources.base import (
@@ -112,8 +118,14 @@ def _normal_files(data_dir: Path) -> dict[str, Path]:
     return out
 
 
+def _field_note(field: LungField) -> dict[str, object]:
+    """The located lung field as provenance: each lung's (top, bottom, x0, x1) and the fallback's reason."""
+    lungs = {side: [round(float(v), 4) for v in vars(field.lung(side)).values()] for side in ("right", "left")}
+    return {**lungs, "fallback": field.fallback}
+
+
 def _abnormal_record(name: str, boxes: list[RawBox], row: dict[str, str], pixels: str, dst: Path, image_root: Path,
-                     size: int, result: SourceResult) -> ImageRecord | None:
+                     size: int, result: SourceResult, field: LungField) -> ImageRecord | None:
     """A boxed image's record: box findings with positions, then table labels without a box."""
     table_labels = {CXR14_LABELS[label] for label in row["Finding Labels"].split("|") if label in CXR14_LABELS}
     unknown = [label for label in row["Finding Labels"].split("|") if label not in CXR14_LABELS and label != "No Finding"]
@@ -122,10 +134,12 @@ def _abnormal_record(name: str, boxes: list[RawBox], row: dict[str, str], pixels
         return None
     findings: list[Finding] = []
     extents: dict[str, set[str]] = {}
+    unruled: dict[str, set[str]] = {}
     for b in boxes:
         condition = CXR14_LABELS[b.label]
-        placed = place_box(b.box, condition)
-        extents.setdefault(condition, set()).update(placed.extent)
+        placed = place_box(b.box, condition, field=field)
+        extents.setdefault(condition, set()).update(placed.extent | placed.unruled)
+        unruled.setdefault(condition, set()).update(placed.unruled)
         f = Finding(condition, placed.position)
         if f not in findings:
             findings.append(f)
@@ -150,8 +164,11 @@ def _abnormal_record(name: str, boxes: list[RawBox], row: dict[str, str], pixels
             "boxes": [{"label": b.label, "x": b.box.x, "y": b.box.y, "w": b.box.w, "h": b.box.h} for b in boxes],
             "boxes_256": [{"label": b.label, **vars(b.box.scaled(size / 1024.0))} for b in boxes],
             "table_labels": row["Finding Labels"],
-            # every lung-field cell a condition's boxes reach: no hallucinated position touches them
+            # every lung-field cell a condition may occupy (its boxes reach them, or one box per label cannot
+            # rule them out: listed again under "unruled"): no hallucinated position touches them
             "extents": {c: sorted(cells) for c, cells in sorted(extents.items())},
+            "unruled": {c: sorted(cells) for c, cells in sorted(unruled.items()) if cells},
+            "lung_field": _field_note(field),
         },
     )
 
@@ -210,7 +227,11 @@ def load_chestxray14(
             continue
         dst = Path(out_dir) / f"{Path(name).stem}.png"
         pixels = "original_1024" if src == full else "thumbnail_256"
-        rec = _abnormal_record(name, by_image[name], row, pixels, dst, image_root, size, result)
+        try:
+            field = locate_file(src, row.get("View Position"))
+        except OSError as err:  # an unreadable file is excluded when its pixels are written; its record needs a field
+            field = fixed_field(row.get("View Position"), f"image unreadable ({type(err).__name__}): frame of the view")
+        rec = _abnormal_record(name, by_image[name], row, pixels, dst, image_root, size, result, field)
         if rec is not None:
             pending.append((rec, src, dst))
     for name, src in sorted(normal_files.items()):
@@ -231,6 +252,9 @@ def load_chestxray14(
             result.records.append(rec)
     if not result.records:
         raise SourceError(f"{data_dir}: no usable ChestX-ray14 image")
+    fields = [r.provenance["lung_field"] for r in result.records if "lung_field" in r.provenance]
+    result.notes["lung_field"] = {"located": sum(f["fallback"] is None for f in fields),
+                                  "fallback": sum(f["fallback"] is not None for f in fields)}
     result.notes["pixels"] = {
         k: sum(1 for r in result.records if r.provenance["pixels"] == k)
         for k in sorted({r.provenance["pixels"] for r in result.records})
