@@ -110,7 +110,8 @@ def test_position_never_overlaps_the_true_region(cxr) -> None:
     allowed = truth.position_adversaries(rec, "effusion", positions_for("chest", "x-ray"))
     for p in ("both middle lung zones", "right lung", "right middle lung zone", "right upper lung zone", "both lungs"):
         assert p not in allowed
-    assert "left lower lung zone" in allowed
+    assert "right lower lung zone" in allowed
+    assert "left lower lung zone" not in allowed  # one box per label: the left side is not known free
     assert contradiction(no("position", "Is the effusion located in both middle lung zones?", "both middle lung zones"), rec)
     # the enlarged heart reaches the lower lung zones: cardiomegaly has no lung zone and no position pair
     heart = cxr["cxr14-00000211_041"]
@@ -126,3 +127,28 @@ def test_text_positions_overlap_by_side_and_region() -> None:
     assert truth.positions_overlap("chest", "left lung apex", "left upper lung zone")
     assert not truth.positions_overlap("chest", "right lung base", "right upper lung zone")
     assert truth.positions_overlap("abdomen", "liver", "right upper quadrant")
+
+
+def test_one_box_per_label_leaves_the_other_side_unknown(cxr) -> None:
+    """cxr14-00022369_013: one Effusion box, on the right; ChestX-ray14 draws one box per label, so it says nothing
+    of the left pleura (qid 20198948a5650a36 asked "left lower lung zone? no"): only right-side places are free."""
+    rec = cxr["cxr14-00022369_013"]
+    free = truth.position_adversaries(rec, "effusion", positions_for("chest", "x-ray"))
+    assert free and all(p.startswith(("right ", "both ")) for p in free)  # "both": false on its right half alone
+    assert not any(p.startswith("left") for p in free)
+
+
+def test_nlp_absent_label_is_not_asked_where_the_image_shows_a_basal_opacity(cxr) -> None:
+    """cxr14-00026911_000: effusion labelled, left base opacified; the report-mined 'no atelectasis' was asked as
+    "atelectasis? no" (qid 5aa5729fb428a538). An effusion and the collapse it causes are one basal opacity."""
+    rec = cxr["cxr14-00026911_000"]
+    assert "atelectasis" in rec.absent_conditions
+    assert "atelectasis" not in truth.condition_adversaries(rec, conditions_for("chest", "x-ray"))
+
+
+def test_no_disease_newer_than_the_source(cxr, vqa) -> None:
+    chest = cxr["cxr14-00000147_001"]  # a 2017 radiograph
+    vocab = conditions_for("chest", "x-ray")
+    assert "covid-19 pneumonia" in vocab and "covid-19 pneumonia" not in truth.condition_adversaries(chest, vocab)
+    recent = ImageRecord("x", "COVID-19 IDC", "ct", "chest", False, [], [])
+    assert "covid-19 pneumonia" in truth.condition_adversaries(recent, conditions_for("chest", "ct"))
