@@ -64,3 +64,14 @@ def test_bad_qa_records_and_unusable_source(shared_data: Path, tmp_path: Path) -
     (d / QA_FILE).write_text("{not json")
     with pytest.raises(SourceError, match="not valid JSON"):
         load_vqarad(d, tmp_path)
+
+
+def test_a_device_is_not_an_abnormality(vqarad) -> None:
+    """synpic22037: "What is the foreign body?" -> "a catheter" (a Port-a-Cath): placed care, not a finding,
+    so the image has no finding and asks no abnormality question (it was "abnormality? yes" on the catheter)."""
+    rec = next(r for r in vqarad.records if r.image_id == "vqarad-synpic22037")
+    assert rec.findings == [] and rec.abnormal is None
+    assert "fracture" in rec.absent_conditions  # "Is there a rib fracture?" -> No still counts
+    from probmed.benchmark.sources.vqarad import names_device
+
+    assert names_device("Where is the tip of the Port-a-Cath catheter located?") and not names_device("a bullet fragment")

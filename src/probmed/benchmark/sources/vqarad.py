@@ -8,7 +8,9 @@
 * findings and positions: conditions named by closed PRES / ABN / POS
   questions answered "yes", and by open ones, in the question ("Where is the
   mass?" presupposes a mass) or the answer ("What is the abnormality?" ->
-  "right paratracheal mass lesion"), with side and region.
+  "right paratracheal mass lesion"), with side and region. A "foreign body" the
+  pair names as a medical device ("What is the foreign body?" -> "a catheter";
+  curation/tables/devices.csv) is placed care, not a finding.
 * known absent: a condition asked about with no side or place and answered
   "no" ("Is a pleural effusion present?" -> no). "Is there a pneumothorax on the
   left?" or "... in the liver?" -> no says nothing about the rest of the image,
@@ -38,6 +40,7 @@ from pathlib import Path
 from typing import Any
 
 from probmed.benchmark.curation.extract_rules import find_conditions, find_modality
+from probmed.benchmark.curation.tables import devices
 from probmed.benchmark.sources.base import (
     SourceContext,
     SourceResult,
@@ -155,7 +158,8 @@ def _findings_of(qa: dict[str, Any]) -> tuple[list[Finding], list[str]]:
             return [], []
         # "Where is the mass?" presupposes the mass; "What is the abnormality?" is answered by one
         found = find_conditions(qa["question"])[0] + find_conditions(qa["answer"])[0]
-        return [Finding(f["condition"], f["position"]) for f in found], []
+        device = names_device(f"{qa['question']} {qa['answer']}")
+        return [Finding(f["condition"], f["position"]) for f in found if not (device and f["condition"] == DEVICE_AS)], []
     if ans not in ("yes", "no"):
         return [], []
     found, negated = find_conditions(qa["question"])
@@ -166,6 +170,16 @@ def _findings_of(qa: dict[str, Any]) -> tuple[list[Finding], list[str]]:
     if _LOCATIVE.search(qa["question"].lower()):
         return [], []  # "a pneumothorax in the left apex?" -> no: it may be elsewhere
     return [], [f["condition"] for f in found]
+
+
+DEVICE_AS = "foreign body"  # what a device is read as by the condition words ("What is the foreign body?")
+
+
+def names_device(text: str) -> bool:
+    """True when a QA pair names a medical device (devices.csv): a "foreign body" that is placed care (a
+    Port-a-Cath, VQA-RAD synpic22037) is not an abnormality, and an image whose only finding it is has none."""
+    low = text.lower()
+    return any(re.search(rf"(?<![\w-]){re.escape(d)}s?(?![\w-])", low) for d in devices())
 
 
 def describes_lesion(qa: dict[str, Any]) -> bool:
