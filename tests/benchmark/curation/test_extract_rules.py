@@ -184,3 +184,14 @@ def test_between_two_places_names_neither_as_the_site(shared_data: Path) -> None
     assert found == [{"condition": "mass", "position": None}]
     found, _ = find_conditions("A mass in the liver.", organ="abdomen")
     assert found == [{"condition": "mass", "position": "liver"}]
+
+
+def test_a_heart_chamber_is_not_the_brain(shared_data: Path) -> None:
+    """ROCO_51595: "MR scan showing left ventricular aneurysm ... under pectoralis minor" was a brain image (the by-eye
+    check: "Does this image show the brain? yes" of a cardiac MR): a left or right ventricle is the heart's."""
+    import csv
+
+    with (shared_data / "roco-images" / "metadata.csv").open(encoding="utf-8") as f:
+        caption = next(r["caption"] for r in csv.DictReader(f) if r["roco_id"] == "ROCO_51595")
+    assert extract("ROCO_51595", caption).organ == "chest"
+    assert extract("x", "MRI of the brain: dilated lateral ventricles and third ventricle.").organ == "brain"
