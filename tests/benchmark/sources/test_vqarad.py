@@ -75,3 +75,12 @@ def test_a_device_is_not_an_abnormality(vqarad) -> None:
     from probmed.benchmark.sources.vqarad import names_device
 
     assert names_device("Where is the tip of the Port-a-Cath catheter located?") and not names_device("a bullet fragment")
+
+
+def test_a_sign_answered_by_normal_anatomy_is_no_lesion(vqarad) -> None:
+    """synpic33302: "What is hyperdensity under the diaphragm on the left?" -> "Stomach bubble" made a normal
+    radiograph abnormal (the by-eye check: "abnormality? yes", false): the answer names normal anatomy."""
+    rec = next(r for r in vqarad.records if r.image_id == "vqarad-synpic33302")
+    assert rec.abnormal is None and rec.findings == []
+    lesion = next(r for r in vqarad.records if r.image_id == "vqarad-synpic35191")  # "Where are the lesions?" -> cerebellum
+    assert lesion.abnormal is True

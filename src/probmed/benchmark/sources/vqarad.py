@@ -21,7 +21,8 @@
   Polarity comes from the answer: "normal?" + yes is normal, "abnormal?" + yes
   is abnormal, a choice question is read from the word answered. The image
   is abnormal when a whole-image answer says so or a finding or an abnormal sign
-  (a lesion, a hyperintensity: ABNORMAL_SIGNS) is described, normal
+  (a lesion, a hyperintensity: ABNORMAL_SIGNS; not one an open answer names as
+  normal anatomy, normal_anatomy.csv: "Stomach bubble") is described, normal
   only when a whole-image answer says so and nothing contradicts it; when its QA
   disagree (two whole-image answers, or "normal" beside a present finding) the
   image is left unknown and asks no abnormality question.
@@ -40,7 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from probmed.benchmark.curation.extract_rules import find_conditions, find_modality
-from probmed.benchmark.curation.tables import devices
+from probmed.benchmark.curation.tables import devices, normal_anatomy
 from probmed.benchmark.sources.base import (
     SourceContext,
     SourceResult,
@@ -187,8 +188,8 @@ def describes_lesion(qa: dict[str, Any]) -> bool:
     if not any(t in qa["question_type"] for t in ("PRES", "ABN", "POS")):
         return False
     ans = qa["answer"].lower().strip(" .")
-    if qa["answer_type"] == "OPEN":
-        return ans not in NOTHING and bool(ABNORMAL_SIGNS.search(f"{qa['question']} {qa['answer']}".lower()))
+    if qa["answer_type"] == "OPEN":  # a sign answered by normal anatomy ("Stomach bubble") is no lesion
+        return ans not in NOTHING and ans not in normal_anatomy() and bool(ABNORMAL_SIGNS.search(f"{qa['question']} {qa['answer']}".lower()))
     return ans == "yes" and bool(ABNORMAL_SIGNS.search(qa["question"].lower()))
 
 
