@@ -152,3 +152,10 @@ def test_no_disease_newer_than_the_source(cxr, vqa) -> None:
     assert "covid-19 pneumonia" in vocab and "covid-19 pneumonia" not in truth.condition_adversaries(chest, vocab)
     recent = ImageRecord("x", "COVID-19 IDC", "ct", "chest", False, [], [])
     assert "covid-19 pneumonia" in truth.condition_adversaries(recent, conditions_for("chest", "ct"))
+
+
+def test_both_hemispheres_overlaps_the_cerebellum() -> None:
+    """ROCO_05654, bilateral cerebellar hemorrhages, was asked "Are the hemorrhages located in both hemispheres? no"
+    (the by-eye check: the cerebellum has hemispheres too)."""
+    assert truth.positions_overlap("brain", "cerebellum", "both hemispheres")
+    assert not truth.positions_overlap("brain", "cerebellum", "left frontal lobe")
