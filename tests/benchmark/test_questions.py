@@ -206,3 +206,18 @@ def test_the_whole_default_set_passes_the_audit(records, shared_data: Path, repo
     assert audit["texts"]["by_category"]["abnormality"]["yes_share"] == 0.5
     assert audit["contradictions"]["count"] == 0 and audit["contradictions"]["unmatched_images"] == 0
     assert audit["duplicates"]["count"] == 0
+
+
+def test_a_skull_radiograph_asks_no_organ_question(shared_data: Path, repo_root: Path) -> None:
+    """ROCO_20383 ("Lateral skull radiograph", the film shows the skull base and cervical spine) and ROCO_15040 were
+    asked "Does this image show the brain? yes" (the by-eye check): a plain radiograph does not show the brain."""
+    from probmed.benchmark.sources.roco_images import load_roco_images
+    from probmed.benchmark.sources.tabular import ImagePolicy
+
+    res = load_roco_images(shared_data / "roco-images", ImagePolicy(repo_root / "build/images/roco_images"), repo_root, write=False)
+    skulls = [r for r in res.records if r.image_id in ("roco-ROCO_20383", "roco-ROCO_15040")]
+    assert {(r.modality, r.organ) for r in skulls} == {("x-ray", "brain")}
+    frame, report = generate_questions(res.records, seed=0)
+    xray_brain = frame[frame.image_type == "X-ray - Brain"]
+    assert len(xray_brain) and "organ" not in set(xray_brain.category)
+    assert report.skipped_categories["organ: x-ray images do not show the brain"] > 0

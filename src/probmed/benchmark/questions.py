@@ -36,6 +36,7 @@ from probmed.benchmark.curation.tables import (
     condition_nouns,
     condition_sites,
     condition_terms,
+    organ_unseen,
     pleural_levels,
     region_prepositions,
 )
@@ -220,7 +221,12 @@ def modality_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draft]:
 
 
 def organ_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draft]:
-    """One pair when the plan asks it: the image's organ and one out of its field of view."""
+    """One pair when the plan asks it: the image's organ and one out of its field of view; none of an image that
+    does not show its organ (organ_unseen.csv: a skull radiograph does not show the brain)."""
+    if (rec.modality, rec.organ) in organ_unseen():
+        if plans_of(ctx.plan, rec.image_id, "organ"):
+            ctx.report.skipped_categories[f"organ: {rec.modality} images do not show the {rec.organ}"] += 1
+        return []
     return _planned_pairs(rec, ctx, "organ", lambda p, v: organ_question(v))
 
 

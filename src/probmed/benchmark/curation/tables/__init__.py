@@ -15,7 +15,9 @@
   anatomy; ``pleural_levels.csv``: a lung zone's pleural level ("basal").
 * ``region_prepositions.csv``: "at the cervicothoracic junction" (every other region: "in").
 * ``cause_eras.csv`` / ``source_years.csv``: a new disease is never asked of an older source.
-* ``devices.csv``: medical devices, which are not abnormalities.
+* ``devices.csv``: medical devices, which are not abnormalities; ``normal_anatomy.csv``: QA answers naming
+  normal structures ("stomach bubble"), which are not lesions.
+* ``organ_unseen.csv``: images that do not show their organ (a skull radiograph: no "brain? yes").
 * ``absent_evidence.csv``: a source whose absent labels are weaker evidence (NLP-mined: ``nlp_absent``).
 
 Lines starting with ``#`` are comments. Each loader is cached: the tables are read once.
@@ -197,3 +199,15 @@ def devices() -> frozenset[str]:
 def absent_evidence() -> dict[str, str]:
     """Source -> the evidence value its absent labels give a "no" (absent_evidence.csv; others: known_absent)."""
     return {row["source"]: row["evidence"] for _, row in _rows("absent_evidence.csv", ("source", "evidence", "why"))}
+
+
+@lru_cache(maxsize=None)
+def normal_anatomy() -> frozenset[str]:
+    """Open QA answers that name normal anatomy, not a lesion (normal_anatomy.csv)."""
+    return frozenset(row["answer"] for _, row in _rows("normal_anatomy.csv", ("answer", "why")))
+
+
+@lru_cache(maxsize=None)
+def organ_unseen() -> frozenset[tuple[str, str]]:
+    """(modality, organ) whose images do not show the organ: no organ question (organ_unseen.csv)."""
+    return frozenset((row["modality"], row["organ"]) for _, row in _rows("organ_unseen.csv", ("modality", "organ", "why")))
