@@ -110,8 +110,7 @@ def test_position_never_overlaps_the_true_region(cxr) -> None:
     allowed = truth.position_adversaries(rec, "effusion", positions_for("chest", "x-ray"))
     for p in ("both middle lung zones", "right lung", "right middle lung zone", "right upper lung zone", "both lungs"):
         assert p not in allowed
-    assert "right lower lung zone" in allowed
-    assert "left lower lung zone" not in allowed  # one box per label: the left side is not known free
+    assert allowed == ()  # a pleural box stands for its side, and one box per label leaves the left unknown
     assert contradiction(no("position", "Is the effusion located in both middle lung zones?", "both middle lung zones"), rec)
     # the enlarged heart reaches the lower lung zones: cardiomegaly has no lung zone and no position pair
     heart = cxr["cxr14-00000211_041"]
@@ -130,12 +129,14 @@ def test_text_positions_overlap_by_side_and_region() -> None:
 
 
 def test_one_box_per_label_leaves_the_other_side_unknown(cxr) -> None:
-    """cxr14-00022369_013: one Effusion box, on the right; ChestX-ray14 draws one box per label, so it says nothing
-    of the left pleura (qid 20198948a5650a36 asked "left lower lung zone? no"): only right-side places are free."""
-    rec = cxr["cxr14-00022369_013"]
-    free = truth.position_adversaries(rec, "effusion", positions_for("chest", "x-ray"))
-    assert free and all(p.startswith(("right ", "both ")) for p in free)  # "both": false on its right half alone
+    """ChestX-ray14 draws one box per label, so a box says nothing of the other side (qid 20198948a5650a36: a right
+    effusion box, "left lower lung zone? no"). cxr14-00013911_000: one Nodule box, right middle zone; only places
+    with a part on the right are free ("both": false on its right half alone)."""
+    rec = cxr["cxr14-00013911_000"]
+    free = truth.position_adversaries(rec, "nodule", positions_for("chest", "x-ray"))
+    assert free and all(p.startswith(("right ", "both ")) for p in free)
     assert not any(p.startswith("left") for p in free)
+    assert truth.position_adversaries(cxr["cxr14-00022369_013"], "effusion", positions_for("chest", "x-ray")) == ()
 
 
 def test_nlp_absent_label_is_not_asked_where_the_image_shows_a_basal_opacity(cxr) -> None:
@@ -159,3 +160,19 @@ def test_both_hemispheres_overlaps_the_cerebellum() -> None:
     (the by-eye check: the cerebellum has hemispheres too)."""
     assert truth.positions_overlap("brain", "cerebellum", "both hemispheres")
     assert not truth.positions_overlap("brain", "cerebellum", "left frontal lobe")
+
+
+def test_a_pleural_box_stands_for_its_whole_side(cxr) -> None:
+    """cxr14-00017188_002: the Effusion box lies on the right hemidiaphragm but is zoned "middle", and the set asked
+    "Is there a right basal pleural effusion? no" (false in the by-eye check): fluid and air move within the pleural
+    space, so a pleural box leaves no place on its side free, and one box per label none on the other."""
+    rec = cxr["cxr14-00017188_002"]
+    assert truth.position_adversaries(rec, "effusion", positions_for("chest", "x-ray")) == ()
+    nodule = cxr["cxr14-00013911_000"]  # a nodule's box still frees the rest of its side
+    assert truth.position_adversaries(nodule, "nodule", positions_for("chest", "x-ray"))
+
+
+def test_the_deep_white_matter_of_a_lobe_is_periventricular() -> None:
+    """ROCO_64409, "a right sided deep parietal infarct", was asked "right periventricular white matter? no"."""
+    assert truth.positions_overlap("brain", "right parietal lobe", "right periventricular white matter")
+    assert not truth.positions_overlap("brain", "right parietal lobe", "left periventricular white matter")

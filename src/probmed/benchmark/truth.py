@@ -16,7 +16,8 @@ same rules, so a generated set and an imported one are judged alike.
   text phrases by side and region (curation/tables/region_overlap.csv).
 * **Era**: no disease newer than every image of the source (cause_eras.csv, source_years.csv).
 * **One box per label**: a chest radiograph's box shows where a finding is on its side; a place
-  wholly on the other side is not known free.
+  wholly on the other side is not known free, and a pleural box stands for its whole side (fluid and air
+  move within the pleural space), so a boxed pleural finding has no free position.
 * **Evidence**: ``known_absent`` when a label table or a QA answer says the
   value is absent (another modality or an organ out of view are known absent:
   the image has one modality and one field of view); ``assumed_absent`` when it
@@ -32,6 +33,7 @@ from typing import Iterable
 
 from probmed.benchmark.curation.tables import (
     cause_eras,
+    condition_sites,
     field_of_view,
     overlap_groups,
     region_overlaps,
@@ -277,7 +279,19 @@ def occupied_positions(rec: ImageRecord, condition: str) -> tuple[list[str], fro
     places = [f.position for f in rec.findings if f.position and canonical_condition(f.condition) == canon]
     places += [p for c, p in qa_mentions(rec).positions if canonical_condition(c) == canon]
     cells = frozenset((rec.provenance.get("extents") or {}).get(canon, ()))
+    site = condition_sites().get((rec.organ, canon))
+    if cells and site is not None and site.site == "pleural":
+        cells = _whole_pleural_space(cells)
     return places, cells
+
+
+def _whole_pleural_space(cells: frozenset[str]) -> frozenset[str]:
+    """Every zone of each side a pleural box is on: fluid and air move within the pleural space with posture
+    (a supine effusion layers behind the lung, an erect one fills the base), so the box's height says nothing
+    of the rest of that side (cxr14-00017188_002: an effusion boxed on the right hemidiaphragm, zoned "middle",
+    was asked "right basal pleural effusion? no")."""
+    sides = {c.split(":")[0] for c in cells if ":" in c}
+    return cells | frozenset(f"{s}:{z}" for s in sides for z in ("upper", "middle", "lower"))
 
 
 def position_adversaries(rec: ImageRecord, condition: str, vocabulary: Iterable[str]) -> tuple[str, ...]:
