@@ -195,3 +195,14 @@ def test_a_heart_chamber_is_not_the_brain(shared_data: Path) -> None:
         caption = next(r["caption"] for r in csv.DictReader(f) if r["roco_id"] == "ROCO_51595")
     assert extract("ROCO_51595", caption).organ == "chest"
     assert extract("x", "MRI of the brain: dilated lateral ventricles and third ventricle.").organ == "brain"
+
+
+def test_cannot_be_distinguished_from_is_a_relation_not_a_site(shared_data: Path) -> None:
+    """ROCO_68166: a retroperitoneal cystic mass that "cannot be distinguished from spleen, pancreas, and stomach" was
+    asked "Is the mass located in the stomach? yes" (false in the by-eye check)."""
+    import csv
+
+    with (shared_data / "roco-images" / "metadata.csv").open(encoding="utf-8") as f:
+        caption = next(r["caption"] for r in csv.DictReader(f) if r["roco_id"] == "ROCO_68166")
+    masses = [f["position"] for f in extract("ROCO_68166", caption).findings if f["condition"] == "mass"]
+    assert masses and not any(p in ("spleen", "pancreas", "stomach") for p in masses)

@@ -363,8 +363,9 @@ LINK_AFTER = re.compile(r"^[^,;()]*?\b(in|of|at|within|involving|into|on|from|al
 BREAK_AFTER = re.compile(r"\b(and|with|which|that|causing|shows?|showing|is|are|was|were|without|no|compress\w*|"
                          r"displac\w*|abutt\w*|surround\w*|(anterior|posterior|adjacent|next|lateral|medial|superior|"
                          r"inferior|close|proximal|distal|secondary|due) to)\b|;")
-# A relation to places names neither of them as the finding's site ("between the liver and the pancreas").
-RELATION = re.compile(r"\bbetween\b")
+# A relation to places names none of them as the finding's site ("between the liver and the pancreas",
+# "cannot be distinguished from spleen, pancreas, and stomach").
+RELATION = re.compile(r"\bbetween\b|\b(distinguish\w*|separa\w*|differentiat\w*) from\b")
 COPULA = re.compile(r"\b(is|are|was|were)( also| again)? (seen|noted|present|located|visible|identified|demonstrated|"
                     r"observed|found|detected)\b")
 ASIDE = re.compile(r"\([^()]*\)")  # "(arrow)", "(white arrowheads)"
