@@ -181,14 +181,14 @@ def _site_patterns() -> tuple[re.Pattern, re.Pattern]:
 
 def _wording_rules(q: str) -> Iterable[tuple[str, str]]:
     for rx, term, rule in _term_patterns():
-        for m in rx.finditer(q):
-            if m.group(0) != term and not term.lower().startswith(m.group(0).lower() + " "):
-                yield rule, f"{m.group(0)!r}: ask {term!r}"
+        for found in rx.finditer(q):
+            if found.group(0) != term:
+                yield rule, f"{found.group(0)!r}: ask {term!r}"
     pleural, extra_axial = _site_patterns()
-    if m := pleural.search(q):
-        yield "pleural-in-lung", f"the pleural {m.group(1)!r} placed in a {m.group(5)!r}: ask by side and pleural level"
-    if m := extra_axial.search(q):
-        yield "extra-axial-hemisphere", f"the extra-axial {m.group(1)!r} is on a side, not in a hemisphere"
+    if p := pleural.search(q):
+        yield "pleural-in-lung", f"the pleural {p.group(1)!r} placed in a {p.group(5)!r}: ask by side and pleural level"
+    if e := extra_axial.search(q):
+        yield "extra-axial-hemisphere", f"the extra-axial {e.group(1)!r} is on a side, not in a hemisphere"
     for region, prep in region_prepositions().items():
         if prep != "in" and re.search(rf"\bin (the |both )?((right|left) )?{re.escape(region)}", q, re.I):
             yield "preposition", f"'in the {region}': use {prep!r}"

@@ -367,6 +367,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(p)
     p.set_defaults(func=cmd_stats)
 
+    _register_review(sub)
+
+    p = sub.add_parser("import-release", help="the original ProbMed test.json -> question table")
+    p.add_argument("question_file")
+    p.add_argument("--out", required=True)
+    p.add_argument("--image-prefix", default="", help="directory of the release's images, relative to the image root")
+    p.set_defaults(func=cmd_import_release)
+
+
+def _register_review(sub: Any) -> None:
+    """`probmed review export | import | truth | rates`."""
     p = sub.add_parser("review", help="expert review round-trip: export a sheet, import verdicts")
     rs = p.add_subparsers(dest="action", required=True)
     e = rs.add_parser("export")
@@ -392,9 +403,3 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(r)
     for q in (e, i, t, r):
         q.set_defaults(func=cmd_review)
-
-    p = sub.add_parser("import-release", help="the original ProbMed test.json -> question table")
-    p.add_argument("question_file")
-    p.add_argument("--out", required=True)
-    p.add_argument("--image-prefix", default="", help="directory of the release's images, relative to the image root")
-    p.set_defaults(func=cmd_import_release)
