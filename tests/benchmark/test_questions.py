@@ -48,11 +48,12 @@ def test_every_no_is_true_and_recorded(records, strategy: str) -> None:
     assert contradictions(frame, records)["count"] == 0
     assert not frame.duplicated(["image_id", "question"]).any()  # no question twice of one image
     no = frame[frame.answer == "no"]
-    assert set(no.evidence) <= {"known_absent", "assumed_absent"}
+    assert set(no.evidence) <= {"known_absent", "nlp_absent", "assumed_absent"}
     assert set(frame.loc[frame.polarity == "adversarial", "strategy"]) <= {strategy, "random"}
-    # ChestX-ray14 hallucinated conditions rest on the label table whenever it offers one
+    # ChestX-ray14 hallucinated conditions rest on the label table whenever it offers one, marked as NLP-mined
     cxr = no[(no.source == "ChestX-ray14") & (no.category == "condition")]
-    assert (cxr.evidence == "known_absent").mean() > 0.95
+    assert (cxr.evidence == "nlp_absent").mean() > 0.95
+    assert "nlp_absent" not in set(no.loc[no.source != "ChestX-ray14", "evidence"])
 
 
 def test_layout_per_image(balanced) -> None:
@@ -121,7 +122,7 @@ def test_question_wording() -> None:
     assert condition_question("pneumonia") == "Is there evidence of pneumonia in this image?"
     assert position_question("nodule", "right upper lung zone") == "Is the nodule located in the right upper lung zone?"
     assert position_question("effusion", "both lower lung zones") == "Are the effusions located in both lower lung zones?"
-    assert position_question("infiltration", "both lungs") == "Is the infiltration located in both lungs?"
+    assert position_question("infiltration", "both lungs") == "Are the infiltrates located in both lungs?"
     assert position_question("mass", "left") == "Is the mass located on the left side?"
 
 
@@ -138,7 +139,9 @@ def test_adversarial_strategy_flips_sides(records) -> None:
     pos = frame[frame.category == "position"]
     gt, adv = pos[pos.polarity == "gt"].reset_index(), pos[pos.polarity == "adversarial"].reset_index()
     flipped = adv.strategy == "adversarial"
-    assert flipped.mean() > 0.5
+    # a chest radiograph's one box per label says nothing of the other side: its flips are never drawn
+    assert not (flipped & (adv.source == "ChestX-ray14")).any()
+    assert flipped.sum() >= 1  # VQA-RAD and MedICaT sides still flip
     for g, a in zip(gt[flipped].entity, adv[flipped].entity):
         assert g.replace("left", "X").replace("right", "left").replace("X", "right") == a
 
@@ -203,3 +206,18 @@ def test_the_whole_default_set_passes_the_audit(records, shared_data: Path, repo
     assert audit["texts"]["by_category"]["abnormality"]["yes_share"] == 0.5
     assert audit["contradictions"]["count"] == 0 and audit["contradictions"]["unmatched_images"] == 0
     assert audit["duplicates"]["count"] == 0
+
+
+def test_a_skull_radiograph_asks_no_organ_question(shared_data: Path, repo_root: Path) -> None:
+    """ROCO_20383 ("Lateral skull radiograph", the film shows the skull base and cervical spine) and ROCO_15040 were
+    asked "Does this image show the brain? yes" (the by-eye check): a plain radiograph does not show the brain."""
+    from probmed.benchmark.sources.roco_images import load_roco_images
+    from probmed.benchmark.sources.tabular import ImagePolicy
+
+    res = load_roco_images(shared_data / "roco-images", ImagePolicy(repo_root / "build/images/roco_images"), repo_root, write=False)
+    skulls = [r for r in res.records if r.image_id in ("roco-ROCO_20383", "roco-ROCO_15040")]
+    assert {(r.modality, r.organ) for r in skulls} == {("x-ray", "brain")}
+    frame, report = generate_questions(res.records, seed=0)
+    xray_brain = frame[frame.image_type == "X-ray - Brain"]
+    assert len(xray_brain) and "organ" not in set(xray_brain.category)
+    assert report.skipped_categories["organ: x-ray images do not show the brain"] > 0

@@ -56,3 +56,54 @@ def test_cli_export(shared_data: Path, repo_root: Path, tmp_path: Path) -> None:
     assert main(["review", "export", "--questions", str(tmp_path / "q.parquet"), "--n", "5", "--out", str(tmp_path / "rv"),
                  "--params", str(repo_root / "params.yaml")]) == 0
     assert pd.read_csv(tmp_path / "rv" / "review.csv")["image_id"].nunique() == 5
+    assert main(["review", "truth", "--questions", str(tmp_path / "q.parquet"), "--n", "12", "--out", str(tmp_path / "t.csv"),
+                 "--params", str(repo_root / "params.yaml")]) == 0
+    assert len(pd.read_csv(tmp_path / "t.csv")) == 12
+
+
+# --- the by-eye truth check (issue 22) ----------------------------------------------------------------
+
+SHEET = Path(__file__).resolve().parents[2] / "review" / "truth_review.csv"
+
+
+def test_truth_sample_reaches_every_stratum_and_keeps_its_picks(shared_data: Path) -> None:
+    from probmed.benchmark.review import STRATA, truth_sample
+
+    q, _ = generate_questions(load_vqarad(shared_data / "vqa-rad", shared_data).records)
+    strata = q.groupby(list(STRATA)).ngroups
+    sheet = truth_sample(q, strata + 5, seed=0)
+    assert len(sheet) == strata + 5 and sheet.groupby(list(STRATA)).ngroups == strata
+    assert (sheet["verdict"] == "").all() and not sheet["qid"].duplicated().any()
+    # a question keeps its place when others leave the set: the picks of untouched strata stay
+    first = sheet.iloc[0]
+    rest = q[~((q.image_id == first.image_id) & (q.category == first.category))]
+    again = truth_sample(rest, strata + 5, seed=0)
+    assert len(set(again.qid) & set(sheet.qid)) >= len(sheet) - 3
+    assert truth_sample(q, 10, seed=1)["qid"].tolist() != truth_sample(q, 10, seed=0)["qid"].tolist()
+
+
+def test_truth_sheet_needs_a_verdict_and_a_reason(tmp_path: Path, repo_root: Path) -> None:
+    from probmed.benchmark.review import TRUTH_COLUMNS, read_truth_sheet
+
+    row = {c: "x" for c in TRUTH_COLUMNS}
+    pd.DataFrame([{**row, "verdict": "maybe"}]).to_csv(tmp_path / "a.csv", index=False)
+    with pytest.raises(RecordError, match="verdict 'maybe'"):
+        read_truth_sheet(tmp_path / "a.csv")
+    pd.DataFrame([{**row, "verdict": "false", "reason": ""}]).to_csv(tmp_path / "b.csv", index=False)
+    with pytest.raises(RecordError, match="needs a reason"):
+        read_truth_sheet(tmp_path / "b.csv")
+    assert main(["review", "rates", str(tmp_path / "b.csv"), "--params", str(repo_root / "params.yaml")]) == 2
+
+
+def test_the_committed_truth_sheet(repo_root: Path, tmp_path: Path) -> None:
+    """The by-eye check of the default full set (README "Truth checked by eye"): its schema and counts."""
+    from probmed.benchmark.review import TRUTH_COLUMNS, read_truth_sheet, truth_rates
+
+    sheet = read_truth_sheet(SHEET)
+    assert list(sheet.columns) == TRUTH_COLUMNS and not sheet["qid"].duplicated().any()
+    rates = truth_rates(sheet)
+    assert rates["overall"] == {"true": 128, "doubtful": 2, "false": 0, "questions": 130, "true_pct": 98.5}
+    assert rates["images"] == 112 and len(rates["by_source"]) == 7 and len(rates["by_category"]) == 5
+    assert sheet["image_type"].nunique() >= 12
+    assert not sheet["image_path"].str.startswith("/").any()  # ids and repository-relative paths, no images
+    assert main(["review", "rates", str(SHEET), "--out", str(tmp_path / "r.json"), "--params", str(repo_root / "params.yaml")]) == 0

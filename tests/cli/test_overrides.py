@@ -30,6 +30,8 @@ COMMANDS: dict[str, list[str]] = {
     "stats": ["--records", "a.parquet", "b.parquet"],
     "review export": ["--n", "3"],
     "review import": ["sheet.csv"],
+    "review truth": ["--n", "3"],
+    "review rates": ["sheet.csv"],
     "import-release": ["test.json", "--out", "q.parquet"],
     "predict": ["--questions", "q.parquet", "--no-progress"],
     "describe": ["--questions", "q.parquet", "--no-progress"],

@@ -38,3 +38,16 @@ def test_scored_beside_the_full_set() -> None:
     assert ka["by_category"]["modality"]["accuracy_adv_pairs"] == 0.0  # always-yes is 0 on every pair, here too
     table = table_known_absent({"always-yes": m, "random": evaluate(q, random_predictions(q, 0))})
     assert set(table.category) >= {"modality", "condition", "overall"} and set(table.model) == {"always-yes", "random"}
+
+
+def test_nlp_mined_labels_are_marked_and_left_out_of_the_known_absent_subset() -> None:
+    """ChestX-ray14's absent labels are mined from reports by NLP: their "no" says so (nlp_absent), and the subset
+    free of doubt does not count on them."""
+    recs = [ImageRecord("n", "ChestX-ray14", "x-ray", "chest", False, [], ["mass", "nodule", "pneumothorax"], image_path="n.png"),
+            ImageRecord("c", "S", "x-ray", "chest", False, [], ["mass", "nodule"], image_path="c.png")]
+    q = generate_questions(recs, strategy="random")[0]
+    cxr_no = q[(q.image_id == "n") & (q.answer == "no") & q.category.isin(["condition", "abnormality"])]
+    assert len(cxr_no) and (cxr_no.evidence == "nlp_absent").all()
+    assert (q.loc[(q.image_id == "c") & (q.category == "condition"), "evidence"] == "known_absent").all()
+    sub = known_absent_questions(q)
+    assert sub is not None and not set(sub.pair_id) & set(cxr_no.pair_id)

@@ -17,6 +17,17 @@ them. Rules (each finding names the rule and the words at fault):
 * ``bilateral-single``: a single finding ("the nodule") is never "bilateral"/"in both ...";
   "zones" is plural only with "both"/"bilateral", "zone" singular only with one side.
 
+Clinical wording (each rule one table under curation/tables, so a clinician reviews the words, not code):
+
+* ``infiltrate``, ``covid-spelling``: the term a condition is asked by (condition_terms.csv): "an infiltrate",
+  never "infiltration"; "COVID-19", never "covid-19";
+* ``pleural-in-lung``: a pleural process (effusion, pneumothorax, pleural thickening) is never placed in a
+  lung, a lung zone or a lobe (condition_sites.csv): "Is there a right pleural effusion?";
+* ``extra-axial-hemisphere``: an extra-axial tumour (a meningioma) is on a side, never in a hemisphere;
+* ``preposition``: a region takes its preposition (region_prepositions.csv): "at the cervicothoracic junction";
+* ``cause-before-disease`` (a rule of the question table, ``lint_frame``: it needs the source): a disease is
+  never asked of a source whose images are older than it (cause_eras.csv, source_years.csv).
+
 Nouns are known from the condition noun table (curation/tables/condition_nouns.csv).
 """
 
@@ -27,7 +38,16 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Iterable
 
-from probmed.benchmark.curation.tables import condition_nouns
+import pandas as pd
+
+from probmed.benchmark.curation.tables import (
+    cause_eras,
+    condition_nouns,
+    condition_sites,
+    condition_terms,
+    region_prepositions,
+    source_years,
+)
 
 DETERMINERS = frozenset(
     "a an the any this that these those each every one no another some single such its their his her".split()
@@ -140,10 +160,61 @@ def _noun_rules(q: str) -> Iterable[tuple[str, str]]:
         yield "bilateral-single", "'zone' (singular) with both sides"
 
 
+@lru_cache(maxsize=None)
+def _term_patterns() -> tuple[tuple[re.Pattern, str, str], ...]:
+    """(the vocabulary name in any case, its term, the rule) per row of condition_terms.csv."""
+    return tuple((re.compile(rf"(?<![\w-]){re.escape(t.condition)}(?![\w-])", re.I), t.term, t.rule)
+                 for t in condition_terms().values())
+
+
+@lru_cache(maxsize=None)
+def _site_patterns() -> tuple[re.Pattern, re.Pattern]:
+    """(a pleural noun placed in a lung, a lung zone or a lobe; an extra-axial noun with a hemisphere)."""
+    nouns: dict[str, list[str]] = {"pleural": [], "extra-axial": []}
+    for (_, condition), site in condition_sites().items():
+        nouns[site.site] += [condition, *([site.plural] if site.plural else [])]
+    pleural = "|".join(re.escape(n) for n in sorted(set(nouns["pleural"]) | {"pneumothoraces", "effusions"}, key=len, reverse=True))
+    extra = "|".join(re.escape(n) for n in sorted(set(nouns["extra-axial"]), key=len, reverse=True))
+    return (re.compile(rf"(?<!pericardial )\b({pleural})\b.*\b(in|within) (the |both )?([\w-]+ ){{0,3}}(lungs?|zones?|lobes?)\b", re.I),
+            re.compile(rf"\b({extra})\b.*\bhemispheres?\b", re.I))
+
+
+def _wording_rules(q: str) -> Iterable[tuple[str, str]]:
+    for rx, term, rule in _term_patterns():
+        for found in rx.finditer(q):
+            if found.group(0) != term:
+                yield rule, f"{found.group(0)!r}: ask {term!r}"
+    pleural, extra_axial = _site_patterns()
+    if p := pleural.search(q):
+        yield "pleural-in-lung", f"the pleural {p.group(1)!r} placed in a {p.group(5)!r}: ask by side and pleural level"
+    if e := extra_axial.search(q):
+        yield "extra-axial-hemisphere", f"the extra-axial {e.group(1)!r} is on a side, not in a hemisphere"
+    for region, prep in region_prepositions().items():
+        if prep != "in" and re.search(rf"\bin (the |both )?((right|left) )?{re.escape(region)}", q, re.I):
+            yield "preposition", f"'in the {region}': use {prep!r}"
+
+
 def lint_question(question: str) -> list[LintFinding]:
     """Every lint finding of one question text (empty when it reads right)."""
     q = str(question)
-    return [LintFinding(q, rule, msg) for rule, msg in (*_form_rules(q), *_noun_rules(q))]
+    return [LintFinding(q, rule, msg) for rule, msg in (*_form_rules(q), *_noun_rules(q), *_wording_rules(q))]
+
+
+def cause_findings(questions: pd.DataFrame) -> list[LintFinding]:
+    """``cause-before-disease``: questions naming a disease newer than every image of their source."""
+    out: list[LintFinding] = []
+    years = source_years()
+    for condition, first in cause_eras().items():
+        rx = re.compile(rf"(?<![\w-]){re.escape(condition)}(?![\w-])", re.I)
+        old = questions["source"].map(lambda s: years.get(str(s), first) < first)
+        for q, source in questions.loc[old & questions["question"].astype(str).str.contains(rx), ["question", "source"]].drop_duplicates().itertuples(index=False):
+            out.append(LintFinding(str(q), "cause-before-disease", f"{condition!r} asked of {source} (images up to {years[source]}, disease from {first})"))
+    return out
+
+
+def lint_frame(questions: pd.DataFrame) -> list[LintFinding]:
+    """The text rules over the distinct texts, and the rules that need a question's source."""
+    return lint_questions(questions["question"]) + (cause_findings(questions) if "source" in questions else [])
 
 
 def lint_questions(questions: Iterable[str]) -> list[LintFinding]:

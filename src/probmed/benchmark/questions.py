@@ -31,7 +31,16 @@ import pandas as pd
 
 from probmed.benchmark.balance import KNOWN_ABSENT, Choice
 from probmed.benchmark.contrast import CONTRAST_COLUMN, assign_contrast_pairs
-from probmed.benchmark.curation.tables import condition_nouns
+from probmed.benchmark.curation.tables import (
+    Site,
+    absent_evidence,
+    condition_nouns,
+    condition_sites,
+    condition_terms,
+    organ_unseen,
+    pleural_levels,
+    region_prepositions,
+)
 from probmed.benchmark.lint import indefinite
 from probmed.benchmark.question_plan import (
     STRATEGIES,
@@ -71,10 +80,17 @@ def organ_question(organ: str) -> str:
     return f"Does this image show the {ORGAN_QUESTION_NAMES[organ]}?"
 
 
+def condition_term(condition: str) -> str:
+    """The words a question uses for a condition: "infiltrate" for "infiltration" (condition_terms.csv)."""
+    term = condition_terms().get(condition)
+    return term.term if term is not None else condition
+
+
 def condition_phrase(condition: str) -> str:
-    """"a mass", "an effusion", "pneumonia": the condition with the article its noun takes."""
-    noun = condition_nouns().get(condition)
-    return indefinite(condition) if noun is not None and noun.kind == "count" else condition
+    """"a mass", "an effusion", "pneumonia": the condition's term with the article its noun takes."""
+    words = condition_term(condition)
+    noun = condition_nouns().get(words.lower()) or condition_nouns().get(condition)
+    return indefinite(words) if noun is not None and noun.kind == "count" else words
 
 
 @lru_cache(maxsize=None)
@@ -82,19 +98,53 @@ def condition_question(condition: str) -> str:
     return f"Is there evidence of {condition_phrase(condition)} in this image?"
 
 
+_SIDES = ("right", "left", "both", "bilateral")
+_LUNG_WORDS = frozenset({"lung", "lungs", "zone", "zones", "hemithorax", "hemithoraces", "pleural", "space", "spaces"})
+
+
 @lru_cache(maxsize=None)
-def position_question(condition: str, position: str) -> str:
-    """"Is the mass located in the right upper lung zone?"; both sides: "Are the effusions located in both ...?"."""
+def position_question(condition: str, position: str, organ: str = "") -> str:
+    """"Is the mass located in the right upper lung zone?"; both sides: "Are the effusions located in both ...?";
+    pleural and extra-axial conditions by their own anatomy (condition_sites.csv), prepositions per region."""
+    site = condition_sites().get((organ, condition))
+    if site is not None and site.site == "pleural":
+        return pleural_question(site, position)
     words = position.split()
+    if site is not None and site.site == "extra-axial" and words[-1] in ("hemisphere", "hemispheres"):
+        words = words[:-1]  # "left hemisphere" -> "on the left side": the tumour lies over the brain, not in it
     both = words[0] in ("both", "bilateral") and len(words) > 1
-    if position in ("left", "right"):
-        where = f"on the {position} side"
+    term = condition_term(condition)
+    if len(words) == 1 and words[0] in ("left", "right", "both", "bilateral"):
+        where = "on both sides" if words[0] in ("both", "bilateral") else f"on the {words[0]} side"
     else:
-        where = "in both " + " ".join(words[1:]) if both else f"in the {position}"
-    noun = condition_nouns().get(condition)
-    if both and noun is not None and noun.kind != "mass" and noun.plural:
+        region = " ".join(words[1:]) if words[0] in _SIDES else position
+        prep = region_prepositions().get(region, "in")
+        where = f"{prep} both " + " ".join(words[1:]) if both else f"{prep} the {' '.join(words)}"
+    noun = condition_nouns().get(term.lower()) or condition_nouns().get(condition)
+    if (both or words == ["both"]) and noun is not None and noun.kind != "mass" and noun.plural:
         return f"Are the {noun.plural} located {where}?"
-    return f"Is the {condition} located {where}?"
+    return f"Is the {term} located {where}?"
+
+
+def pleural_question(site: Site, position: str) -> str:
+    """"Is there a right pleural effusion?", "Is there a left apical pneumothorax?", "Are there bilateral basal
+    pleural effusions?": a pleural process by side and pleural level, never in a lung zone or a lung."""
+    words = position.split()
+    side = words[0] if words and words[0] in _SIDES else ""
+    rest = [w for w in words[1:] if w not in _LUNG_WORDS] if side else [w for w in words if w not in _LUNG_WORDS]
+    both = side in ("both", "bilateral")
+    levels = pleural_levels()
+    if len(rest) == 1 and rest[0] in levels:
+        place, tail = levels[rest[0]] + " ", ""
+    elif not rest:
+        place, tail = "", ""
+    else:  # "at the right costophrenic angle": the side goes with the place
+        place, tail = "", " at " + " ".join(["the", *([] if both or not side else [side]), *rest])
+    side_word = "bilateral " if both else f"{side} " if side and not tail else ""
+    if both and site.plural:
+        return f"Are there {side_word}{place}{site.plural}{tail}?"
+    phrase = f"{side_word}{place}{site.noun}"
+    return f"Is there {indefinite(phrase) if site.plural else phrase}{tail}?"
 
 
 # --- drafts ------------------------------------------------------------------------------------------------
@@ -155,8 +205,15 @@ def _planned_pairs(rec: ImageRecord, ctx: GenerationContext, name: str, text: Ca
     for p in plans_of(ctx.plan, rec.image_id, name):
         choice, how = ctx.plan.choices[p.slot.key]
         assert isinstance(choice, Choice)
-        out += pair(category(name), p.k, (text(p, p.value), p.value), (text(p, choice.value), choice.value), how, choice.evidence)
+        evidence = label_evidence(rec, choice.evidence) if name == "condition" else choice.evidence
+        out += pair(category(name), p.k, (text(p, p.value), p.value), (text(p, choice.value), choice.value), how, evidence)
     return out
+
+
+def label_evidence(rec: ImageRecord, evidence: str) -> str:
+    """A "no" resting on the source's absent labels, with how sure they are: ChestX-ray14's are mined from
+    reports by NLP (``nlp_absent``, absent_evidence.csv), not seen by a reader."""
+    return absent_evidence().get(rec.source, evidence) if evidence == KNOWN_ABSENT else evidence
 
 
 def modality_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draft]:
@@ -165,7 +222,12 @@ def modality_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draft]:
 
 
 def organ_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draft]:
-    """One pair when the plan asks it: the image's organ and one out of its field of view."""
+    """One pair when the plan asks it: the image's organ and one out of its field of view; none of an image that
+    does not show its organ (organ_unseen.csv: a skull radiograph does not show the brain)."""
+    if (rec.modality, rec.organ) in organ_unseen():
+        if plans_of(ctx.plan, rec.image_id, "organ"):
+            ctx.report.skipped_categories[f"organ: {rec.modality} images do not show the {rec.organ}"] += 1
+        return []
     return _planned_pairs(rec, ctx, "organ", lambda p, v: organ_question(v))
 
 
@@ -174,7 +236,8 @@ def abnormality_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draf
     if rec.image_id not in ctx.plan.abnormality:
         return []
     answer = "yes" if rec.abnormal else "no"  # a "no" rests on a label ("No Finding", a whole-image QA answer)
-    return [single(category("abnormality"), ABNORMALITY_QUESTION, answer, "abnormality", "gt", "" if rec.abnormal else KNOWN_ABSENT)]
+    return [single(category("abnormality"), ABNORMALITY_QUESTION, answer, "abnormality", "gt",
+                   "" if rec.abnormal else label_evidence(rec, KNOWN_ABSENT))]
 
 
 def condition_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draft]:
@@ -182,13 +245,14 @@ def condition_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draft]
     out: list[Draft] = []
     choice, how = ctx.plan.single(rec.image_id) or (None, "")
     if choice is not None:
-        out.append(single(category("condition"), condition_question(choice.value), "no", choice.value, how, choice.evidence))
+        out.append(single(category("condition"), condition_question(choice.value), "no", choice.value, how,
+                          label_evidence(rec, choice.evidence)))
     return out + _planned_pairs(rec, ctx, "condition", lambda p, v: condition_question(v))
 
 
 def position_questions(rec: ImageRecord, ctx: GenerationContext) -> list[Draft]:
     """A pair per positioned finding: its position and one that overlaps no place of the finding."""
-    return _planned_pairs(rec, ctx, "position", lambda p, v: position_question(p.subject, v))
+    return _planned_pairs(rec, ctx, "position", lambda p, v: position_question(p.subject, v, rec.organ))
 
 
 # One generator per category of probmed.core.categories, called in this (the categories') order.

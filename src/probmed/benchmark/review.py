@@ -5,10 +5,15 @@ sheet (CSV with empty ``valid`` / ``comment`` columns) and a simple HTML page
 showing each image beside its questions. Import: the filled sheet; reports the
 validity rate (overall, per category) and, given predictions, the accuracy on
 all vs valid-only questions of the sample (Table 18's layout).
+
+Truth check (issue 22): a stratified sample of questions (``truth_sample``), each judged by eye on its image and
+record as true / doubtful / false with a reason (``read_truth_sheet``, ``truth_rates``), beside the paper's
+two-expert check (97.8% of QA correct).
 """
 
 from __future__ import annotations
 
+import hashlib
 import html
 import os
 import random
@@ -89,3 +94,66 @@ def review_report(sheet: pd.DataFrame, predictions: pd.DataFrame | None = None) 
         valid = merged[merged["valid"]]
         out["accuracy_valid_pct"] = round(100 * valid["correct"].mean(), 2) if len(valid) else None
     return out
+
+
+# --- the by-eye truth check (issue 22): questions, not images, stratified across sources, categories, types ---
+
+TRUTH_COLUMNS = ["qid", "image_id", "image_path", "source", "category", "image_type", "question", "answer",
+                 "verdict", "reason"]
+VERDICTS = ("true", "doubtful", "false")
+STRATA = ("source", "category", "image_type")
+
+
+def _rank(seed: int, key: str) -> str:
+    """A seeded order that does not depend on what else is in the set: a change elsewhere keeps the sample."""
+    return hashlib.sha1(f"{seed}:{key}".encode()).hexdigest()
+
+
+def truth_sample(questions: pd.DataFrame, n_questions: int, seed: int) -> pd.DataFrame:
+    """A seeded sample of questions that reaches every (source, category, image type) before taking a second of any:
+    one question per stratum in turn (strata and their questions each in a seeded hash order, so a question keeps
+    its place when others change), so a small source or category is judged at all, not only in proportion to its
+    size. Empty verdict and reason columns."""
+    pools = []
+    for stratum, group in questions.groupby(list(STRATA), sort=True):
+        order = sorted(group.index, key=lambda i: _rank(seed, str(questions.at[i, "qid"])))
+        pools.append((_rank(seed, "|".join(map(str, stratum))), order))
+    pools.sort()
+    chosen: list[int] = []
+    depth = 0
+    while len(chosen) < min(n_questions, len(questions)):
+        chosen += [order[depth] for _, order in pools if depth < len(order)][: n_questions - len(chosen)]
+        depth += 1
+    sheet = questions.loc[sorted(chosen)].copy()
+    sheet["verdict"] = ""
+    sheet["reason"] = ""
+    return sheet[TRUTH_COLUMNS].reset_index(drop=True)
+
+
+def read_truth_sheet(path: Path) -> pd.DataFrame:
+    """A judged truth sheet; every verdict must be true / doubtful / false, and a doubtful or false one needs a reason."""
+    sheet = pd.read_csv(require_file(path, "truth review sheet"), dtype=str, keep_default_na=False)
+    missing = [c for c in TRUTH_COLUMNS if c not in sheet.columns]
+    if missing:
+        raise RecordError(f"{path}: missing column(s) {missing}")
+    for i, (qid, verdict, reason) in enumerate(zip(sheet["qid"], sheet["verdict"], sheet["reason"])):
+        if verdict not in VERDICTS:
+            raise RecordError(f"{path}: row {i + 2} (qid {qid}): verdict {verdict!r}, expected one of {VERDICTS}")
+        if verdict != "true" and not reason.strip():
+            raise RecordError(f"{path}: row {i + 2} (qid {qid}): a {verdict} verdict needs a reason")
+    return sheet
+
+
+def truth_rates(sheet: pd.DataFrame) -> dict[str, Any]:
+    """Counts and rates of true / doubtful / false answers, overall and per source and category."""
+    def counts(frame: pd.DataFrame) -> dict[str, Any]:
+        c = {v: int((frame["verdict"] == v).sum()) for v in VERDICTS}
+        return {**c, "questions": len(frame), "true_pct": round(100 * c["true"] / len(frame), 1) if len(frame) else None}
+
+    return {
+        "overall": counts(sheet),
+        "images": int(sheet["image_id"].nunique()),
+        "by_source": {s: counts(g) for s, g in sheet.groupby("source")},
+        "by_category": {c: counts(g) for c, g in sheet.groupby("category")},
+        "not_true": [{"qid": r.qid, "verdict": r.verdict, "reason": r.reason} for r in sheet.itertuples() if r.verdict != "true"],
+    }

@@ -14,6 +14,10 @@ same rules, so a generated set and an imported one are judged alike.
 * **Position**: not overlapping any region where the condition is: chest
   radiograph phrases by their lung-field cells (and the cells the boxes reach),
   text phrases by side and region (curation/tables/region_overlap.csv).
+* **Era**: no disease newer than every image of the source (cause_eras.csv, source_years.csv).
+* **One box per label**: a chest radiograph's box shows where a finding is on its side; a place
+  wholly on the other side is not known free, and a pleural box stands for its whole side (fluid and air
+  move within the pleural space), so a boxed pleural finding has no free position.
 * **Evidence**: ``known_absent`` when a label table or a QA answer says the
   value is absent (another modality or an organ out of view are known absent:
   the image has one modality and one field of view); ``assumed_absent`` when it
@@ -28,9 +32,12 @@ from functools import lru_cache
 from typing import Iterable
 
 from probmed.benchmark.curation.tables import (
+    cause_eras,
+    condition_sites,
     field_of_view,
     overlap_groups,
     region_overlaps,
+    source_years,
 )
 from probmed.benchmark.curation.vocabularies import (
     BILATERAL_FORMS,
@@ -173,8 +180,18 @@ def present_conditions(rec: ImageRecord) -> frozenset[str]:
 
 
 def condition_adversaries(rec: ImageRecord, vocabulary: Iterable[str]) -> tuple[str, ...]:
-    """Vocabulary conditions whose "no" is true for the image (none when a nonspecific finding is present)."""
-    return _absent_of(present_conditions(rec), tuple(vocabulary))
+    """Vocabulary conditions whose "no" is true for the image (none when a nonspecific finding is present),
+    less the diseases newer than the image's source (they test dates, not the image)."""
+    return _absent_of(present_conditions(rec), _of_its_era(rec.source, tuple(vocabulary)))
+
+
+@lru_cache(maxsize=1024)
+def _of_its_era(source: str, vocabulary: tuple[str, ...]) -> tuple[str, ...]:
+    """The vocabulary without the diseases first seen after the source's newest image (cause_eras.csv):
+    no "COVID-19 pneumonia?" of a 2017 radiograph. A source of unknown date keeps every condition."""
+    year = source_years().get(source)
+    eras = cause_eras()
+    return vocabulary if year is None else tuple(c for c in vocabulary if eras.get(c, year) <= year)
 
 
 @lru_cache(maxsize=4096)
@@ -268,7 +285,19 @@ def occupied_positions(rec: ImageRecord, condition: str) -> tuple[list[str], fro
     places = [f.position for f in rec.findings if f.position and canonical_condition(f.condition) == canon]
     places += [p for c, p in qa_mentions(rec).positions if canonical_condition(c) == canon]
     cells = frozenset((rec.provenance.get("extents") or {}).get(canon, ()))
+    site = condition_sites().get((rec.organ, canon))
+    if cells and site is not None and site.site == "pleural":
+        cells = _whole_pleural_space(cells)
     return places, cells
+
+
+def _whole_pleural_space(cells: frozenset[str]) -> frozenset[str]:
+    """Every zone of each side a pleural box is on: fluid and air move within the pleural space with posture
+    (a supine effusion layers behind the lung, an erect one fills the base), so the box's height says nothing
+    of the rest of that side (cxr14-00017188_002: an effusion boxed on the right hemidiaphragm, zoned "middle",
+    was asked "right basal pleural effusion? no")."""
+    sides = {c.split(":")[0] for c in cells if ":" in c}
+    return cells | frozenset(f"{s}:{z}" for s in sides for z in ("upper", "middle", "lower"))
 
 
 def position_adversaries(rec: ImageRecord, condition: str, vocabulary: Iterable[str]) -> tuple[str, ...]:
@@ -288,10 +317,18 @@ def _free_positions(organ: str, places: tuple[str, ...], chest_cells_taken: froz
             continue
         if chest_cells_taken:
             own = chest_cells(p)
-            if own is None or own & chest_cells_taken:
+            if own is None or own & chest_cells_taken or not _on_a_boxed_side(own, chest_cells_taken):
                 continue
         out.append(p)
     return tuple(out)
+
+
+def _on_a_boxed_side(cells: frozenset[str], boxed: frozenset[str]) -> bool:
+    """True when some cell of a position lies on a side a box of the finding is on: ChestX-ray14 draws one
+    box per label, so a right effusion's box says nothing of the left pleura, and only a place on the boxed
+    side is known free (qid 20198948a5650a36: a right effusion box, "left lower lung zone? no")."""
+    sides = {c.split(":")[0] for c in boxed if ":" in c}
+    return any(c.split(":")[0] in sides for c in cells if ":" in c)
 
 
 __all__ = [

@@ -7,7 +7,7 @@ import argparse
 import json
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from probmed.benchmark.sources.registry import SOURCES
 from probmed.cli.options import add_params_arguments, params_of
@@ -302,6 +302,8 @@ def cmd_review(args: argparse.Namespace) -> int:
 
     cfg = params_of(args)
     rcfg = cfg.questions.review
+    if args.action in ("truth", "rates"):
+        return _truth_review(args, cfg)
     if args.action == "export":
         q = read_questions(args.questions or cfg.predict.questions)  # the evaluated set, as every by-hand command
         sheet = export_review(q, Path(args.out or rcfg.out_dir), args.n or rcfg.n_images, rcfg.seed if args.seed is None else args.seed, Path(cfg.curate.image_root))
@@ -313,6 +315,26 @@ def cmd_review(args: argparse.Namespace) -> int:
     out = Path(args.out or Path(rcfg.out_dir) / "review_report.json")
     write_json_atomic(rep, out)
     print(json.dumps({k: v for k, v in rep.items() if k != "invalid_qids"}, indent=2))
+    return 0
+
+
+def _truth_review(args: argparse.Namespace, cfg: Any) -> int:
+    """`review truth`: the stratified by-eye sample; `review rates SHEET`: its true / doubtful / false counts."""
+    from probmed.benchmark.review import read_truth_sheet, truth_rates, truth_sample
+    from probmed.core.records import read_questions
+
+    rcfg = cfg.questions.review
+    if args.action == "truth":
+        sheet = truth_sample(read_questions(args.questions or cfg.questions.out), args.n or rcfg.n_questions,
+                             rcfg.seed if args.seed is None else args.seed)
+        out = Path(args.out or Path(rcfg.out_dir) / "truth_review.csv")
+        write_text_atomic(sheet.to_csv(index=False), out)
+        print(f"truth sheet: {len(sheet)} questions on {sheet['image_id'].nunique()} images -> {out}")
+        return 0
+    rates = truth_rates(read_truth_sheet(Path(args.sheet)))
+    print(json.dumps(rates["overall"] | {"images": rates["images"]}, indent=2))
+    if args.out:
+        write_json_atomic(rates, Path(args.out))
     return 0
 
 
@@ -382,6 +404,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     _common(p)
     p.set_defaults(func=cmd_stats)
 
+    _register_review(sub)
+
+    p = sub.add_parser("import-release", help="the original ProbMed test.json -> question table")
+    p.add_argument("question_file")
+    p.add_argument("--out", required=True)
+    p.add_argument("--image-prefix", default="", help="directory of the release's images, relative to the image root")
+    p.set_defaults(func=cmd_import_release)
+
+
+def _register_review(sub: Any) -> None:
+    """`probmed review export | import | truth | rates`."""
     p = sub.add_parser("review", help="expert review round-trip: export a sheet, import verdicts")
     rs = p.add_subparsers(dest="action", required=True)
     e = rs.add_parser("export")
@@ -395,11 +428,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     i.add_argument("--predictions", help="prediction table for accuracy on valid-only questions")
     i.add_argument("--out")
     _common(i)
-    for q in (e, i):
+    t = rs.add_parser("truth", help="a stratified sample of questions to judge true / doubtful / false by eye")
+    t.add_argument("--questions")
+    t.add_argument("--n", type=int, help="questions to sample")
+    t.add_argument("--seed", type=int)
+    t.add_argument("--out")
+    _common(t)
+    r = rs.add_parser("rates", help="true / doubtful / false counts of a judged truth sheet")
+    r.add_argument("sheet", help="the judged truth_review.csv")
+    r.add_argument("--out", help="write the counts as JSON")
+    _common(r)
+    for q in (e, i, t, r):
         q.set_defaults(func=cmd_review)
-
-    p = sub.add_parser("import-release", help="the original ProbMed test.json -> question table")
-    p.add_argument("question_file")
-    p.add_argument("--out", required=True)
-    p.add_argument("--image-prefix", default="", help="directory of the release's images, relative to the image root")
-    p.set_defaults(func=cmd_import_release)

@@ -186,6 +186,8 @@ class Review(Section):
     """The expert-review sheet (`probmed review export`)."""
 
     n_images: PositiveInt = 100
+    n_questions: PositiveInt = 120
+    """Questions in the by-eye truth sample (`probmed review truth`), stratified by source, category, image type."""
     seed: int = 0
     out_dir: str = "build/review"
 

@@ -22,7 +22,8 @@ FIELD_MEANINGS: dict[str, str] = {
     "answer": "yes or no (the label)",
     "entity": "the modality, organ, condition or position the question asks about (as the question names it)",
     "image_type": "the original release's image type, e.g. `X-ray - Chest`",
-    "evidence": "for a \"no\": `known_absent` (a label table or QA says so) or `assumed_absent` (not mentioned); "
+    "evidence": "for a \"no\": `known_absent` (a label table or QA says so), `nlp_absent` (a label mined from a "
+                "report by NLP: ChestX-ray14) or `assumed_absent` (not mentioned); "
                 "empty for a \"yes\" (a label: never show it to a model)",
     "licence": "the image's licence as its source states it",
     "contrast_id": "shared by one question text answered yes on one image and no on another (a contrast pair, right "
@@ -46,7 +47,8 @@ SCORING = (
 
 LIMITATIONS: tuple[str, ...] = (
     "Labels come from each source's own annotations (label tables, boxes, QA answers, caption extraction), not from "
-    "new expert reads; a \"no\" marked `assumed_absent` rests on the finding not being mentioned.",
+    "new expert reads; a \"no\" marked `assumed_absent` rests on the finding not being mentioned, one marked "
+    "`nlp_absent` on a label mined from a radiology report by NLP.",
     "Images are downscaled (256 px long side) and re-encoded as PNG for the curated sources, so file format and "
     "size do not leak the label; VQA-RAD and MedICaT images are the source files, with burned-in text.",
     "The image-type mix differs from the paper's (table above): compare per image type, not only overall.",

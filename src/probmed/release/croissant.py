@@ -77,8 +77,8 @@ def croissant(release: Release, citation: str) -> dict[str, Any]:
         "rai:dataAnnotationProtocol": "Machine-generated from each source's own annotations; adversarial values must "
                                       "be true for their image (probmed truth rules), audited for text-only leaks.",
         "rai:dataBiases": "The image-type mix follows the sources, not clinical practice nor the paper (card: mix table).",
-        "rai:dataLimitations": "Labels inherit source errors; a 'no' marked assumed_absent rests on absence of mention. "
-                               "Not for clinical use.",
+        "rai:dataLimitations": "Labels inherit source errors; a 'no' marked assumed_absent rests on absence of mention, "
+                               "one marked nlp_absent on a report-mined label. Not for clinical use.",
         "rai:dataUseCases": "Evaluating multimodal models' hallucination on medical images (test only, not training).",
         "rai:personalSensitiveInformation": "De-identified public medical images as released by their sources; no "
                                             "patient identifiers are added.",

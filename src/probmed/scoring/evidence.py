@@ -1,9 +1,10 @@
 """Accuracy on the questions whose every "no" rests on evidence, beside the full set.
 
 A hallucinated value is ``known_absent`` when a label table or a QA answer says
-it is absent, ``assumed_absent`` when it is merely not mentioned (the question
+it is absent, ``nlp_absent`` when that label was mined from a report by NLP
+(ChestX-ray14), ``assumed_absent`` when it is merely not mentioned (the question
 table's ``evidence`` column). The known-absent subset drops every pair, and
-every single question, whose "no" is only assumed; a per-image unit (condition,
+every single question, whose "no" is only assumed or NLP-mined; a per-image unit (condition,
 position) keeps its known-absent pairs. Scored by the same scorer, so a model's
 number there is free of any doubt about the benchmark's "no" answers.
 A set that records no evidence (an imported release) has no such subset.
@@ -19,14 +20,15 @@ from probmed.scoring.score_report import KnownAbsent, ScoreSection
 
 KNOWN = "known_absent"
 ASSUMED = "assumed_absent"
+NLP = "nlp_absent"  # a label mined from a report by NLP (ChestX-ray14): not in the subset free of doubt
 
 
 def known_absent_mask(questions: pd.DataFrame) -> np.ndarray | None:
     """Which questions are in the known-absent subset, or None when the set records no evidence."""
     evidence = questions["evidence"].fillna("").astype(str)
-    if not evidence.isin([KNOWN, ASSUMED]).any():
+    if not evidence.isin([KNOWN, ASSUMED, NLP]).any():
         return None
-    doubtful = set(questions.loc[evidence == ASSUMED, "pair_id"].astype(str))
+    doubtful = set(questions.loc[evidence.isin([ASSUMED, NLP]), "pair_id"].astype(str))
     return ~questions["pair_id"].astype(str).isin(doubtful).to_numpy(dtype=bool)
 
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from probmed.benchmark.curation.extract_eval import evaluate
-from probmed.benchmark.curation.extract_rules import extract, is_empty
+from probmed.benchmark.curation.extract_rules import extract, find_conditions, is_empty
 from probmed.benchmark.sources.captions import medicat_id
 
 FIXTURE = Path(__file__).resolve().parents[2] / "fixtures" / "caption_labels.json"
@@ -168,3 +168,41 @@ def test_roco_extended_labelled_set_meets_every_goal_on_both_parts(shared_data: 
             floor = KNOWN_SHORTFALLS.get((part, fld, metric), goal)
             assert scores[part][fld][metric] >= floor, (part, fld, metric, scores[part][fld][metric])
         assert scores[part]["modality"]["precision"] >= 0.95 and scores[part]["organ"]["precision"] >= 0.95, part
+
+
+def test_between_two_places_names_neither_as_the_site(shared_data: Path) -> None:
+    """ROCO_65374: "a mixed attenuated mass between the liver and pancreas" was asked "mass in the liver? yes" and
+    "mass in the pancreas? yes" (qids 0ebd16cc78e7ea0e, ccdf7f06925547c8): a relation, not a site."""
+    import csv
+
+    with (shared_data / "roco-images" / "metadata.csv").open(encoding="utf-8") as f:
+        caption = next(r["caption"] for r in csv.DictReader(f) if r["roco_id"] == "ROCO_65374")
+    findings = extract("ROCO_65374", caption).findings
+    assert ("mass", None) in {(f["condition"], f["position"]) for f in findings}
+    assert not any(f["position"] in ("liver", "pancreas") for f in findings if f["condition"] == "mass")
+    found, _ = find_conditions("A mass is seen between the liver and the right kidney.", organ="abdomen")
+    assert found == [{"condition": "mass", "position": None}]
+    found, _ = find_conditions("A mass in the liver.", organ="abdomen")
+    assert found == [{"condition": "mass", "position": "liver"}]
+
+
+def test_a_heart_chamber_is_not_the_brain(shared_data: Path) -> None:
+    """ROCO_51595: "MR scan showing left ventricular aneurysm ... under pectoralis minor" was a brain image (the by-eye
+    check: "Does this image show the brain? yes" of a cardiac MR): a left or right ventricle is the heart's."""
+    import csv
+
+    with (shared_data / "roco-images" / "metadata.csv").open(encoding="utf-8") as f:
+        caption = next(r["caption"] for r in csv.DictReader(f) if r["roco_id"] == "ROCO_51595")
+    assert extract("ROCO_51595", caption).organ == "chest"
+    assert extract("x", "MRI of the brain: dilated lateral ventricles and third ventricle.").organ == "brain"
+
+
+def test_cannot_be_distinguished_from_is_a_relation_not_a_site(shared_data: Path) -> None:
+    """ROCO_68166: a retroperitoneal cystic mass that "cannot be distinguished from spleen, pancreas, and stomach" was
+    asked "Is the mass located in the stomach? yes" (false in the by-eye check)."""
+    import csv
+
+    with (shared_data / "roco-images" / "metadata.csv").open(encoding="utf-8") as f:
+        caption = next(r["caption"] for r in csv.DictReader(f) if r["roco_id"] == "ROCO_68166")
+    masses = [f["position"] for f in extract("ROCO_68166", caption).findings if f["condition"] == "mass"]
+    assert masses and not any(p in ("spleen", "pancreas", "stomach") for p in masses)

@@ -77,9 +77,13 @@ def test_covid_ct_notes_positions_and_label_conflicts(shared_data: Path, tmp_pat
     normal = by_id["covid-ct-16630_1_1"]  # "Axial chest CT ... is normal"
     assert normal.abnormal is False and not normal.findings and "covid-19 pneumonia" in normal.absent_conditions
     ill = by_id["covid-ct-jkms-35-e79-g001-l-d"]
+    # the case's notes ("consolidation in right upper lobe") describe the case, not this slice, which shows
+    # the lower lobes (qid 68014d6bb87ecc99 asked "right upper lobe? yes" of it): conditions, no positions
+    assert ill.provenance["findings_from"].startswith("clinical notes of the case")
     assert {(f.condition, f.position) for f in ill.findings} == {
-        ("covid-19 pneumonia", "bilateral lungs"), ("consolidation", "right upper lobe"),
-        ("ground-glass opacity", "bilateral lower lobes")}
+        ("covid-19 pneumonia", None), ("consolidation", None), ("ground-glass opacity", None)}
+    own_slices = [r for r in res.records if r.provenance["findings_from"] == "the slice's own clinical notes"]
+    assert all(r.abnormal is False or r.findings for r in own_slices)
     assert {(r.modality, r.organ) for r in res.records} == {("ct", "chest")}
     assert all(r.licence.startswith("CC BY-NC-SA") and not commercial_use(r.licence) for r in res.records)
     sizes = {r.abnormal: formats(tmp_path, [r]) for r in res.records}

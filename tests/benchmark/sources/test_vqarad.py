@@ -64,3 +64,23 @@ def test_bad_qa_records_and_unusable_source(shared_data: Path, tmp_path: Path) -
     (d / QA_FILE).write_text("{not json")
     with pytest.raises(SourceError, match="not valid JSON"):
         load_vqarad(d, tmp_path)
+
+
+def test_a_device_is_not_an_abnormality(vqarad) -> None:
+    """synpic22037: "What is the foreign body?" -> "a catheter" (a Port-a-Cath): placed care, not a finding,
+    so the image has no finding and asks no abnormality question (it was "abnormality? yes" on the catheter)."""
+    rec = next(r for r in vqarad.records if r.image_id == "vqarad-synpic22037")
+    assert rec.findings == [] and rec.abnormal is None
+    assert "fracture" in rec.absent_conditions  # "Is there a rib fracture?" -> No still counts
+    from probmed.benchmark.sources.vqarad import names_device
+
+    assert names_device("Where is the tip of the Port-a-Cath catheter located?") and not names_device("a bullet fragment")
+
+
+def test_a_sign_answered_by_normal_anatomy_is_no_lesion(vqarad) -> None:
+    """synpic33302: "What is hyperdensity under the diaphragm on the left?" -> "Stomach bubble" made a normal
+    radiograph abnormal (the by-eye check: "abnormality? yes", false): the answer names normal anatomy."""
+    rec = next(r for r in vqarad.records if r.image_id == "vqarad-synpic33302")
+    assert rec.abnormal is None and rec.findings == []
+    lesion = next(r for r in vqarad.records if r.image_id == "vqarad-synpic35191")  # "Where are the lesions?" -> cerebellum
+    assert lesion.abnormal is True

@@ -14,7 +14,7 @@ import numpy as np
 import pandas as pd
 
 from probmed.benchmark.audit.oracle import normalise_text, text_table
-from probmed.benchmark.lint import lint_questions
+from probmed.benchmark.lint import lint_frame
 from probmed.core.categories import CATEGORIES
 
 EXAMPLES = 10
@@ -92,7 +92,7 @@ def evidence_shares(questions: pd.DataFrame) -> dict[str, Any]:
 def lint_stats(questions: pd.DataFrame) -> dict[str, Any]:
     """Grammar lint findings over the distinct texts (probmed.benchmark.lint)."""
     texts = questions["question"].astype(str)
-    found = lint_questions(texts)
+    found = lint_frame(questions)  # the text rules and those that need the source (a disease newer than the images)
     counts = texts.value_counts()
     by_rule: dict[str, int] = {}
     for f in found:

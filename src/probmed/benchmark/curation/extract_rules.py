@@ -363,6 +363,9 @@ LINK_AFTER = re.compile(r"^[^,;()]*?\b(in|of|at|within|involving|into|on|from|al
 BREAK_AFTER = re.compile(r"\b(and|with|which|that|causing|shows?|showing|is|are|was|were|without|no|compress\w*|"
                          r"displac\w*|abutt\w*|surround\w*|(anterior|posterior|adjacent|next|lateral|medial|superior|"
                          r"inferior|close|proximal|distal|secondary|due) to)\b|;")
+# A relation to places names none of them as the finding's site ("between the liver and the pancreas",
+# "cannot be distinguished from spleen, pancreas, and stomach").
+RELATION = re.compile(r"\bbetween\b|\b(distinguish\w*|separa\w*|differentiat\w*) from\b")
 COPULA = re.compile(r"\b(is|are|was|were)( also| again)? (seen|noted|present|located|visible|identified|demonstrated|"
                     r"observed|found|detected)\b")
 ASIDE = re.compile(r"\([^()]*\)")  # "(arrow)", "(white arrowheads)"
@@ -441,6 +444,8 @@ def positions_of(clause: str, mention: Mention, mentions: list[Mention], organ: 
         between = COPULA.sub(" ", ASIDE.sub(" ", clause[anchor:p.start]))
         reach, joins = (32, r"[,;()]|\b(of|with)\b") if mention.described else (12, r"[,;()]|\b(and|of|with)\b")
         adjoining = not out and len(between.strip()) <= reach and not re.search(joins, between)
+        if not out and RELATION.search(between):
+            break  # "a mass between the liver and pancreas": the places around it are not its site
         if not out and not adjoining and (p.start - mention.end > 60 or not LINK_AFTER.search(between)
                                           or BREAK_AFTER.search(between) or NEGATION.search(between)):
             break

@@ -35,12 +35,12 @@ ORGAN_ANATOMY: tuple[tuple[str, str], ...] = (
     ("spine", r"\bintervertebral|\bdiscs?\b|\b[cl][1-7]\b|\bt1[0-2]\b|\bt[3-9]\b|\bt[12](?=\s?[-/]\s?t?\d)|\bs[1-5]\b|"
               r"\bodontoid|\batlas\b|\baxis\b|dorsolumbar|"
               r"myelo|\bcord\b|thecal|pedicle|laminectomy|spondyl|kyphosis|scoliosis|\bcoccy"),
-    ("brain", r"cerebell|ventric(le|ular)|frontal lobe|temporal lobe|parietal|occipital|hemispher|\bsellar?\b|"
+    ("brain", r"cerebell|(?<!left )(?<!right )ventric(le|ular)|frontal lobe|temporal lobe|parietal|occipital|hemispher|\bsellar?\b|"
               r"pituitar|basal ganglia|thalam|\bpons\b|midbrain|subdural|subarachnoid|white matter|meninge|"
               r"cortical vein|gyr(us|i)\b|sulc(us|i)\b"),
     ("chest", r"\bthoracic\b|\bpleura|\bhil(um|ar)\b|aortic arch|bronch|trachea|pericard|\bribs?\b|"
               r"(upper|middle|lower) lobes?|lingula|atri(um|al)|"
-              r"ventricle\b(?<!lateral ventricle)|pulmonary|\bcxr\b|superior vena|\bsvc\b|esophag"),
+              r"ventricle\b(?<!lateral ventricle)|\b(left|right) ventricular\b|pulmonary|\bcxr\b|superior vena|\bsvc\b|esophag"),
     ("abdomen", r"\bliver\b|hepat|\bkidneys?\b|renal|pancrea|\bspleen|splenic|\bbowel|colon|gall ?bladder|biliary|"
                 r"stomach|gastric|append|duoden|\bile(um|al)\b|jejun|adrenal|mesenter|peritone|rect(um|al)\b|"
                 r"bladder|\buter(us|ine)\b|ovar|prostat|retroperitone|\bcecum\b|sigmoid|rectus (sheath|abdominis)"),

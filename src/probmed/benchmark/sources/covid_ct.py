@@ -7,7 +7,9 @@
   imaging sentences: sentences about radiographs, laboratory values or history are left out);
 * the notes describe the case, not always this slice: when a patient's slices carry different notes,
   the sentences a slice does not share with the others are its own description and only they are
-  read (``own_notes``); otherwise the whole case text is, and the record says so in ``provenance``;
+  read (``own_notes``); otherwise the whole case text is, the record says so in ``provenance``, and
+  its findings carry no position (``unplaced``: "consolidation in the right upper lobe" of the case
+  may lie outside this slice, so a lobe asked of it would be a guess);
 * a slice labelled normal whose case notes name lung findings (and do not call the CT normal) is
   excluded: the label and the notes disagree (patient 218 of the collection);
 * a normal slice whose notes call the CT normal has every lung finding known absent;
@@ -67,6 +69,11 @@ def notes_findings(notes: str) -> list[Finding]:
     return [Finding(f["condition"], f["position"]) for f in found if f["condition"] in LUNG_FINDINGS]
 
 
+def unplaced(findings: list[Finding]) -> list[Finding]:
+    """The findings without their places: notes of the whole case name lobes this slice may not show."""
+    return list(dict.fromkeys(Finding(f.condition, None) for f in findings))
+
+
 def disease_position(notes: str, findings: list[Finding]) -> str | None:
     """Where the notes put the disease: the sides of its findings, in the lung periphery if said so."""
     text = imaging_text(notes).lower()
@@ -90,7 +97,7 @@ def _record(
     stem = Path(row["file"]).stem
     image_id = f"covid-ct-{stem}"
     notes, own = own_notes(row["clinical_notes"], case_notes)
-    findings = notes_findings(notes)
+    findings = notes_findings(notes) if own else unplaced(notes_findings(notes))
     normal_label = row["normal"].lower() == "yes"
     checks = (
         (not (data_dir / row["file"]).is_file(), "missing image file"),
@@ -108,7 +115,7 @@ def _record(
         present: list[Finding] = []
         absent = [DISEASE, *LUNG_FINDINGS] if CT_NORMAL.search(notes.lower()) else []
     else:
-        present = [Finding(DISEASE, disease_position(notes, findings)), *findings]
+        present = [Finding(DISEASE, disease_position(notes, findings) if own else None), *findings]
         absent = []
     return ImageRecord(
         image_id=image_id,

@@ -8,7 +8,9 @@
 * findings and positions: conditions named by closed PRES / ABN / POS
   questions answered "yes", and by open ones, in the question ("Where is the
   mass?" presupposes a mass) or the answer ("What is the abnormality?" ->
-  "right paratracheal mass lesion"), with side and region.
+  "right paratracheal mass lesion"), with side and region. A "foreign body" the
+  pair names as a medical device ("What is the foreign body?" -> "a catheter";
+  curation/tables/devices.csv) is placed care, not a finding.
 * known absent: a condition asked about with no side or place and answered
   "no" ("Is a pleural effusion present?" -> no). "Is there a pneumothorax on the
   left?" or "... in the liver?" -> no says nothing about the rest of the image,
@@ -19,7 +21,8 @@
   Polarity comes from the answer: "normal?" + yes is normal, "abnormal?" + yes
   is abnormal, a choice question is read from the word answered. The image
   is abnormal when a whole-image answer says so or a finding or an abnormal sign
-  (a lesion, a hyperintensity: ABNORMAL_SIGNS) is described, normal
+  (a lesion, a hyperintensity: ABNORMAL_SIGNS; not one an open answer names as
+  normal anatomy, normal_anatomy.csv: "Stomach bubble") is described, normal
   only when a whole-image answer says so and nothing contradicts it; when its QA
   disagree (two whole-image answers, or "normal" beside a present finding) the
   image is left unknown and asks no abnormality question.
@@ -38,6 +41,7 @@ from pathlib import Path
 from typing import Any
 
 from probmed.benchmark.curation.extract_rules import find_conditions, find_modality
+from probmed.benchmark.curation.tables import devices, normal_anatomy
 from probmed.benchmark.sources.base import (
     SourceContext,
     SourceResult,
@@ -155,7 +159,8 @@ def _findings_of(qa: dict[str, Any]) -> tuple[list[Finding], list[str]]:
             return [], []
         # "Where is the mass?" presupposes the mass; "What is the abnormality?" is answered by one
         found = find_conditions(qa["question"])[0] + find_conditions(qa["answer"])[0]
-        return [Finding(f["condition"], f["position"]) for f in found], []
+        device = names_device(f"{qa['question']} {qa['answer']}")
+        return [Finding(f["condition"], f["position"]) for f in found if not (device and f["condition"] == DEVICE_AS)], []
     if ans not in ("yes", "no"):
         return [], []
     found, negated = find_conditions(qa["question"])
@@ -168,13 +173,23 @@ def _findings_of(qa: dict[str, Any]) -> tuple[list[Finding], list[str]]:
     return [], [f["condition"] for f in found]
 
 
+DEVICE_AS = "foreign body"  # what a device is read as by the condition words ("What is the foreign body?")
+
+
+def names_device(text: str) -> bool:
+    """True when a QA pair names a medical device (devices.csv): a "foreign body" that is placed care (a
+    Port-a-Cath, VQA-RAD synpic22037) is not an abnormality, and an image whose only finding it is has none."""
+    low = text.lower()
+    return any(re.search(rf"(?<![\w-]){re.escape(d)}s?(?![\w-])", low) for d in devices())
+
+
 def describes_lesion(qa: dict[str, Any]) -> bool:
     """A PRES/ABN/POS pair that affirms an abnormal sign no condition name covers ("Where are the hyperintensities?")."""
     if not any(t in qa["question_type"] for t in ("PRES", "ABN", "POS")):
         return False
     ans = qa["answer"].lower().strip(" .")
-    if qa["answer_type"] == "OPEN":
-        return ans not in NOTHING and bool(ABNORMAL_SIGNS.search(f"{qa['question']} {qa['answer']}".lower()))
+    if qa["answer_type"] == "OPEN":  # a sign answered by normal anatomy ("Stomach bubble") is no lesion
+        return ans not in NOTHING and ans not in normal_anatomy() and bool(ABNORMAL_SIGNS.search(f"{qa['question']} {qa['answer']}".lower()))
     return ans == "yes" and bool(ABNORMAL_SIGNS.search(qa["question"].lower()))
 
 

@@ -10,6 +10,15 @@
   or shares tissue with the other): never an adversary of each other.
 * ``organ_regions.csv``: the benchmark organ each fine body region of a caption belongs
   to (regions too small to stand alone merged, or ``other``).
+* ``condition_terms.csv``: the words a question uses for a condition ("infiltrate", "COVID-19 pneumonia").
+* ``condition_sites.csv``: pleural and extra-axial conditions, whose positions are worded by their own
+  anatomy; ``pleural_levels.csv``: a lung zone's pleural level ("basal").
+* ``region_prepositions.csv``: "at the cervicothoracic junction" (every other region: "in").
+* ``cause_eras.csv`` / ``source_years.csv``: a new disease is never asked of an older source.
+* ``devices.csv``: medical devices, which are not abnormalities; ``normal_anatomy.csv``: QA answers naming
+  normal structures ("stomach bubble"), which are not lesions.
+* ``organ_unseen.csv``: images that do not show their organ (a skull radiograph: no "brain? yes").
+* ``absent_evidence.csv``: a source whose absent labels are weaker evidence (NLP-mined: ``nlp_absent``).
 
 Lines starting with ``#`` are comments. Each loader is cached: the tables are read once.
 """
@@ -105,3 +114,100 @@ def organ_regions() -> dict[str, str]:
             raise TableError(f"organ_regions.csv: line {lineno}: organ {row['organ']!r} not in {ORGANS}")
         out[row["region"]] = row["organ"]
     return out
+
+
+@dataclass(frozen=True)
+class Term:
+    """The words a question uses for a vocabulary condition, and the lint rule that guards them."""
+
+    condition: str
+    term: str
+    rule: str
+
+
+@lru_cache(maxsize=None)
+def condition_terms() -> dict[str, Term]:
+    """Condition -> the term its questions use (condition_terms.csv)."""
+    return {row["condition"]: Term(row["condition"], row["term"], row["rule"])
+            for _, row in _rows("condition_terms.csv", ("condition", "term", "rule", "why"))}
+
+
+@dataclass(frozen=True)
+class Site:
+    """A condition whose position is worded by its own anatomy: pleural or extra-axial."""
+
+    condition: str
+    site: str  # pleural | extra-axial
+    noun: str
+    plural: str | None
+
+
+SITE_KINDS = ("pleural", "extra-axial")
+
+
+@lru_cache(maxsize=None)
+def condition_sites() -> dict[tuple[str, str], Site]:
+    """(organ, condition) -> its site wording (condition_sites.csv, checked line by line)."""
+    out: dict[tuple[str, str], Site] = {}
+    for lineno, row in _rows("condition_sites.csv", ("organ", "condition", "site", "noun", "plural", "why")):
+        if row["site"] not in SITE_KINDS:
+            raise TableError(f"condition_sites.csv: line {lineno}: site {row['site']!r} not in {SITE_KINDS}")
+        out[(row["organ"], row["condition"])] = Site(row["condition"], row["site"], row["noun"], row["plural"] or None)
+    return out
+
+
+@lru_cache(maxsize=None)
+def pleural_levels() -> dict[str, str]:
+    """Radiograph lung zone -> the pleural level of that height ("lower" -> "basal")."""
+    return {row["zone"]: row["level"] for _, row in _rows("pleural_levels.csv", ("zone", "level", "why"))}
+
+
+@lru_cache(maxsize=None)
+def region_prepositions() -> dict[str, str]:
+    """Region -> the preposition before it where it is not "in" ("cervicothoracic junction" -> "at")."""
+    return {row["region"]: row["preposition"] for _, row in _rows("region_prepositions.csv", ("region", "preposition", "why"))}
+
+
+def _years(name: str, key: str, column: str) -> dict[str, int]:
+    out: dict[str, int] = {}
+    for lineno, row in _rows(name, (key, column, "why")):
+        if not row[column].isdigit():
+            raise TableError(f"{name}: line {lineno}: {column} {row[column]!r} is not a year")
+        out[row[key]] = int(row[column])
+    return out
+
+
+@lru_cache(maxsize=None)
+def cause_eras() -> dict[str, int]:
+    """Condition -> the first year it can be seen (a new disease): cause_eras.csv."""
+    return _years("cause_eras.csv", "condition", "first_year")
+
+
+@lru_cache(maxsize=None)
+def source_years() -> dict[str, int]:
+    """Source -> the year of its newest image: source_years.csv."""
+    return _years("source_years.csv", "source", "last_year")
+
+
+@lru_cache(maxsize=None)
+def devices() -> frozenset[str]:
+    """Medical device words: a "foreign body" named as one is a device, not an abnormality (devices.csv)."""
+    return frozenset(row["device"] for _, row in _rows("devices.csv", ("device", "why")))
+
+
+@lru_cache(maxsize=None)
+def absent_evidence() -> dict[str, str]:
+    """Source -> the evidence value its absent labels give a "no" (absent_evidence.csv; others: known_absent)."""
+    return {row["source"]: row["evidence"] for _, row in _rows("absent_evidence.csv", ("source", "evidence", "why"))}
+
+
+@lru_cache(maxsize=None)
+def normal_anatomy() -> frozenset[str]:
+    """Open QA answers that name normal anatomy, not a lesion (normal_anatomy.csv)."""
+    return frozenset(row["answer"] for _, row in _rows("normal_anatomy.csv", ("answer", "why")))
+
+
+@lru_cache(maxsize=None)
+def organ_unseen() -> frozenset[tuple[str, str]]:
+    """(modality, organ) whose images do not show the organ: no organ question (organ_unseen.csv)."""
+    return frozenset((row["modality"], row["organ"]) for _, row in _rows("organ_unseen.csv", ("modality", "organ", "why")))
