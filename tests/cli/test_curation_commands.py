@@ -59,7 +59,8 @@ def test_generate_gate_fails_on_an_unbalanced_set(shared_data: Path, repo_root: 
     assert json.loads((tmp_path / "rep.json").read_text())["gate"]["passed"] is False
     assert (tmp_path / "q.audit" / "audit.md").read_text().count("FAILED") == 1
     assert main([*args, "--strategy", "balanced"]) == 0  # the same records, balanced: the gate passes
-    assert json.loads((tmp_path / "rep.json").read_text())["gate"] == {"passed": True, "enforced": True, "failures": []}
+    assert json.loads((tmp_path / "rep.json").read_text())["gate"] == {"passed": True, "enforced": True, "failures": [],
+                                                                     "unchecked": []}
 
 
 TIMING_KEYS = ("seconds", "time", "timestamp", "date", "started_at", "finished_at", "elapsed")

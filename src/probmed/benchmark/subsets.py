@@ -105,9 +105,28 @@ class _Chosen:
         return image_id in self.taken
 
 
-def _meet_minimums(chosen: _Chosen, order: list[str], pairs: dict[str, list[tuple[str, ...]]], min_units: int,
-                   seed: int) -> None:
-    """Take images in `order` until every category has `min_units` units, then contrast pairs until each has as many."""
+def _pairs_formed(frame: pd.DataFrame, taken: set[str], seed: int) -> Counter[str]:
+    """Contrast pairs per category that the images taken so far form, drawn as the subset's own pairs will be."""
+    from probmed.benchmark.contrast import CONTRAST_COLUMN, assign_contrast_pairs
+
+    rows = frame[frame["image_id"].astype(str).isin(taken)]
+    if not {"question", "answer", "image_type"} <= set(rows.columns):  # a bare table: its own complete pairs
+        complete = [(cat, ids) for cat, ps in contrast_pairs(frame).items() for ids in ps
+                    if len(ids) == 2 and set(ids) <= taken]
+        return Counter(cat for cat, _ in complete)
+    paired = assign_contrast_pairs(rows.drop(columns=[CONTRAST_COLUMN]).reset_index(drop=True), seed)
+    formed = paired.dropna(subset=[CONTRAST_COLUMN]).drop_duplicates(CONTRAST_COLUMN)
+    return Counter(formed["category"].astype(str))
+
+
+def _meet_minimums(chosen: _Chosen, order: list[str], frame: pd.DataFrame, min_units: int, seed: int) -> None:
+    """Take images in `order` until every category has `min_units` units, then contrast pairs until each has as many.
+
+    The subset draws its own contrast pairs among its questions (any yes and no
+    of one text on two of its images), so a category counts the pairs the taken
+    images already form; a full-set pair is added only while that is short,
+    one with an image already taken first (it costs one image, not two).
+    """
     from probmed.core.categories import CATEGORIES
 
     for cat in CATEGORIES:
@@ -116,18 +135,22 @@ def _meet_minimums(chosen: _Chosen, order: list[str], pairs: dict[str, list[tupl
                 break
             if not chosen.has(image_id) and chosen.units.get(image_id, Counter())[cat]:
                 chosen.take(image_id)
+    pairs = contrast_pairs(frame)
+    if not pairs:
+        return
     rng = random.Random(seed)
+    formed = _pairs_formed(frame, chosen.taken, seed)
     for cat, cat_pairs in sorted(pairs.items()):
         cat_pairs = sorted(p for p in cat_pairs if len(p) == 2)  # a pair whose other image left the pool is none
         rng.shuffle(cat_pairs)
-        complete = [p for p in cat_pairs if all(chosen.has(i) for i in p)]
+        cat_pairs.sort(key=lambda p: -sum(chosen.has(i) for i in p))  # stable: the shuffle orders each cost
         for images in cat_pairs:
-            if len(complete) >= min_units:
+            if formed[cat] >= min_units:
                 break
             if not all(chosen.has(i) for i in images):
                 for image_id in images:
                     chosen.take(image_id)
-                complete.append(images)
+                formed = _pairs_formed(frame, chosen.taken, seed)
 
 
 def subset_questions(frame: pd.DataFrame, max_images: int | None, seed: int, min_units_per_category: int = 0,
@@ -156,7 +179,7 @@ def subset_questions(frame: pd.DataFrame, max_images: int | None, seed: int, min
     for image_id in order[:min_image_types]:  # the first round of the round-robin: one image per type
         chosen.take(image_id)
     if min_units_per_category:
-        _meet_minimums(chosen, order, contrast_pairs(frame), min_units_per_category, seed)
+        _meet_minimums(chosen, order, frame, min_units_per_category, seed)
     for image_id in order:
         if len(chosen.order) >= max_images:
             break
