@@ -93,6 +93,8 @@ def edit_params(path: Path, edit) -> None:
 def tiny_params(path: Path) -> None:
     def edit(cfg: dict) -> None:
         cfg["datasets"]["question_sets"]["probmed"]["max_images"] = 6
+        # the minimums win over max_images: small ones keep the subset (and every tiny run) small
+        cfg["datasets"]["question_sets"]["probmed"].update(min_units_per_category=4, min_image_types=4)
         cfg["datasets"]["question_sets"]["vqarad-adv"]["max_images"] = 4
         cfg["datasets"]["question_sets"]["paper"]["max_images"] = 6  # the paper-scope set: generated, subset, not run
         cfg["pipeline"]["runs"] = TINY_RUNS
