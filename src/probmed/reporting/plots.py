@@ -125,13 +125,27 @@ def _heatmap_text(value: float, count: float, few: bool) -> str:
     return n if few else f"{value:.0f}\n{n}"
 
 
+def _drawn_image_types(runs: Sequence[Run], categories: Sequence[str], min_images: int) -> tuple[list[str], int]:
+    """(image types with a cell of at least `min_images` images in some category, how many others are left out).
+
+    Why: an extended set has ~35 image types, most of them with a handful of
+    images; a column that is grey in every panel only crowds the ones that say something.
+    """
+    image_types = sorted({it for r in runs for it in r.scores.image_types})
+    drawn = [it for it in image_types
+             if any(r.scores.value(c, "n_images", it) >= min_images for r in runs for c in categories)]
+    if not drawn:  # a tiny set: every column grey, each still saying its n
+        return image_types, 0
+    return drawn, len(image_types) - len(drawn)
+
+
 def build_per_image_type(data: FigureInput) -> plt.Figure | None:
     """Appendix A as heatmaps: accuracy with adversarial pairs per image type, one full-width panel per category,
     a colour bar, the images behind every cell, and cells of fewer than `report.min_images_per_cell` images greyed out
     (their n shown, their number not)."""
     runs = data.runs
-    image_types = sorted({it for r in runs for it in r.scores.image_types})
     categories = _present(runs, CATEGORIES)
+    image_types, left_out = _drawn_image_types(runs, categories, data.report.min_images_per_cell)
     if not image_types or not categories:
         return None
     heights = [0.9 + 0.6 * len(runs)] * len(categories)
@@ -154,7 +168,9 @@ def build_per_image_type(data: FigureInput) -> plt.Figure | None:
     axes[-1, 0].set_xticks(range(len(image_types)), image_types, rotation=45, ha="right")
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label="accuracy with adversarial pairs (%)")
     fig.suptitle(f"{data.question_set}: accuracy with adversarial pairs per image type\n"
-                 f"(n = images; grey: fewer than {data.report.min_images_per_cell} images, number not shown; — not asked)")
+                 f"(n = images; grey: fewer than {data.report.min_images_per_cell} images, number not shown; — not asked"
+                 + (f"; {left_out} image types under {data.report.min_images_per_cell} images in every category "
+                    "not drawn: see the Appendix A tables)" if left_out else ")"))
     return fig
 
 
