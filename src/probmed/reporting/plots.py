@@ -169,7 +169,7 @@ def build_per_image_type(data: FigureInput) -> plt.Figure | None:
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label="accuracy with adversarial pairs (%)")
     fig.suptitle(f"{data.question_set}: accuracy with adversarial pairs per image type\n"
                  f"(n = images; grey: fewer than {data.report.min_images_per_cell} images, number not shown; — not asked"
-                 + (f"; {left_out} image types under {data.report.min_images_per_cell} images in every category "
+                 + (f";\n{left_out} image types under {data.report.min_images_per_cell} images in every category "
                     "not drawn: see the Appendix A tables)" if left_out else ")"))
     return fig
 
