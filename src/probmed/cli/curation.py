@@ -325,7 +325,7 @@ def _truth_review(args: argparse.Namespace, cfg: Any) -> int:
 
     rcfg = cfg.questions.review
     if args.action == "truth":
-        sheet = truth_sample(read_questions(args.questions or cfg.questions.out), args.n or rcfg.n_questions,
+        sheet = truth_sample(read_questions(args.questions or cfg.predict.questions), args.n or rcfg.n_questions,
                              rcfg.seed if args.seed is None else args.seed)
         out = Path(args.out or Path(rcfg.out_dir) / "truth_review.csv")
         write_text_atomic(sheet.to_csv(index=False), out)
@@ -429,7 +429,7 @@ def _register_review(sub: Any) -> None:
     i.add_argument("--out")
     _common(i)
     t = rs.add_parser("truth", help="a stratified sample of questions to judge true / doubtful / false by eye")
-    t.add_argument("--questions")
+    t.add_argument("--questions", help="question table (default predict.questions; the README samples the full set)")
     t.add_argument("--n", type=int, help="questions to sample")
     t.add_argument("--seed", type=int)
     t.add_argument("--out")
