@@ -114,7 +114,8 @@ def test_one_box_per_label_leaves_the_other_lung_unruled() -> None:
     right_base = Box(150, 600, 200, 120)
     effusion = place_box(right_base, "effusion")
     assert effusion.unruled == {"left:upper", "left:middle", "left:lower"}
-    assert place_box(right_base, "nodule").unruled == frozenset()  # a single nodule box is the nodule
+    # one box per label: a second nodule (or mass) on the other side is as possible as a second effusion
+    assert place_box(right_base, "nodule").unruled == {"left:upper", "left:middle", "left:lower"}
     assert place_box(Box(200, 500, 620, 200), "effusion").unruled == frozenset()  # both sides: nothing left out
 
 

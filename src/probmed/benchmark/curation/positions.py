@@ -205,7 +205,7 @@ def place_box(box: Box, condition: str, width: float = 1024.0, height: float = 1
         side = "right" if cx < field.midline else "left"  # image left = patient right
     zone = _box_zone(y0, y1, cy, side, field)
     unruled: frozenset[str] = frozenset()
-    if side != "both" and condition in BILATERAL_CONDITIONS:
+    if side != "both":  # one box per label: a second mass or nodule is as possible as a second effusion
         other = "left" if side == "right" else "right"
         unruled = frozenset(f"{other}:{z}" for z in ZONES) - extent
     if condition in PLEURAL_CONDITIONS:
