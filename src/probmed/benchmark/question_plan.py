@@ -40,6 +40,7 @@ from __future__ import annotations
 import random
 from collections import Counter
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Hashable, Mapping, Sequence
 
 from probmed.benchmark import truth
@@ -120,8 +121,8 @@ def _plan_modality_organ(recs: Sequence[ImageRecord], report: GenerationReport, 
     plans = []
     for rec in recs:
         if rec.modality in scope.modalities:
-            cands = tuple(m for m in scope.modalities if m != rec.modality)
-            plans.append(PairPlan(rec, "modality", None, rec.modality, Slot((rec.image_id, "modality"), cands, frozenset(cands))))
+            cands = _others(scope.modalities, rec.modality)
+            plans.append(PairPlan(rec, "modality", None, rec.modality, Slot((rec.image_id, "modality"), cands, _as_set(cands))))
         else:
             report.skipped_categories[f"modality: not askable ({rec.modality})"] += 1
         if rec.organ not in scope.organs:
@@ -131,8 +132,20 @@ def _plan_modality_organ(recs: Sequence[ImageRecord], report: GenerationReport, 
         if not cands:
             report.skipped_categories["organ: every other organ is in the field of view"] += 1
             continue
-        plans.append(PairPlan(rec, "organ", None, rec.organ, Slot((rec.image_id, "organ"), cands, frozenset(cands))))
+        plans.append(PairPlan(rec, "organ", None, rec.organ, Slot((rec.image_id, "organ"), cands, _as_set(cands))))
     return plans
+
+
+@lru_cache(maxsize=None)
+def _others(values: tuple[str, ...], own: str) -> tuple[str, ...]:
+    """``values`` without ``own``, cached: asked once per image, of a handful of modalities."""
+    return tuple(v for v in values if v != own)
+
+
+@lru_cache(maxsize=4096)
+def _as_set(values: tuple[str, ...]) -> frozenset[str]:
+    """The frozenset of a candidate tuple, cached: images share a few candidate tuples (one set each, not one per slot)."""
+    return frozenset(values)
 
 
 def _plan_conditions(rec: ImageRecord, report: GenerationReport) -> tuple[list[PairPlan], Slot | None]:
@@ -365,7 +378,8 @@ def plan_questions(records: Sequence[ImageRecord], seed: int, strategy: str, rep
 
 def plans_of(plan: QuestionPlan, image_id: str, category: str) -> list[PairPlan]:
     """The asked pairs of one category of an image, in pair order."""
-    return [p for p in plan.pairs.get(image_id, []) if p.category == category]
+    pairs = plan.pairs.get(image_id)
+    return [p for p in pairs if p.category == category] if pairs else []
 
 
 __all__ = [

@@ -129,7 +129,13 @@ def organs_in_view(modality: str, organ: str) -> frozenset[str]:
 
 def organ_adversaries(rec: ImageRecord, organs: tuple[str, ...] = ASKABLE_ORGANS) -> tuple[str, ...]:
     """Organs (of ``organs``) truly absent from the image: another organ, out of view, not affirmed by QA."""
-    blocked = organs_in_view(rec.modality, rec.organ) | qa_mentions(rec).organs | {rec.organ}
+    return _organs_out_of_view(rec.modality, rec.organ, organs, qa_mentions(rec).organs)
+
+
+@lru_cache(maxsize=4096)
+def _organs_out_of_view(modality: str, organ: str, organs: tuple[str, ...], affirmed: frozenset[str]) -> tuple[str, ...]:
+    """``organ_adversaries`` of an image type and its QA's organs, cached: asked once per image, of a few types."""
+    blocked = organs_in_view(modality, organ) | affirmed | {organ}
     return tuple(o for o in organs if o not in blocked)
 
 
@@ -205,8 +211,13 @@ def _absent_of(present: frozenset[str], vocabulary: tuple[str, ...]) -> tuple[st
 
 def known_absent_conditions(rec: ImageRecord) -> frozenset[str]:
     """Conditions a label table or a QA answer says are absent (and that nothing present overlaps)."""
-    blocked = _overlapping_set(present_conditions(rec))
-    return frozenset(canonical_condition(c) for c in rec.absent_conditions) - blocked
+    return _canonical_set(tuple(rec.absent_conditions)) - _overlapping_set(present_conditions(rec))
+
+
+@lru_cache(maxsize=4096)
+def _canonical_set(conditions: tuple[str, ...]) -> frozenset[str]:
+    """The canonical names of a label list, cached: a source's images share a few absent-label lists."""
+    return frozenset(canonical_condition(c) for c in conditions)
 
 
 # --- positions ---------------------------------------------------------------------------------------------
