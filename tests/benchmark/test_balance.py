@@ -88,3 +88,37 @@ def test_slots_of_one_group_never_share_a_value() -> None:
     for img in range(20):
         assert got[(img, 0)].value != got[(img, 1)].value
     assert Counter(c.value for c in got.values()) == {"a": 20, "b": 10, "c": 10}
+
+
+def test_the_draw_takes_the_item_whose_image_has_no_other_question() -> None:
+    # 2 X-ray images, 1 CT, 1 MRI: the design asks one X-ray image (x-ray, ct, mri each once yes and once no);
+    # the two X-ray images are interchangeable for it, and the one whose image has no other question is taken
+    items = [("x-busy", "x-ray", ("ct", "mri")), ("x-bare", "x-ray", ("ct", "mri")),
+             ("c", "ct", ("x-ray", "mri")), ("m", "mri", ("x-ray", "ct"))]
+    other_questions = {"x-busy": (10,), "x-bare": (0,), "c": (0,), "m": (0,)}
+    value = {k: v for k, v, _ in items}
+    drawn = set()
+    for seed in range(20):  # whatever the seed, the image without other questions is the X-ray image asked
+        plain = balanced_design(items, random.Random(seed))
+        ranked = balanced_design(items, random.Random(seed), priority=other_questions)
+        drawn |= {k for k in plain if value[k] == "x-ray"}
+        assert {k for k in ranked if value[k] == "x-ray"} == {"x-bare"}
+        assert Counter((value[k], a) for k, a in plain.items()) == Counter((value[k], a) for k, a in ranked.items())
+    assert drawn == {"x-busy", "x-bare"}  # without priorities the seeded draw takes either
+
+
+def test_priorities_change_which_items_never_how_many() -> None:
+    items = [(f"x{i}", "x-ray", ("ct", "mri")) for i in range(40)]
+    items += [(f"c{i}", "ct", ("x-ray", "mri")) for i in range(9)] + [(f"m{i}", "mri", ("x-ray", "ct")) for i in range(4)]
+    value = {k: v for k, v, _ in items}
+    rng_priority = random.Random(7)
+    priority = {k: (rng_priority.randrange(3), i % 2) for i, (k, _, _) in enumerate(items)}
+    plain = balanced_design(items, random.Random(0))
+    ranked = balanced_design(items, random.Random(0), priority=priority)
+    assert Counter((value[k], a) for k, a in plain.items()) == Counter((value[k], a) for k, a in ranked.items())
+    # within each kind, no item left out has a lower priority than one taken
+    for kind in ("x-ray", "ct", "mri"):
+        taken = [priority[k] for k in ranked if value[k] == kind]
+        left = [priority[k] for k, v, _ in items if v == kind and k not in ranked]
+        assert not left or not taken or max(taken) <= min(left)
+    assert balanced_design(items, random.Random(0), priority=priority) == ranked  # seeded: the same draw again

@@ -59,3 +59,21 @@ def test_contrast_pairs_of_a_generated_set_stay_within_image_type_where_they_can
     types = paired.groupby("contrast_id").agg(category=("category", "first"), types=("image_type", "nunique"))
     assert (types.loc[types["category"] == "condition", "types"] == 1).all()  # condition: a type never gives it away
     assert set(types["category"]) >= {"modality", "condition"}
+
+
+def test_no_image_loses_its_only_questions_to_an_interchangeable_one_with_others(monkeypatch: pytest.MonkeyPatch) -> None:
+    # 30 spine X-rays with nothing known but their modality and organ: their only questions are those two pairs,
+    # which the designs ask of a share of the X-ray images; the draw takes them before chest X-rays with findings
+    bare = [ImageRecord(f"s{i}", "S", "x-ray", "spine", None, [], image_path=f"s{i}.png") for i in range(30)]
+    recs = _records() + bare
+    frame, report = generate_questions(recs, seed=0)
+    assert "nothing askable" not in report.excluded
+    assert set(frame["image_id"]) == {r.image_id for r in recs}
+    # the same designs drawn without priorities leave spine images without any question: the rule is what asks them
+    from probmed.benchmark import balance, question_plan
+
+    monkeypatch.setattr(question_plan, "balanced_design", lambda items, rng, priority=None: balance.balanced_design(items, rng))
+    plain, plain_report = generate_questions(recs, seed=0)
+    assert any(i.startswith("s") for i in plain_report.excluded.get("nothing askable", []))
+    for category in ("modality", "organ"):  # how many pairs of each (truth, adversary): the same either way
+        assert _design(frame, category) == _design(plain, category)

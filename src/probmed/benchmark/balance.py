@@ -14,7 +14,9 @@ answered "yes" about as often as "no" across the set. Two tools get there:
   (a chest image may only be asked about the brain), not every image can be
   asked; small integer programs (a circulation: every value's yes-count equals
   its no-count, and a bound per fixed policy) pick how many images of each kind
-  are asked with which adversary, and a seeded draw picks which.
+  are asked with which adversary, and a seeded draw picks which (given priorities,
+  e.g. how many other questions each image has, the lowest first: the counts
+  stay the same, so no image need lose its only question to one that has more).
 * :func:`assign_balanced` (every category): each adversarial slot takes a value
   among the candidates the truth rules allow so that every value is asked as a
   hallucination exactly as often as it is ground truth (where the truth rules
@@ -179,7 +181,8 @@ def _least_cut(var: Sequence[tuple[tuple[str, tuple[str, ...]], str]], flow: np.
 
 
 def balanced_design(items: Sequence[tuple[Hashable, str, tuple[str, ...]]], rng: random.Random,
-                    slack: float = CUT_SLACK) -> dict[Hashable, str]:
+                    slack: float = CUT_SLACK, priority: Mapping[Hashable, tuple[int, ...]] | None = None,
+                    ) -> dict[Hashable, str]:
     """{key: adversary} for the largest subset of one-pair-per-image items whose texts balance exactly and on
     which no fixed yes/no per value wins more than `slack` above the least share any balanced design allows.
 
@@ -188,7 +191,9 @@ def balanced_design(items: Sequence[tuple[Hashable, str, tuple[str, ...]]], rng:
     for 3 or 4 values), the least possible. ``items``: (key, ground-truth value, allowed adversary values);
     items with the same value and allowed set are interchangeable: integer programs decide how many of each kind
     are asked with which adversary (largest, then fairest: every kind keeps the same share), the seeded ``rng``
-    which items.
+    which items. ``priority`` (key -> sort key, lowest first; every item has one) orders the items of a kind
+    before the draw, ties in the seeded order: it changes which interchangeable items are taken, never how many
+    of each kind are asked with which adversary, so every fairness property of the design is kept.
     """
     from scipy.optimize import LinearConstraint, milp
 
@@ -232,21 +237,25 @@ def balanced_design(items: Sequence[tuple[Hashable, str, tuple[str, ...]]], rng:
     )
     if not res.success:  # pragma: no cover - the first solution with t = 0 is feasible
         raise RuntimeError(f"balanced design: {res.message}")
-    return _draw_items(groups, var, np.rint(res.x[:n]).astype(int), rng)
+    return _draw_items(groups, var, np.rint(res.x[:n]).astype(int), rng, priority)
 
 
 def _draw_items(groups: Mapping[tuple[str, tuple[str, ...]], list[Hashable]],
                 var: Sequence[tuple[tuple[str, tuple[str, ...]], str]], counts: np.ndarray,
-                rng: random.Random) -> dict[Hashable, str]:
-    """The seeded items of each kind the design asks, each with its adversary."""
+                rng: random.Random, priority: Mapping[Hashable, tuple[int, ...]] | None = None) -> dict[Hashable, str]:
+    """The items of each kind the design asks, each with its adversary: the first by ``priority`` (ties, and
+    every item without priorities, in the seeded order), and the adversaries dealt among the taken items in a
+    second seeded order, so that which adversary an item is asked with does not follow its priority."""
     out: dict[Hashable, str] = {}
     for g in sorted(groups):
         members = list(groups[g])
         rng.shuffle(members)
-        for (gg, a), k in zip(var, counts):
-            if gg == g and k:
-                out.update({key: a for key in members[:k]})
-                members = members[k:]
+        if priority is not None:
+            members.sort(key=priority.__getitem__)  # stable: equal priorities keep the seeded order
+        adversaries = [a for (gg, a), k in zip(var, counts) if gg == g for _ in range(k)]
+        taken = members[:len(adversaries)]
+        rng.shuffle(taken)
+        out.update(zip(taken, adversaries))
     return out
 
 

@@ -19,7 +19,10 @@ view, clinical overlap, every QA of the image, non-overlapping regions).
   (balance.balanced_design, which also fixes each image's adversary): with X-ray
   on most images, "X-ray? yes" would otherwise win every X-ray pair; where the
   truth rules allow nothing better (every organ pair pits the brain against a
-  body organ) the share stays what it is and the audit reports it;
+  body organ) the share stays what it is and the audit reports it. They are
+  planned last: among the images a design treats alike, those with the fewest
+  questions so far are taken, so an image is not left without any question
+  while an interchangeable one with others keeps its pair;
 * condition and position texts balance within each image type, not only over
   the set, so a model that recognises the image type finds no prior either;
 * the abnormality question is asked on as many abnormal as normal images
@@ -52,6 +55,7 @@ from probmed.benchmark.balance import (
     assign_balanced,
     balanced_design,
 )
+from probmed.benchmark.curation.tables import organ_unseen
 from probmed.benchmark.curation.vocabularies import (
     CARDIAC_POSITION,
     conditions_for,
@@ -127,6 +131,9 @@ def _plan_modality_organ(recs: Sequence[ImageRecord], report: GenerationReport, 
             report.skipped_categories[f"modality: not askable ({rec.modality})"] += 1
         if rec.organ not in scope.organs:
             report.skipped_categories[f"organ: not askable ({rec.organ})"] += 1
+            continue
+        if (rec.modality, rec.organ) in organ_unseen():  # its "yes" would be false: no slot of the organ design
+            report.skipped_categories[f"organ: {rec.modality} images do not show the {rec.organ}"] += 1
             continue
         cands = truth.organ_adversaries(rec, scope.organs)
         if not cands:
@@ -324,23 +331,12 @@ def _capped_assignment(members: list[PairPlan], extra: list[Slot], rng: random.R
     return {k: chosen.get(k) for k in keys}
 
 
-def _balanced(plans: list[PairPlan], singles: list[Slot], rng: random.Random, report: GenerationReport,
-              type_of: Mapping[str, str]) -> tuple[list[PairPlan], dict[Hashable, tuple[Choice | None, str]]]:
-    """(the pairs asked, every slot's value): modality and organ on their fair design, every other text balanced
-    within each image type (`type_of`: image id -> image type)."""
-    kept: list[PairPlan] = []
+def _conditional_choices(conditional: list[PairPlan], singles: list[Slot], rng: random.Random,
+                         type_of: Mapping[str, str]) -> dict[Hashable, tuple[Choice | None, str]]:
+    """Every condition and position slot's value, each text balanced within each image type (`type_of`: image
+    id -> image type), so that a model recognising the image type (trivial) finds no prior there either."""
     out: dict[Hashable, tuple[Choice | None, str]] = {}
-    for category in ("modality", "organ"):  # one pair per image: the design fixes each image's adversary
-        mine = [p for p in plans if p.category == category]
-        chosen = balanced_design([(p.slot.key, p.value, p.slot.candidates) for p in mine], rng)
-        kept += [p for p in mine if p.slot.key in chosen]
-        out.update({p.slot.key: (Choice(chosen[p.slot.key], KNOWN_ABSENT if chosen[p.slot.key] in p.slot.known_absent
-                                        else ASSUMED_ABSENT), "balanced") for p in mine if p.slot.key in chosen})
-        report.skipped_categories[f"{category}: left out so that no text or fixed answer wins"] += len(mine) - len(chosen)
-    conditional = [p for p in plans if p.category not in ("modality", "organ")]
-    kept += conditional
-    # a text is (category, value), or (condition, position) for positions; balanced within each image type, so
-    # that a model recognising the image type (trivial) finds no condition or position prior there either
+    # a text is (category, value), or (condition, position) for positions
     singles_of: dict[str, list[Slot]] = {}
     for slot in singles:
         singles_of.setdefault(type_of[slot.key[0]], []).append(slot)  # type: ignore[index]  # (image id, ...)
@@ -350,7 +346,45 @@ def _balanced(plans: list[PairPlan], singles: list[Slot], rng: random.Random, re
     for (category, _, itype), members in sorted(groups.items()):
         extra = singles_of.pop(itype, []) if category == "condition" else []
         out.update({key: (choice, "balanced") for key, choice in _capped_assignment(members, extra, rng).items()})
-    return kept, out
+    return out
+
+
+def _asked_so_far(choices: Mapping[Hashable, tuple[Choice | None, str]], abnormality: set[str]) -> Counter:
+    """Image id -> the questions planned for it so far: two per pair or one per single slot with a value, one
+    for the abnormality question (every slot key is (image id, category, ...))."""
+    asked: Counter = Counter(abnormality)
+    for key, (choice, _) in choices.items():
+        if choice is not None:
+            asked[key[0]] += 1 if key[-1] is None else 2  # type: ignore[index]  # a single slot's key ends in None
+    return asked
+
+
+def _balanced(plans: list[PairPlan], singles: list[Slot], rng: random.Random, report: GenerationReport,
+              type_of: Mapping[str, str], abnormality: set[str],
+              ) -> tuple[list[PairPlan], dict[Hashable, tuple[Choice | None, str]]]:
+    """(the pairs asked, every slot's value): condition and position texts balanced within each image type, then
+    modality and organ on their fair designs, drawn preferring the images asked least so far.
+
+    Why this order: a design fixes how many images of each kind (value, allowed adversaries) are asked with which
+    adversary, not which ones; the categories no design limits are planned first, so the draw takes, among
+    interchangeable images, those with the fewest questions so far (ties in the seeded order): no image is left
+    without a question while an interchangeable one with other questions keeps its pair. The design's counts,
+    and so every fairness property, are the same whatever the priorities.
+    """
+    conditional = [p for p in plans if p.category not in ("modality", "organ")]
+    out = _conditional_choices(conditional, singles, rng, type_of)
+    asked = _asked_so_far(out, abnormality)
+    kept: list[PairPlan] = []
+    for category in ("modality", "organ"):  # one pair per image: the design fixes each image's adversary
+        mine = [p for p in plans if p.category == category]
+        priority = {p.slot.key: (asked[p.rec.image_id],) for p in mine}
+        chosen = balanced_design([(p.slot.key, p.value, p.slot.candidates) for p in mine], rng, priority=priority)
+        kept += [p for p in mine if p.slot.key in chosen]
+        out.update({p.slot.key: (Choice(chosen[p.slot.key], KNOWN_ABSENT if chosen[p.slot.key] in p.slot.known_absent
+                                        else ASSUMED_ABSENT), "balanced") for p in mine if p.slot.key in chosen})
+        asked.update({p.rec.image_id: 2 for p in mine if p.slot.key in chosen})
+        report.skipped_categories[f"{category}: left out so that no text or fixed answer wins"] += len(mine) - len(chosen)
+    return kept + conditional, out
 
 
 def plan_questions(records: Sequence[ImageRecord], seed: int, strategy: str, report: GenerationReport,
@@ -363,13 +397,14 @@ def plan_questions(records: Sequence[ImageRecord], seed: int, strategy: str, rep
         pairs, single = _plan_conditions(rec, report)
         plans += pairs + _plan_positions(rec, report)
         singles += [single] if single else []
+    abnormality = _abnormality_subset(records, rng, report)
     if strategy == "balanced":
         type_of = {rec.image_id: image_type(rec.modality, rec.organ) for rec in records}
-        plans, choices = _balanced(plans, singles, rng, report, type_of)
+        plans, choices = _balanced(plans, singles, rng, report, type_of, abnormality)
     else:
         pop = popularity or (Popularity.of(records) if strategy != "random" else Popularity())  # random reads none
         choices = _pope(plans, singles, strategy, seed, pop)
-    plan = QuestionPlan(choices=choices, abnormality=_abnormality_subset(records, rng, report))
+    plan = QuestionPlan(choices=choices, abnormality=abnormality)
     for p in plans:
         if choices.get(p.slot.key, (None, ""))[0] is not None:
             plan.pairs.setdefault(p.rec.image_id, []).append(p)
