@@ -104,6 +104,12 @@ def test_a_joint_effusion_is_in_the_joint_the_caption_names() -> None:
     assert placed("Radiograph showing a fracture of the left hip.", "pelvis") == {("fracture", "left hip")}
 
 
+def test_an_unplaced_finding_whose_name_holds_its_place_takes_the_caption_side() -> None:
+    assert placed("Left ankle radiograph demonstrating talar tilt.", "foot") == {("talar tilt", "left")}
+    assert placed("Ankle radiograph demonstrating talar tilt.", "foot") == {("talar tilt", None)}
+    assert placed("Right ankle radiograph, left foot film: talar tilt.", "foot") == {("talar tilt", None)}  # two sides
+
+
 def test_an_implied_place_written_out_with_a_side_is_kept() -> None:
     assert placed("Ultrasound shows an effusion in the left pleural space.", "chest") == {("effusion", "left pleural space")}
     assert placed("CT: right pleural effusion.", "chest") == {("effusion", "right")}
@@ -120,3 +126,10 @@ def test_new_places_are_in_the_vocabulary_and_overlap_what_holds_them(organ: str
     for other in new[1]:
         assert positions_overlap(organ, new[0], other), (new[0], other)
     assert region_overlaps()[organ]
+
+
+def test_a_side_only_finding_takes_a_structure_of_its_own_phrase_only() -> None:
+    """"bilateral proptosis with ... enlarged lacrimal glands": the glands are the enlargement's, not the proptosis'."""
+    assert placed("MRI shows bilateral proptosis with enlarged lacrimal glands.", "head and neck") \
+        == {("proptosis", "bilateral"), ("enlargement", "bilateral lacrimal glands")}
+    assert placed("CT showing a lesion on the left angle of the mandible.", "head and neck") == {("lesion", "left mandible")}

@@ -540,7 +540,7 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
             shown = _unshown(clause, mentions, cardiac)
             shown = EXTENDED_LINKS.sub(lambda m: "in".ljust(len(m.group(0))), shown)
             shown = EXTENDED_SUBJECT.sub(lambda m: " " * len(m.group(0)), shown)
-            placed = {m: _sided_region(shown, organ, m.condition, positions_of(shown, m, mentions, organ))
+            placed = {m: _sided_region(shown, organ, m, mentions, positions_of(shown, m, mentions, organ))
                       for m in mentions}
         else:
             placed = {m: positions_of(clause, m, mentions, organ) for m in mentions}
@@ -624,15 +624,20 @@ def _joint_named(findings: list[dict], text: str, organ: str) -> list[dict]:
             for f in findings]
 
 
-def _sided_region(clause: str, organ: str, condition: str, where: list[str]) -> list[str]:
+def _sided_region(clause: str, organ: str, mention: Mention, mentions: list[Mention], where: list[str]) -> list[str]:
     """The extended profile: a finding placed only by a side ("lesion on the left angle of the mandible") is
-    in the one structure of its clause that takes that side, when the clause names one (other than the
-    place its own name implies: a left pleural effusion stays "left")."""
+    in the one structure of its clause that takes that side, when the clause names one between the findings
+    around it (not "bilateral proptosis with ... and enlarged lacrimal glands") and other than the place its own
+    name implies (a left pleural effusion stays "left")."""
     if len(where) != 1 or where[0] not in ("left", "right", "bilateral"):
         return where
-    side = where[0]
+    side, condition = where[0], mention.condition
+    prev = max((m.end for m in mentions if m.end <= mention.start), default=0)
+    nxt = min((m.start for m in mentions if m.start >= mention.end), default=len(clause))
     regions = set()
     for p in places(clause, organ):
+        if not prev <= p.start < nxt:
+            continue
         if re.search(RELATIVE.pattern + r"\s+(the\s+)?$", clause[:p.start]):
             continue  # "a mass inferior to the left parotid gland" is on the left, not in the gland
         region, sides = SIDED_REGIONS.get(p.region, (p.region, p.sides)) if p.region else (None, ())
@@ -655,9 +660,14 @@ def _with_caption_side(findings: list[dict], text: str, organ: str) -> list[dict
     for f in findings:
         position = f["position"]
         # a side tied to another structure ("tumour of the mandible and the right nasal cavity") is not this one's
-        sides = {p.side for p in named if p.region in (None, position) or (p.region, position) in overlaps}
+        # an unplaced finding whose name holds its place ("right ankle radiograph: talar tilt") takes the side only
+        implied = IMPLIED_REGION.get(f["condition"]) if position is None else None
+        where = implied or position
+        sides = {p.side for p in named if p.region in (None, where) or (p.region, where) in overlaps}
         side = sides.pop() if len(sides) == 1 else None
-        if position in takes and side in takes[position]:
+        if implied in takes and side in takes[implied] and side != "bilateral":
+            position = side
+        elif position in takes and side in takes[position]:
             position = position_phrase(side, position, takes[position])
         if {"condition": f["condition"], "position": position} not in out:
             out.append({"condition": f["condition"], "position": position})
