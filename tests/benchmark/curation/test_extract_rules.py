@@ -145,10 +145,12 @@ ROCO_EXTENDED_LABELS = Path(__file__).resolve().parents[2] / "fixtures" / "roco_
 # Goals the rules miss on a part, measured (README, extraction table): they are reported, not bent toward;
 # each stays a floor so a regression still fails. Position vocabularies of the new organs are long-tailed
 # (a structure per finding: "right preseptal region", "longus colli tendon"): the held-out part names many
-# structures the dev part never did.
+# structures the dev part never did. The position rules learnt from the dev part's errors (part-of phrases, caption
+# sides, joints, relations) raised dev to P 0.898 R 0.674 but held-out only to P 0.577 R 0.353 (from 0.538 / 0.329):
+# measured once, after the rules were written.
 KNOWN_SHORTFALLS: dict[tuple[str, str, str], float] = {
-    ("heldout", "position", "precision"): 0.53,
-    ("heldout", "position", "recall"): 0.32,
+    ("heldout", "position", "precision"): 0.57,
+    ("heldout", "position", "recall"): 0.35,
 }
 
 

@@ -38,6 +38,7 @@ from probmed.benchmark.curation.profiles import (  # noqa: F401  (the paper's ta
     REGION_WEIGHT,
     Profile,
 )
+from probmed.benchmark.curation.tables import region_overlaps
 from probmed.benchmark.curation.vocabularies import POSITION_REGIONS, SIDED_REGIONS, position_phrase
 
 MODALITY_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -356,7 +357,9 @@ NOT_A_PLACE = re.compile(
     r"\b(right|left) (atri(um|al)|ventric(le|ular))\b|\bpulmonary (arter\w*|vein\w*|venous|trunk|valve)|"
     r"\b(ovarian|renal|hepatic|portal|splenic|iliac|femoral|jugular|subclavian|mesenteric|gastric|adrenal) "
     r"(vein|veins|venous|arter\w*|vessels?)\b|"
-    r"\b(to|toward|towards) the (right|left)\b|\bleft[- ]to[- ]right\b|\bright[- ]to[- ]left\b"
+    # a direction ("deviated to the right", "to the left of the defect"), not "inferior to the right parotid gland"
+    r"\b(to|toward|towards) the (right|left)\b(?=\s*([,.;:)(]|$|(of|side|and|or|by|with|in|at|on|is|was|are|were|"
+    r"due|because|than)\b|\d))|\bleft[- ]to[- ]right\b|\bright[- ]to[- ]left\b"
 )
 LINK_AFTER = re.compile(r"^[^,;()]*?\b(in|of|at|within|involving|into|on|from|along|near|over|around|throughout|"
                         r"affecting|extending|between|inside|under|underneath)\b")
@@ -388,14 +391,25 @@ HEDGE = re.compile(r"\b(consistent with|suggestive of|suggesting|compatible with
                    r"indicating|indicative of|due to|likely|probably)\W*(an?|the)?\W*$")
 
 
+# A part of a structure named before it ("the lateral wall of the", "posterior horn of the", "inferior third"):
+# the finding is in the structure, and a side before the part is the structure's ("right lateral wall of the nose").
+PART_OF = re.compile(r"\b(the )?((anterior|posterior|medial|lateral|upper|lower|superior|inferior|distal|proximal|"
+                     r"middle|outer|inner|deep|superficial|dorsal|volar|palmar|free|central|peripheral) )*"
+                     r"(horns?|poles?|thirds?|halves|half|aspects?|walls?|portions?|parts?|surfaces?|margins?|"
+                     r"borders?|edges?|tips?|rims?|cortex|sides?)( of)?( the)?(?= |$)")
+
+
 def _side_before(clause: str, start: int, reach: int = 24) -> tuple[str, int] | None:
     """(side, where it starts) of a side word ending within ``reach`` characters before start, only
-    modifiers between."""
-    offset = max(0, start - reach)
+    modifiers between (a part of the structure does not count: "right lateral wall of the nose")."""
+    offset = max(0, start - reach - 24)
     hits = list(_SIDE_RE.finditer(clause, offset, start))
     if not hits:
         return None
     between = re.sub(r"^[- ]?(sided|side|half|aspect|part|portion)? ?of the\b", " ", clause[hits[-1].end():start])
+    between = PART_OF.sub(" ", between)
+    if len(between) > reach:
+        return None
     if re.search(r"[,;(]|\b(and|with|of|to|from|in|at|on|into|by|for|is|was|are|were)\b", between):
         return None
     return SIDE_WORDS[hits[-1].group(1)], hits[-1].start()
@@ -431,26 +445,57 @@ def places(clause: str, organ: str) -> list[Place]:
     return sorted(found, key=lambda p: p.start)
 
 
+# "in right level II and anterior to the carotid sheath": a place the finding is beside, not in.
+RELATIVE = re.compile(r"\b(anterior|posterior|medial|lateral|superior|inferior|adjacent|next|close|deep|superficial|"
+                      r"dorsal|ventral)\s+(to|of)\b")
+LOCATED_IN = re.compile(r"\b(located|situated|lying|seated)\s+(in|at|within|on|along|over)\s+(the\s+)?$")
+
+
+def _with_side_before(clause: str, mention: Mention, out: list[Place]) -> list[Place]:
+    """"bilateral varices in the broad ligament", "a left-sided mass in the ovary": a side written right
+    before the finding is the side of the unsided structures it is placed in after it."""
+    side = _side_before(NOT_A_PLACE.sub(lambda m: " " * len(m.group(0)), clause), mention.start, 30)
+    if side is None:
+        return out
+    return [Place(p.start, p.end, p.region, p.sides, side[0]) if side[0] in p.sides else p for p in out]
+
+
 def positions_of(clause: str, mention: Mention, mentions: list[Mention], organ: str) -> list[str]:
     """The positions tied to a mention: places linked after it by a preposition (with the places
     coordinated with them: "at L4/L5 and at L5/S1"), else the places right before it ("right
     frontal lesion", "hepatic and splenic lesions"), else the side written right before it."""
     cands = [p for p in places(clause, organ) if p.phrase]
-    nxt = min((m.start for m in mentions if m.start > mention.start), default=len(clause))
+    asides = [m.span() for m in ASIDE.finditer(clause)]  # "tear (two vertical tears) of the ...": one finding
+    nxt = min((m.start for m in mentions if m.start > mention.start and not any(s < m.start < e for s, e in asides)),
+              default=len(clause))
     prev = max((m.end for m in mentions if m.end <= mention.start), default=0)
+    if mention.described:  # "the terminal part of the ureter is dilated (within the bladder)": the subject's
+        copula = re.search(r"\b(is|are|was|were|appears?|became|becomes)( \w+ly)? $", clause[:mention.start])
+        subject = [p for p in cands if copula and p.region and p.end <= copula.start()
+                   and re.fullmatch(r"\s*", clause[p.end:copula.start()])]
+        if subject and subject[-1].phrase:
+            return [str(subject[-1].phrase)]
     out: list[Place] = []
     for p in (p for p in cands if mention.end <= p.start < nxt):
         anchor = out[-1].end if out else mention.end
-        between = COPULA.sub(" ", ASIDE.sub(" ", clause[anchor:p.start]))
+        between = PART_OF.sub(" ", COPULA.sub(" ", ASIDE.sub(" ", clause[anchor:p.start])))
         reach, joins = (32, r"[,;()]|\b(of|with)\b") if mention.described else (12, r"[,;()]|\b(and|of|with)\b")
         adjoining = not out and len(between.strip()) <= reach and not re.search(joins, between)
         if not out and RELATION.search(between):
             break  # "a mass between the liver and pancreas": the places around it are not its site
-        if not out and not adjoining and (p.start - mention.end > 60 or not LINK_AFTER.search(between)
-                                          or BREAK_AFTER.search(between) or NEGATION.search(between)):
+        if not out and p.side in ("left", "right") and re.fullmatch(r"[^,;]{0,30}?" + RELATIVE.pattern + r"\s+(the\s+)?",
+                                                                   between):
+            out.append(Place(p.start, p.end, None, (), p.side))  # "a mass inferior to the right parotid": its side
             break
+        located = not out and LOCATED_IN.search(between) and not NEGATION.search(between)
+        if not out and not adjoining and not located and (
+                len(between) > 60 or not LINK_AFTER.search(between) or BREAK_AFTER.search(between)
+                or NEGATION.search(between)):
+            break
+        if p.region is None and any(s < p.start < e for s, e in asides):
+            continue  # a side word inside an aside ("enlargement (both tendons and bundles)") is no place of it
         if out and (len(between) > 35 or not re.search(r"[,/-]|\b(and|or|to)\b", between) or NEGATION.search(between)
-                    or p.region is None or any(0 <= m.start - p.end <= 3 for m in mentions)):
+                    or RELATIVE.search(between) or p.region is None or any(0 <= m.start - p.end <= 3 for m in mentions)):
             break  # a lone side, or a place that opens the next finding ("... and bilateral opacities")
         out.append(p)
     if all(p.region is None for p in out):  # only lone sides after it: a region inside or right before it wins
@@ -459,12 +504,17 @@ def positions_of(clause: str, mention: Mention, mentions: list[Mention], organ: 
         before = [p for p in cands if prev <= p.start and (p.end <= mention.start or p.end <= mention.end)]
         for p in reversed(before):
             gap = clause[p.end:(out[-1].start if out else mention.start)] if p.end <= mention.start else ""
-            if len(gap) > 24 or re.search(r"[;(]|\b(of|in|with|at|shows?|showing|demonstrat\w*|is|was)\b", gap) \
+            if len(gap) > 24 or re.search(r"[;(]|\b(of|in|with|at|shows?|showing|shown|demonstrat\w*|reveal\w*|"
+                                          r"depict\w*|display\w*|is|was)\b", gap) \
                     or (not out and re.search(r",|\b(and|or)\b", gap)) or (out and not re.search(r"\b(and|or)\b|,", gap)):
                 break
             out.insert(0, p)
-    named = [position_phrase(p.side, None) if p.region == IMPLIED_REGION.get(mention.condition) else p.phrase
-             for p in out]
+    if out and out[0].start >= mention.end and all(p.side is None for p in out):
+        out = _with_side_before(clause, mention, out)
+    # the place a condition's name implies adds only its side ("right pleural effusion"), unless written out after
+    # it with a side ("effusion in the right pleural space"; "ascites in the peritoneal cavity" names no place)
+    named = [position_phrase(p.side, None) if p.region == IMPLIED_REGION.get(mention.condition)
+             and (p.start < mention.end or p.side is None) else p.phrase for p in out]
     phrases = [p for p in named if p]
     phrases = [p for p in phrases if not (p in ("left", "right", "bilateral") and any(q.startswith(p + " ") for q in phrases))]
     if not phrases:
@@ -483,18 +533,21 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
     frontal lobe consistent with an abscess") takes the places of the finding it explains."""
     findings: list[dict] = []
     negated: list[str] = []
+    cardiac = organ == "chest" and bool(CARDIAC_TEXT.search(normalise_text(text)))
     for clause in CLAUSE_SPLIT.split(normalise_text(text)):
         mentions = condition_mentions(clause, organ, profile)
         if profile.extended:  # what a finding displaces is not where it is; what it occupies is
-            shown = EXTENDED_DISPLACED.sub(lambda m: " " * len(m.group(0)), clause)
+            shown = _unshown(clause, mentions, cardiac)
             shown = EXTENDED_LINKS.sub(lambda m: "in".ljust(len(m.group(0))), shown)
             shown = EXTENDED_SUBJECT.sub(lambda m: " " * len(m.group(0)), shown)
-            placed = {m: _sided_region(shown, organ, m.condition, positions_of(shown, m, mentions, organ))
+            placed = {m: _sided_region(shown, organ, m, mentions, positions_of(shown, m, mentions, organ))
                       for m in mentions}
         else:
             placed = {m: positions_of(clause, m, mentions, organ) for m in mentions}
-        for m, nxt in zip(mentions, mentions[1:]):  # "fracture-dislocation of T6", "X and Y in the liver"
-            if not placed[m] and re.fullmatch(r"\s*(-|/|,|and|or)?\s*", clause[m.end:nxt.start]):
+        for m, nxt in reversed(list(zip(mentions, mentions[1:]))):  # "fracture-dislocation of T6", "X and Y in
+            # the liver"; and "thrombosis of the AVM in the mandible": a finding of another is where that one is
+            gap = ASIDE.sub(" ", clause[m.end:nxt.start])
+            if not placed[m] and re.fullmatch(r"\s*(-|/|,|and|or|of( the| an?)?)?\s*", gap):
                 placed[m] = placed[nxt]
         last: list[str] = []
         for mention in mentions:
@@ -508,22 +561,85 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
             last = where or last
             positions: list[str | None] = [*where] if where else [None]
             for position in positions:
+                position = _joint_of(mention.condition, position, organ)
                 _add(findings, _located(mention.condition, position), position)
     if profile.extended:
-        findings = _with_caption_side(findings, normalise_text(text), organ)
+        findings = _with_caption_side(_joint_named(findings, normalise_text(text), organ), normalise_text(text), organ)
     present = {f["condition"] for f in findings}
     return findings, list(dict.fromkeys(c for c in negated if c not in present))
 
 
-def _sided_region(clause: str, organ: str, condition: str, where: list[str]) -> list[str]:
+# A heart caption's "apical" / "apex" is the heart's apex, not the lung's (cardiac wall names are no position).
+CARDIAC_TEXT = re.compile(r"\b(cardiac|heart|myocard\w*|cmr|echocardiogra\w*|(left|right) ventric(le|ular)|"
+                          r"cardiomyopath\w*|takotsubo)\b")
+
+
+def _unshown(clause: str, mentions: list[Mention], cardiac: bool) -> str:
+    """The clause with what is no finding's place blanked: what a finding displaces ("displacing the bowel";
+    a "displaced fracture" is a kind of fracture, its place stays) and, in a heart caption, the apex."""
+    def blank(m: re.Match) -> str:
+        if any(re.fullmatch(r"displac\w*\s+(\w+\s+){0,2}", clause[m.start():x.start]) for x in mentions):
+            return m.group(0)
+        return " " * len(m.group(0))
+
+    shown = EXTENDED_DISPLACED.sub(blank, clause)
+    return re.sub(r"\b(apical|apex)\b", lambda m: " " * len(m.group(0)), shown) if cardiac else shown
+
+
+# A joint's own conditions at a joint that a region word also names: "dislocation of the hip" is in the hip joint.
+JOINT_CONDITIONS = frozenset({"dislocation", "effusion", "arthritis", "osteoarthritis", "synovitis"})
+JOINT_OF: dict[tuple[str, str], str] = {("pelvis", "hip"): "hip joint"}
+
+
+def _joint_of(condition: str, position: str | None, organ: str) -> str | None:
+    if condition not in JOINT_CONDITIONS or position is None:
+        return position
+    words = position.split()
+    side = words[0] if words[0] in ("left", "right", "bilateral") else None
+    region = " ".join(words[1:] if side else words)
+    region = region[:-1] if side == "bilateral" and region.endswith("s") else region
+    joint = JOINT_OF.get((organ, region))
+    return position if joint is None else position_phrase(side, joint)
+
+
+# "joint effusion", "fluid in the joint": the joint is the one joint the caption names ("left hip MRI").
+JOINT_ANAPHORA = re.compile(r"\bjoint (effusion|fluid)|(effusion|fluid) (of|in|within) the joint\b(?! space)")
+JOINTS: dict[str, frozenset[str]] = {
+    "pelvis": frozenset({"hip", "hip joint", "sacroiliac joint"}), "knee": frozenset({"knee"}),
+    "shoulder": frozenset({"shoulder joint", "glenohumeral joint", "acromioclavicular joint"}),
+    "foot": frozenset({"ankle", "subtalar joint"}), "hand": frozenset({"wrist", "distal radioulnar joint"}),
+}
+
+
+def _joint_named(findings: list[dict], text: str, organ: str) -> list[dict]:
+    """An unplaced joint effusion is in the joint the caption names, when it names one joint (one side)."""
+    if not JOINT_ANAPHORA.search(text) or organ not in JOINTS:
+        return findings
+    joints = {p.phrase for p in places(NOT_A_PLACE.sub(lambda m: " " * len(m.group(0)), text), organ)
+              if p.region in JOINTS[organ] and p.phrase}
+    if len(joints) != 1:
+        return findings
+    joint = _joint_of("effusion", joints.pop(), organ)
+    return [{**f, "position": joint} if f["condition"] == "effusion" and f["position"] is None else f
+            for f in findings]
+
+
+def _sided_region(clause: str, organ: str, mention: Mention, mentions: list[Mention], where: list[str]) -> list[str]:
     """The extended profile: a finding placed only by a side ("lesion on the left angle of the mandible") is
-    in the one structure of its clause that takes that side, when the clause names one (other than the
-    place its own name implies: a left pleural effusion stays "left")."""
+    in the one structure of its clause that takes that side, when the clause names one between the findings
+    around it (not "bilateral proptosis with ... and enlarged lacrimal glands") and other than the place its own
+    name implies (a left pleural effusion stays "left")."""
     if len(where) != 1 or where[0] not in ("left", "right", "bilateral"):
         return where
-    side = where[0]
+    side, condition = where[0], mention.condition
+    prev = max((m.end for m in mentions if m.end <= mention.start), default=0)
+    nxt = min((m.start for m in mentions if m.start >= mention.end), default=len(clause))
     regions = set()
     for p in places(clause, organ):
+        if not prev <= p.start < nxt:
+            continue
+        if re.search(RELATIVE.pattern + r"\s+(the\s+)?$", clause[:p.start]):
+            continue  # "a mass inferior to the left parotid gland" is on the left, not in the gland
         region, sides = SIDED_REGIONS.get(p.region, (p.region, p.sides)) if p.region else (None, ())
         if region and region not in NEEDS_SIDE and region != IMPLIED_REGION.get(condition) and side in sides \
                 and p.side in (None, side):
@@ -537,22 +653,29 @@ def _sided_region(clause: str, organ: str, condition: str, where: list[str]) -> 
 def _with_caption_side(findings: list[dict], text: str, organ: str) -> list[dict]:
     """The extended profile: a finding placed in a sided structure without a side takes the caption's side
     when the caption names one side only ("X-ray of the left clavicle: clavicle fracture" -> left clavicle)."""
-    sides = {SIDE_WORDS[m.group(1)] for m in _SIDE_RE.finditer(NOT_A_PLACE.sub(" ", text))}
-    if len(sides) != 1:
-        return findings
-    side = sides.pop()
+    named = [p for p in places(NOT_A_PLACE.sub(lambda m: " " * len(m.group(0)), text), organ) if p.side]
     takes = {region: region_sides for _, region, region_sides in POSITION_REGIONS.get(organ, ())}
+    overlaps = region_overlaps().get(organ, frozenset())
     out: list[dict] = []
     for f in findings:
         position = f["position"]
-        if position in takes and side in takes[position]:
+        # a side tied to another structure ("tumour of the mandible and the right nasal cavity") is not this one's
+        # an unplaced finding whose name holds its place ("right ankle radiograph: talar tilt") takes the side only
+        implied = IMPLIED_REGION.get(f["condition"]) if position is None else None
+        where = implied or position
+        sides = {p.side for p in named if p.region in (None, where) or (p.region, where) in overlaps}
+        side = sides.pop() if len(sides) == 1 else None
+        if implied in takes and side in takes[implied] and side != "bilateral":
+            position = side
+        elif position in takes and side in takes[position]:
             position = position_phrase(side, position, takes[position])
         if {"condition": f["condition"], "position": position} not in out:
             out.append({"condition": f["condition"], "position": position})
     return out
 
 
-LOCATED: dict[tuple[str, str], str] = {("calculus", "kidney"): "kidney stone", ("calculus", "gallbladder"): "cholelithiasis"}
+LOCATED: dict[tuple[str, str], str] = {("calculus", "kidney"): "kidney stone", ("calculus", "ureter"): "kidney stone",
+                                       ("calculus", "gallbladder"): "cholelithiasis"}
 
 
 def _located(condition: str, position: str | None) -> str:

@@ -1,0 +1,135 @@
+"""Position rules of the extended profile (issue 20): each rule on sentences written for it, not on captions."""
+
+from __future__ import annotations
+
+import pytest
+
+from probmed.benchmark.curation.extract_rules import find_conditions
+from probmed.benchmark.curation.profiles import EXTENDED, PAPER
+from probmed.benchmark.curation.tables import region_overlaps
+from probmed.benchmark.curation.vocabularies import POSITIONS_BY_ORGAN
+from probmed.benchmark.truth import positions_overlap
+
+
+def placed(text: str, organ: str, profile=EXTENDED) -> set[tuple[str, str | None]]:
+    found, _ = find_conditions(text, organ, profile)
+    return {(f["condition"], f["position"]) for f in found}
+
+
+def test_a_part_of_a_structure_places_the_finding_in_the_structure() -> None:
+    """"the posterior horn of the", "inferior third", "lateral wall of the": the finding is in the structure, and a
+    side before the part is the structure's side."""
+    assert placed("MRI of the knee: a tear of the posterior horn of the lateral meniscus.", "knee") \
+        == {("tear", "lateral meniscus")}
+    assert placed("Radiograph showing a fracture of the inferior third of the patella.", "knee") \
+        == {("fracture", "patella")}
+    assert placed("CT showing a polyp arising from the left lateral wall of the nose.", "head and neck") \
+        == {("polyp", "left nasal cavity")}
+
+
+def test_a_restated_finding_in_parentheses_does_not_cut_the_finding_from_its_place() -> None:
+    assert placed("MRI of the left knee shows a tear (a horizontal tear) of the medial meniscus.", "knee") \
+        == {("tear", "left medial meniscus")}
+
+
+def test_a_displaced_fracture_keeps_its_place_but_a_displaced_structure_is_none() -> None:
+    assert placed("Radiograph showing a minimally displaced fracture of the patella.", "knee") == {("fracture", "patella")}
+    assert placed("CT showing a large cyst displacing the bladder.", "pelvis") == {("cyst", None)}
+
+
+def test_the_caption_side_goes_only_to_the_structure_it_is_written_with() -> None:
+    """"tumour at the mandible and the right nasal cavity": the right belongs to the nasal cavity, not the mandible;
+    the side of the figure's subject still reaches the structures inside it."""
+    assert placed("CT showing a tumor at the mandibular region and the right lateral wall of the nose.",
+                  "head and neck") == {("tumor", "mandible"), ("tumor", "right nasal cavity")}
+    assert placed("MRI of the right knee: tear of the medial meniscus.", "knee") == {("tear", "right medial meniscus")}
+
+
+def test_a_side_before_the_finding_sides_the_structure_after_it() -> None:
+    assert placed("CT shows bilateral varices in the broad ligament.", "pelvis") == {("varices", "bilateral broad ligaments")}
+    assert placed("Ultrasound shows a left-sided cyst in the ovary.", "pelvis") == {("cyst", "left ovary")}
+
+
+def test_a_finding_of_another_finding_is_where_that_one_is() -> None:
+    assert placed("MRI shows thrombosis of the malformation in the mandible.", "head and neck") \
+        == {("thrombosis", "mandible"), ("malformation", "mandible")}
+
+
+def test_a_heart_caption_apex_is_not_the_lung_apex() -> None:
+    assert placed("Cardiac MRI showing an apical aneurysm.", "chest") == {("aneurysm", None)}
+    assert placed("CT of the chest showing an apical nodule.", "chest") == {("nodule", "lung apex")}
+
+
+def test_ventricle_adjectives_and_the_aqueduct_are_brain_places() -> None:
+    assert placed("MRI showing a fourth ventricular tumor.", "brain", PAPER) == {("tumor", "fourth ventricle")}
+    assert ("obstruction", "cerebral aqueduct") in placed("Hydrocephalus with obstruction at the aqueduct of Sylvius.",
+                                                          "brain")
+    assert placed("CT shows a cyst of the vestibular aqueduct.", "brain") == {("cyst", None)}
+
+
+def test_a_finding_located_in_a_place_is_there_past_its_description() -> None:
+    assert placed("MRI revealing a nodule with low signal located in the left peripheral zone.", "pelvis") \
+        == {("nodule", "left peripheral zone")}
+
+
+def test_a_structure_shown_before_the_verb_is_not_the_finding_place() -> None:
+    """"MRI of the prostate revealing a nodule": the subject of the figure, named before a verb, does not place it."""
+    assert placed("Imaging of the prostate revealing a small nodule.", "pelvis") == {("nodule", None)}
+
+
+def test_a_place_beside_a_sided_structure_gives_its_side_only() -> None:
+    assert placed("There is a mass inferior to the left submandibular gland.", "head and neck") == {("mass", "left")}
+    assert placed("The trachea is deviated to the right, with a mass.", "head and neck") == {("mass", None)}
+    assert placed("Lesion in the right level III and posterior to the carotid sheath.", "head and neck") \
+        == {("lesion", "right level iii")}
+
+
+def test_a_described_structure_before_its_verb_is_its_place() -> None:
+    assert placed("The distal ureter is dilated within the bladder.", "pelvis") == {("dilatation", "distal ureter")}
+    assert placed("Ultrasound: the left distal ureter is markedly dilated.", "pelvis") \
+        == {("dilatation", "left distal ureter")}
+
+
+def test_a_ureteral_calculus_is_a_kidney_stone_in_the_ureter() -> None:
+    assert placed("CT showing a calculus in the left ureter.", "abdomen") == {("kidney stone", "left ureter")}
+    assert not positions_overlap("abdomen", "left ureter", "right kidney")
+    assert positions_overlap("abdomen", "left ureter", "left kidney") and positions_overlap("abdomen", "ureter", "bladder")
+
+
+def test_a_joint_effusion_is_in_the_joint_the_caption_names() -> None:
+    assert placed("MRI of the right hip showing joint effusion.", "pelvis") == {("effusion", "right hip joint")}
+    assert placed("Widening of the left sacroiliac joint with fluid in the joint.", "pelvis") \
+        >= {("effusion", "left sacroiliac joint")}
+    assert placed("Radiograph showing dislocation of the left hip.", "pelvis") == {("dislocation", "left hip joint")}
+    assert placed("Radiograph showing a fracture of the left hip.", "pelvis") == {("fracture", "left hip")}
+
+
+def test_an_unplaced_finding_whose_name_holds_its_place_takes_the_caption_side() -> None:
+    assert placed("Left ankle radiograph demonstrating talar tilt.", "foot") == {("talar tilt", "left")}
+    assert placed("Ankle radiograph demonstrating talar tilt.", "foot") == {("talar tilt", None)}
+    assert placed("Right ankle radiograph, left foot film: talar tilt.", "foot") == {("talar tilt", None)}  # two sides
+
+
+def test_an_implied_place_written_out_with_a_side_is_kept() -> None:
+    assert placed("Ultrasound shows an effusion in the left pleural space.", "chest") == {("effusion", "left pleural space")}
+    assert placed("CT: right pleural effusion.", "chest") == {("effusion", "right")}
+
+
+@pytest.mark.parametrize("organ", ["brain", "abdomen", "pelvis"])
+def test_new_places_are_in_the_vocabulary_and_overlap_what_holds_them(organ: str) -> None:
+    """A new position is askable (in the organ's vocabulary) and overlaps the structures it shares tissue with, so a
+    hallucinated "no" never names the place the finding is in."""
+    new = {"brain": ("cerebral aqueduct", ("fourth ventricle", "third ventricle", "brainstem", "midline")),
+           "abdomen": ("left ureter", ("left kidney", "bladder", "retroperitoneum")),
+           "pelvis": ("right distal ureter", ("bladder",))}[organ]
+    assert new[0] in POSITIONS_BY_ORGAN[organ]
+    for other in new[1]:
+        assert positions_overlap(organ, new[0], other), (new[0], other)
+    assert region_overlaps()[organ]
+
+
+def test_a_side_only_finding_takes_a_structure_of_its_own_phrase_only() -> None:
+    """"bilateral proptosis with ... enlarged lacrimal glands": the glands are the enlargement's, not the proptosis'."""
+    assert placed("MRI shows bilateral proptosis with enlarged lacrimal glands.", "head and neck") \
+        == {("proptosis", "bilateral"), ("enlargement", "bilateral lacrimal glands")}
+    assert placed("CT showing a lesion on the left angle of the mandible.", "head and neck") == {("lesion", "left mandible")}
