@@ -92,7 +92,10 @@ def test_params_metrics_artifacts_and_no_secret(logged):
     assert not any("sk-SECRET" in v for v in params.values()) and "model.api_key" not in params
     expected = make_metrics(1)["by_category"]["condition"]["accuracy_adv_pairs"]
     assert run.data.metrics["strict/condition"] == round(expected, 2)
-    assert run.data.metrics["strict/overall"] == make_metrics(1)["overall"]["accuracy_adv_pairs_original_weighting"]
+    overall = make_metrics(1)["overall"]  # the overalls under the report's names (reporting.overall), no bare "overall"
+    assert run.data.metrics["strict/overall_paper_weighted"] == overall["accuracy_adv_pairs_original_weighting"]
+    assert run.data.metrics["strict/overall_pooled"] == round(overall["accuracy_adv_pairs"], 2)
+    assert "strict/overall" not in run.data.metrics and "strict/overall_questions" not in run.data.metrics
     assert run.data.metrics["procedural/condition"] == 30.0 and run.data.metrics["random/averaged_overall"] == 50.0
     assert "procedural/position" not in run.data.metrics  # null stays absent, not 0
     assert len(run.data.metrics) <= MAX_METRICS and not any(k.startswith("by_image_type") for k in run.data.metrics)
@@ -156,7 +159,8 @@ def test_run_metrics_are_few_grouped_and_rounded():
     assert flat["answers/questions"] == 400 and flat["answers/images"] == 60
     assert {k.split("/")[0] for k in flat} <= {"strict", "averaged", "gt_only", "random", "answers", "pope",
                                                "procedural", "known_absent"}
-    assert len(flat) <= MAX_METRICS and all(len(k) <= 28 and " " not in k for k in flat)
+    assert len(flat) <= MAX_METRICS and all(len(k) <= 32 and " " not in k for k in flat)  # strict/overall_question_weighted
+    assert flat["strict/overall_question_weighted"] == scores["overall"]["accuracy_adv_pairs_question_weighting"]
 
 
 def test_the_experiment_is_model_development_and_the_question_set_is_a_dataset(logged):
@@ -185,7 +189,8 @@ def test_the_runs_table_opens_with_the_headline_metrics(logged):
     tracker = logged[0]
     view = json.loads(tracker.client.get_experiment(tracker.experiment_id).tags[f"{SHARED_VIEW_TAG}headline"])
     columns = view["selectedColumns"]
-    assert "metrics.`strict/overall`" in columns and "metrics.`strict/condition`" in columns
+    assert "metrics.`strict/overall_paper_weighted`" in columns and "metrics.`strict/condition`" in columns
+    assert "metrics.`strict/overall_pooled`" in columns and "metrics.`strict/overall`" not in columns
     assert "params.`model.weights_sha256`" in columns and not any("answers/" in c for c in columns)
     url = runs_table_url("http://127.0.0.1:5000", tracker.experiment_id)
     assert url == (f"http://127.0.0.1:5000/#/experiments/{tracker.experiment_id}/runs"
