@@ -17,7 +17,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from probmed.cli import main as cli_main
 from probmed.core.errors import DatabaseError, ScoresError, TrackingError
-from probmed.infra.clock import epoch_ms
+from probmed.infra.clock import epoch_ms, write_work_log
 from probmed.infra.tracking_store import EXPERIMENT_KIND, unique_run_name
 from probmed.reporting.run_metrics import MAX_METRICS, metrics_from_scores
 from probmed.reporting.tracking import (
@@ -38,10 +38,11 @@ def _write(tmp: Path, setting: str, seed: int) -> tuple[Path, Path]:
     metrics = score_dir / "metrics.json"
     metrics.write_text(json.dumps(make_metrics(seed)))
     (score_dir / "by_category.csv").write_text("category,accuracy\nmodality,1\n")
-    if setting == "vanilla":  # the others were scored before score directories recorded their work
-        (score_dir / "work.json").write_text(json.dumps(WORK))
     preds = tmp / f"pred-{setting}.parquet"
     pd.DataFrame({"qid": ["a"], "label": ["yes"]}).to_parquet(preds)
+    if setting == "vanilla":  # the others were made before work logs existed
+        write_work_log(score_dir, {"scoring": WORK["scoring"]})  # each stage logs its own work, outside its output
+        write_work_log(preds, {"answering": WORK["answering"]})
     return metrics, preds
 
 
@@ -103,7 +104,7 @@ def test_params_metrics_artifacts_and_no_secret(logged):
     assert top == {"scores", "predictions", "plots"}  # no report in an evaluation run
     scores = {a.path for a in tracker.client.list_artifacts(ids["vanilla"], "scores")}
     assert {"scores/metrics.json", "scores/by_category.csv", "scores/all_metrics.json"} <= scores
-    assert "scores/work.json" not in scores
+    assert not any("work" in path for path in scores)  # timings are no artifact: the run's own start and end
     assert [a.path for a in tracker.client.list_artifacts(ids["vanilla"], "plots")] == ["plots/per_category.png"]
     long_tail = json.loads(Path(tracker.client.download_artifacts(ids["vanilla"], "scores/all_metrics.json")).read_text())
     rows = [dict(zip(long_tail["columns"], row)) for row in long_tail["data"]]
