@@ -17,7 +17,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from probmed.cli import main as cli_main
 from probmed.core.errors import DatabaseError, ScoresError, TrackingError
-from probmed.infra.clock import epoch_ms
+from probmed.infra.clock import epoch_ms, write_work_log
 from probmed.infra.tracking_store import EXPERIMENT_KIND, unique_run_name
 from probmed.reporting.run_metrics import MAX_METRICS, metrics_from_scores
 from probmed.reporting.tracking import (
@@ -38,10 +38,11 @@ def _write(tmp: Path, setting: str, seed: int) -> tuple[Path, Path]:
     metrics = score_dir / "metrics.json"
     metrics.write_text(json.dumps(make_metrics(seed)))
     (score_dir / "by_category.csv").write_text("category,accuracy\nmodality,1\n")
-    if setting == "vanilla":  # the others were scored before score directories recorded their work
-        (score_dir / "work.json").write_text(json.dumps(WORK))
     preds = tmp / f"pred-{setting}.parquet"
     pd.DataFrame({"qid": ["a"], "label": ["yes"]}).to_parquet(preds)
+    if setting == "vanilla":  # the others were made before work logs existed
+        write_work_log(score_dir, {"scoring": WORK["scoring"]})  # each stage logs its own work, outside its output
+        write_work_log(preds, {"answering": WORK["answering"]})
     return metrics, preds
 
 
@@ -92,7 +93,10 @@ def test_params_metrics_artifacts_and_no_secret(logged):
     assert not any("sk-SECRET" in v for v in params.values()) and "model.api_key" not in params
     expected = make_metrics(1)["by_category"]["condition"]["accuracy_adv_pairs"]
     assert run.data.metrics["strict/condition"] == round(expected, 2)
-    assert run.data.metrics["strict/overall"] == make_metrics(1)["overall"]["accuracy_adv_pairs_original_weighting"]
+    overall = make_metrics(1)["overall"]  # the overalls under the report's names (reporting.overall), no bare "overall"
+    assert run.data.metrics["strict/overall_paper_weighted"] == overall["accuracy_adv_pairs_original_weighting"]
+    assert run.data.metrics["strict/overall_pooled"] == round(overall["accuracy_adv_pairs"], 2)
+    assert "strict/overall" not in run.data.metrics and "strict/overall_questions" not in run.data.metrics
     assert run.data.metrics["procedural/condition"] == 30.0 and run.data.metrics["random/averaged_overall"] == 50.0
     assert "procedural/position" not in run.data.metrics  # null stays absent, not 0
     assert len(run.data.metrics) <= MAX_METRICS and not any(k.startswith("by_image_type") for k in run.data.metrics)
@@ -100,7 +104,7 @@ def test_params_metrics_artifacts_and_no_secret(logged):
     assert top == {"scores", "predictions", "plots"}  # no report in an evaluation run
     scores = {a.path for a in tracker.client.list_artifacts(ids["vanilla"], "scores")}
     assert {"scores/metrics.json", "scores/by_category.csv", "scores/all_metrics.json"} <= scores
-    assert "scores/work.json" not in scores
+    assert not any("work" in path for path in scores)  # timings are no artifact: the run's own start and end
     assert [a.path for a in tracker.client.list_artifacts(ids["vanilla"], "plots")] == ["plots/per_category.png"]
     long_tail = json.loads(Path(tracker.client.download_artifacts(ids["vanilla"], "scores/all_metrics.json")).read_text())
     rows = [dict(zip(long_tail["columns"], row)) for row in long_tail["data"]]
@@ -156,7 +160,8 @@ def test_run_metrics_are_few_grouped_and_rounded():
     assert flat["answers/questions"] == 400 and flat["answers/images"] == 60
     assert {k.split("/")[0] for k in flat} <= {"strict", "averaged", "gt_only", "random", "answers", "pope",
                                                "procedural", "known_absent"}
-    assert len(flat) <= MAX_METRICS and all(len(k) <= 28 and " " not in k for k in flat)
+    assert len(flat) <= MAX_METRICS and all(len(k) <= 32 and " " not in k for k in flat)  # strict/overall_question_weighted
+    assert flat["strict/overall_question_weighted"] == scores["overall"]["accuracy_adv_pairs_question_weighting"]
 
 
 def test_the_experiment_is_model_development_and_the_question_set_is_a_dataset(logged):
@@ -185,7 +190,8 @@ def test_the_runs_table_opens_with_the_headline_metrics(logged):
     tracker = logged[0]
     view = json.loads(tracker.client.get_experiment(tracker.experiment_id).tags[f"{SHARED_VIEW_TAG}headline"])
     columns = view["selectedColumns"]
-    assert "metrics.`strict/overall`" in columns and "metrics.`strict/condition`" in columns
+    assert "metrics.`strict/overall_paper_weighted`" in columns and "metrics.`strict/condition`" in columns
+    assert "metrics.`strict/overall_pooled`" in columns and "metrics.`strict/overall`" not in columns
     assert "params.`model.weights_sha256`" in columns and not any("answers/" in c for c in columns)
     url = runs_table_url("http://127.0.0.1:5000", tracker.experiment_id)
     assert url == (f"http://127.0.0.1:5000/#/experiments/{tracker.experiment_id}/runs"

@@ -204,3 +204,24 @@ def test_score_responses_refuses_what_the_strict_reader_refuses(files, tmp_path:
     assert main(["score-responses", str(rfile), "--out-dir", str(out)]) == 2
     assert "record 1 (image a): field 'gt_ans'" in capsys.readouterr().err
     assert not out.exists()
+
+
+def test_scoring_twice_writes_byte_identical_outputs_and_logs_its_time_outside_them(files, tmp_path: Path) -> None:
+    """The score directory is a DVC output: two runs of the same inputs write the same bytes; when the scoring
+    happened goes to its work log under logs/ (build/logs/ in the pipeline), which no stage outputs or reads."""
+    import time
+
+    from probmed.infra.clock import read_work_log, work_log_path
+
+    qfile, pfile = files
+    params = ["--params", str(Path(__file__).resolve().parents[2] / "params.yaml"), "score.bootstrap_resamples=20"]
+    outputs = []
+    for run in ("first", "second"):
+        out = tmp_path / "build" / "scores" / run
+        assert main(["score", str(qfile), str(pfile), "--out-dir", str(out), *params]) == 0
+        outputs.append({p.name: p.read_bytes() for p in sorted(out.iterdir())})
+        time.sleep(0.01)  # a later moment: a time written into the outputs would differ
+    assert outputs[0] == outputs[1] and "work.json" not in outputs[0]
+    log = work_log_path(tmp_path / "build" / "scores" / "second")
+    assert log == tmp_path / "build" / "logs" / "scores" / "second.work.json"
+    assert set(read_work_log(tmp_path / "build" / "scores" / "second")["scoring"]) == {"started_at", "finished_at"}

@@ -160,7 +160,6 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
-    from probmed.core.records import write_predictions
     from probmed.inference.predict import run_predictions
 
     inputs = _setup(args)
@@ -179,9 +178,21 @@ def _predict(args: argparse.Namespace) -> int:
         if describer is not None:
             describer.close()
     out = args.out or str(Path(inputs.predict.out_dir) / f"{name}-{inputs.setting.name}{inputs.shard.suffix}.parquet")
-    write_predictions(result.predictions, out)
+    _write_predictions_and_log(result.predictions, out)
     print(json.dumps({"model": name, "setting": inputs.setting.name, "out": out, **result.summary()}, default=str))
     return 1 if result.n_failed else 0
+
+
+def _write_predictions_and_log(frame: Any, out: str) -> None:
+    """The table without its answering interval (a DVC output stays the same across runs of the same inputs);
+    the interval goes to its work log under build/logs/, where `probmed track` reads it."""
+    from probmed.core.records import write_predictions
+    from probmed.infra.clock import write_work_log
+
+    answering = frame.attrs.pop("answering", None)
+    write_predictions(frame, out)
+    if answering:
+        write_work_log(out, {"answering": answering})
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
@@ -231,8 +242,19 @@ def cmd_merge(args: argparse.Namespace) -> int:
         check_predictions_belong(shard, questions, path, args.questions)
     frame = merge_shards(questions, shards)
     write_predictions(frame, args.out)
+    _merge_work_logs(args.shards, args.out)
     print(json.dumps({"questions": len(questions), "predictions": len(frame), "out": args.out}))
     return 0
+
+
+def _merge_work_logs(shards: list[str], out: str) -> None:
+    """The merged table's answering interval: the first shard's start to the last shard's end (ISO 8601 sorts)."""
+    from probmed.infra.clock import read_work_log, write_work_log
+
+    spans = [w["answering"] for p in shards if (w := read_work_log(p)).get("answering")]
+    if spans:
+        write_work_log(out, {"answering": {"started_at": min(s["started_at"] for s in spans),
+                                           "finished_at": max(s["finished_at"] for s in spans)}})
 
 
 def cmd_export(args: argparse.Namespace) -> int:

@@ -28,7 +28,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     predictions = read_predictions_for(args.predictions, questions, args.questions)
     scored = score_run(questions, predictions, score, name=args.name)
     write_run(scored.result, args.out_dir, label=args.name, per_image_sums=scored.per_image)
-    write_work(args.out_dir, predictions.attrs.get("answering"), started)
+    write_work(args.out_dir, started)
     o = scored.result.overall
     model = scored.result.meta.model if scored.result.meta else None
     print(

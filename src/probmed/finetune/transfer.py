@@ -296,6 +296,7 @@ def run_transfer(
 
     predictions: dict[str, pd.DataFrame] = {}
     seconds: dict[str, float] = {}
+    answering: dict[str, dict[str, str]] = {}
     reports: dict[str, ScoreReport] = {}
     score = Score(bootstrap_resamples=resamples, seed=seed)  # the study's resamples; the rest as `probmed score`
     for name, adapter_dir in zip(MODELS, (None, str(adapter))):
@@ -308,6 +309,7 @@ def run_transfer(
             backend.close()
         if result.n_failed:
             raise RuntimeError(f"transfer: model {name}: {result.n_failed} question(s) failed; see {out_dir / 'answers'}")
+        answering[name] = result.predictions.attrs.pop("answering", None) or {}  # a time: kept out of the DVC output
         predictions[name] = result.predictions
         seconds[name] = round(result.elapsed_s, 2)
         write_parquet(result.predictions, out_dir / "predictions" / f"{name}.parquet")
@@ -338,7 +340,7 @@ def run_transfer(
     plot_transfer(table, out_dir / "transfer.png", fcfg.transfer.plot_categories, title,
                   palette_from_params(params))
     headline = transfer_headline(questions, predictions, domain)
-    started = {name: (p.attrs.get("answering") or {}).get("started_at") for name, p in predictions.items()}
+    started = {name: answering[name].get("started_at") for name in predictions}
     run_ids = log_transfer_runs(fcfg, params.tracking, out_dir, reports, meta, headline, started)
     write_json_atomic({**meta, "prediction_seconds": seconds, "mlflow_runs": run_ids}, out_dir / "summary.json")
     return TransferResult(table, run_ids, out_dir, seconds, headline)

@@ -4,17 +4,20 @@ MLflow's runs table and its charts group metric keys by their prefix, and a run
 with hundreds of metrics pushes the ones people compare off the screen. So an
 evaluation run logs at most :data:`MAX_METRICS` short, grouped keys:
 
-- ``strict/<category>``, ``strict/overall`` (the original weighting, the paper's
-  Overall), ``strict/overall_questions`` (weighted by questions),
-  ``strict/ci95_low`` / ``strict/ci95_high`` (bootstrap over images, overall);
+- ``strict/<category>``; the three overalls under the names every table and
+  headline file uses (:mod:`probmed.reporting.overall`):
+  ``strict/overall_paper_weighted`` (the paper's Overall, as in
+  metrics/evaluation.json), ``strict/overall_pooled``,
+  ``strict/overall_question_weighted``; ``strict/ci95_low`` /
+  ``strict/ci95_high`` (bootstrap over images, overall);
 - ``averaged/<paired category>``, ``averaged/overall``; ``gt_only/overall``;
-- ``random/strict_overall``, ``random/averaged_overall``: the exact random-choice
-  baseline on the same questions;
+- ``random/strict_overall`` (paper-weighted), ``random/averaged_overall``: the
+  exact random-choice baseline on the same questions;
 - ``answers/…``: yes ratio, refusal, unparsed and failed rates (percent of
   questions), failed and missing answers, questions, images;
 - ``pope/precision``, ``pope/recall``, ``pope/f1`` (every question, positive = yes);
 - ``procedural/<step>``: the conditional accuracies of the procedural diagnosis;
-- ``known_absent/strict_overall``: strict accuracy where every "no" is known absent.
+- ``known_absent/strict_overall`` (paper-weighted): strict accuracy where every "no" is known absent.
 
 Everything else the scorer computes (per image type, per-category intervals,
 error shares, subset robustness, ...) is the long tail: :func:`metric_table`,
@@ -33,6 +36,7 @@ import pandas as pd
 
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES
 from probmed.core.config import flatten
+from probmed.reporting.overall import DEFINITIONS, PAPER_WEIGHTED
 from probmed.scoring.score_report import ScoreReport, number
 
 DIGITS = 2
@@ -52,8 +56,8 @@ def _pairs(scores: ScoreReport) -> Iterator[tuple[str, Any]]:
     for category in CATEGORIES:
         if category in scores.categories:
             yield f"strict/{category}", scores.category(category).get("accuracy_adv_pairs")
-    yield "strict/overall", overall.get("accuracy_adv_pairs_original_weighting")
-    yield "strict/overall_questions", overall.get("accuracy_adv_pairs_question_weighting")
+    for definition in DEFINITIONS:  # one name per overall, the same as in the report and metrics/evaluation.json
+        yield f"strict/{definition.name}", overall.get(definition.score_key)
     yield "strict/ci95_low", overall.get("ci95_low")
     yield "strict/ci95_high", overall.get("ci95_high")
     for category in PAIRED_CATEGORIES:
@@ -63,7 +67,7 @@ def _pairs(scores: ScoreReport) -> Iterator[tuple[str, Any]]:
     yield "gt_only/overall", overall.get("gt_only_accuracy")
     baseline = scores.random_baseline
     if baseline is not None:
-        yield "random/strict_overall", baseline.overall.get("accuracy_adv_pairs_original_weighting")
+        yield "random/strict_overall", baseline.overall.get(PAPER_WEIGHTED.score_key)
         yield "random/averaged_overall", baseline.overall.get("averaged_accuracy")
     for key, name in ANSWER_KEYS.items():
         yield f"answers/{name}", overall.get(key)
@@ -73,7 +77,7 @@ def _pairs(scores: ScoreReport) -> Iterator[tuple[str, Any]]:
         if isinstance(block, dict):
             yield f"procedural/{step}", block.get("accuracy")
     known = scores.known_absent
-    yield "known_absent/strict_overall", known.scores.overall.get("accuracy_adv_pairs_original_weighting") if known else None
+    yield "known_absent/strict_overall", known.scores.overall.get(PAPER_WEIGHTED.score_key) if known else None
 
 
 def run_metrics(scores: ScoreReport) -> dict[str, float]:

@@ -10,9 +10,9 @@ What the UI shows, and why:
 - experiments carry ``mlflow.experimentKind = custom_model_development``, so
   MLflow 3 opens them in the classic runs view, not its GenAI view;
 - an evaluation run's duration is its own work: it starts when the first of its
-  questions was asked (the prediction table records it; cached answers keep
-  their time) and lasts as long as the answering plus the scoring took
-  (``work.json`` in the score directory), not the time the pipeline spent on
+  questions was asked (the predictions' work log under build/logs/ records it;
+  cached answers keep their time) and lasts as long as the answering plus the
+  scoring took (the score directory's work log), not the time the pipeline spent on
   other stages in between, nor when `probmed track` logged it;
 - its question set is an MLflow dataset input (name, digest = the question
   table's DVC hash, source, schema), which fills the Dataset column;
@@ -72,7 +72,7 @@ from probmed.core.config import flatten
 from probmed.core.errors import TrackingError
 from probmed.core.secrets import is_secret_name
 from probmed.core.settings import ABLATIONS, BASE_SETTING
-from probmed.infra.clock import epoch_ms
+from probmed.infra.clock import epoch_ms, read_work_log
 from probmed.infra.tracking_store import (
     TAG_PREFIX,
     RunIdentity,
@@ -84,7 +84,6 @@ from probmed.infra.tracking_store import (
     writing_run,
 )
 from probmed.reporting.run_metrics import metric_table, metrics_from_scores
-from probmed.scoring.run import WORK_FILE
 from probmed.scoring.score_report import ScoreReport
 
 _MAX_BATCH = 900  # MLflow accepts at most 1000 metrics per batch call
@@ -163,15 +162,17 @@ def metric_name(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9_\-./]", "_", text).lower()
 
 
-def read_work(score_dir: str | Path) -> dict[str, Any]:
-    """``work.json`` of a score directory ({} when absent: a run scored before it existed)."""
-    path = Path(score_dir) / WORK_FILE
-    if not path.is_file():
-        return {}
+def read_work(score_dir: str | Path, predictions_path: str | Path | None = None) -> dict[str, Any]:
+    """When a run's work happened: the answering (the predictions' work log) and the scoring (the score
+    directory's), from build/logs/ (infra.clock.work_log_path); {} parts where a log is absent (a run made
+    before logs existed, or pulled from a DVC remote: logs are no output)."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise TrackingError(f"{path}: not valid JSON ({exc})") from None
+        work = dict(read_work_log(score_dir))
+        if predictions_path is not None:
+            work.update({k: v for k, v in read_work_log(predictions_path).items() if k == "answering"})
+    except ValueError as exc:
+        raise TrackingError(str(exc)) from None
+    return work
 
 
 def _span_ms(block: Mapping[str, Any]) -> tuple[int | None, int]:
@@ -181,7 +182,7 @@ def _span_ms(block: Mapping[str, Any]) -> tuple[int | None, int]:
         begin = epoch_ms(start) if start else None
         return begin, (max(0, epoch_ms(end) - begin) if begin is not None and end else 0)
     except ValueError as exc:
-        raise TrackingError(f"{WORK_FILE}: not an ISO 8601 time ({exc})") from None
+        raise TrackingError(f"work log: not an ISO 8601 time ({exc})") from None
 
 
 def work_interval(work: Mapping[str, Any]) -> tuple[int | None, int | None]:
@@ -293,7 +294,7 @@ class Tracker:
         done = self.find_run(run_key=key)
         if done is not None and done.info.status == "FINISHED":  # this evaluation is logged: nothing to re-log or re-tag
             return str(done.info.run_id)
-        start_ms, end_ms = work_interval(read_work(Path(spec.metrics_path).parent))
+        start_ms, end_ms = work_interval(read_work(Path(spec.metrics_path).parent, spec.predictions_path))
         tags = self._run_tags(spec, questions_hash, key, repo_dir, parent_id)
         identity = RunIdentity({f"{TAG_PREFIX}run_key": key}, f"{spec.question_set}/{spec.model}/{spec.setting}",
                                tags, start_ms=start_ms)
@@ -355,8 +356,6 @@ class Tracker:
         self.client.log_artifact(run_id, str(spec.metrics_path), "scores")
         for path in spec.artifact_paths:
             path = Path(path)
-            if path.name == WORK_FILE:
-                continue
             if path.is_dir():
                 self.client.log_artifacts(run_id, str(path), f"scores/{path.name}")
             elif path.is_file():

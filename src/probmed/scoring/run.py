@@ -10,7 +10,7 @@ import hashlib
 import math
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import numpy as np
 import pandas as pd
@@ -173,20 +173,15 @@ def _json_safe(obj: Any) -> Any:
     return obj
 
 
-WORK_FILE = "work.json"  # when the run's work happened; timings, so never among the golden outputs
+def write_work(out_dir: str | Path, scoring_started: str) -> Path:
+    """When the run was scored, in the score directory's work log (infra.clock.work_log_path), not in it.
 
-
-def write_work(out_dir: str | Path, answering: Mapping[str, str] | None, scoring_started: str) -> Path:
-    """``work.json`` beside metrics.json: when the answers were asked (from the prediction table) and scored.
-
-    The MLflow run of the evaluation spans this work, not the moment it was logged.
+    The MLflow run of the evaluation spans this work and the answering (the predictions' work log),
+    not the moment it was logged; the score directory, a DVC output, holds no time.
     """
-    from probmed.infra.clock import iso_time
+    from probmed.infra.clock import iso_time, write_work_log
 
-    path = Path(out_dir) / WORK_FILE
-    write_json_atomic({"answering": dict(answering or {}),
-                       "scoring": {"started_at": scoring_started, "finished_at": iso_time()}}, path)
-    return path
+    return write_work_log(out_dir, {"scoring": {"started_at": scoring_started, "finished_at": iso_time()}})
 
 
 PER_IMAGE_FILE = "per_image.parquet"

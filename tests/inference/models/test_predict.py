@@ -444,3 +444,22 @@ def test_a_second_predict_on_the_same_store_exits_2_naming_the_first(tmp_path, r
         assert waiting.returncode == 0, err
         assert json.loads(out.strip().splitlines()[-1])["asked"] == 0
         assert len(srv.requests) == 30  # every question asked once
+
+
+def test_a_prediction_table_holds_no_time_and_its_answering_goes_to_the_work_log(tmp_path, repo_root, qfile,
+                                                                                   shared_data):
+    """The table is a DVC output: the same answers give the same bytes, whenever they were asked (a re-run
+    reads them from the store). When they were asked is in its work log, where `probmed track` reads it."""
+    from probmed.infra.clock import read_work_log
+
+    args = base_args(repo_root, qfile, shared_data, tmp_path, "model=random")
+    first, second = tmp_path / "build" / "a" / "random.parquet", tmp_path / "build" / "b" / "random.parquet"
+    assert run_cli(["predict", *args, "--out", str(first)]) == 0
+    time.sleep(0.01)
+    assert run_cli(["predict", *args, "--out", str(second)]) == 0
+    assert first.read_bytes() == second.read_bytes()
+    assert "answering" not in pd.read_parquet(first).attrs
+    answering = read_work_log(first)["answering"]
+    assert answering == read_work_log(second)["answering"]  # the answers' own times, kept by the store
+    assert (tmp_path / "build" / "logs" / "a" / "random.work.json").is_file()
+    assert answering["started_at"] <= answering["finished_at"]
