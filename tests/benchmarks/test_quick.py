@@ -24,6 +24,9 @@ FIGURES: dict[str, tuple[str, ...]] = {
     "family_estimates.py": (rf"\| llava \|.*\| {NUMBER} h \|", rf"\| qwen2.5-vl \|.*\| {NUMBER} h \|"),
     "generate_speed.py": (rf"questions \(random\) in {NUMBER} s wall, {NUMBER} s CPU",
                           rf"questions \(balanced\) in {NUMBER} s wall", rf"integer programs .* {NUMBER} s"),
+    "mainjob_speed.py": (r"fine-tuning encoding, \d+ questions on \d+ images: identical tensors",
+                         rf"ratio old / new: CPU {NUMBER}, wall {NUMBER}", r"identical rows and counts",
+                         r"audit grey-level percentiles, \d+ images: identical"),
     "merge_speed.py": (rf"^ +500 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}$",),
     # the baseline cli_speed.py runs beside `probmed score-official`, not a benchmark of its own
     "original_calculate_score.py": (rf"modality {{\"acc\": {NUMBER}", rf"scored 900 records in {NUMBER} s"),

@@ -153,3 +153,59 @@ def test_description_examples_supervise_the_description(shared_data: Path, quest
     target = processor.tokenizer("x-ray of the chest. no abnormal findings.", add_special_tokens=False)["input_ids"]
     supervised = (batch["labels"] != -100).sum(dim=1).tolist()
     assert supervised == [len(target) + 1] * len(examples) + [2]  # description + eos; answer + eos
+
+
+def _per_question_encoding(examples, processor, root: Path):
+    """The processor over one copy of the image per question: what encode_examples must equal."""
+    out = []
+    for ex in examples:
+        image = data.load_image(root, ex)
+        batch = processor(images=[image], text=[data.chat_text(processor, ex.prompt)], return_tensors="pt")
+        out.append((batch["input_ids"][0], batch["pixel_values"][0]))
+    return out
+
+
+def test_image_once_encoding_equals_the_processor_per_question(shared_data: Path, questions, tiny_model_dir):
+    import torch
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tiny_model_dir)
+    rows = questions.head(8).assign(description="x-ray of the chest. findings: nodule.")
+    examples = data.examples_from_questions(rows) + data.description_examples(rows)
+    assert len({e.image_path for e in examples}) < len(examples)  # several prompts per image
+    encoded = data.encode_examples(examples, processor, shared_data)
+    expected = _per_question_encoding(examples, processor, shared_data)
+    assert [e.qid for e in encoded] == [e.qid for e in examples]
+    for got, (ids, pixels) in zip(encoded, expected):
+        assert torch.equal(got.input_ids, ids)
+        assert torch.equal(got.pixel_values, pixels)
+
+
+class _MiscountingProcessor:
+    """The real processor, but its image token id is one the prompt never holds: the expansion check fails."""
+
+    image_token_id = -1
+
+    def __init__(self, processor):
+        self._processor = processor
+        self.calls = 0
+
+    def __call__(self, *args, **kwargs):
+        self.calls += 1
+        return self._processor(*args, **kwargs)
+
+    def __getattr__(self, name):
+        return getattr(self._processor, name)
+
+
+def test_a_processor_that_expands_otherwise_falls_back(shared_data: Path, questions, tiny_model_dir):
+    import torch
+    from transformers import AutoProcessor
+
+    processor = AutoProcessor.from_pretrained(tiny_model_dir)
+    examples = data.examples_from_questions(questions.head(4))
+    expected = _per_question_encoding(examples, processor, shared_data)
+    proxy = _MiscountingProcessor(processor)
+    encoded = data.encode_examples(examples, proxy, shared_data)
+    assert proxy.calls == 2 * len({e.image_path for e in examples})  # the first text, then every text
+    assert all(torch.equal(got.input_ids, ids) for got, (ids, _) in zip(encoded, expected))

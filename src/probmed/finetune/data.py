@@ -244,6 +244,28 @@ def load_image(image_root: Path, example: Example):
         raise RecordError(f"question {example.qid} (image {example.image_id}): cannot read image {path}: {exc}") from exc
 
 
+def _encode_image_texts(processor: Any, image: Any, texts: Sequence[str]) -> tuple[torch.Tensor, list[torch.Tensor]]:
+    """(pixels, unpadded prompt ids per text) for the texts of one image, the image preprocessed once.
+
+    The processor runs on the image with the first text only; the others are tokenised
+    with the image token expanded as often as the processor expanded it. That expansion
+    is checked against the processor's own ids of the first text, and any mismatch (a
+    processor that expands otherwise) falls back to the processor over every text."""
+    first = processor(images=[image], text=[texts[0]], return_tensors="pt", padding=True)
+    pixels, ids0 = first["pixel_values"][0], first["input_ids"][0][first["attention_mask"][0].bool()]
+    token, token_id = getattr(processor, "image_token", None), getattr(processor, "image_token_id", None)
+    if token is not None and token_id is not None and texts[0].count(token) == 1:
+        n_image = int((ids0 == token_id).sum())
+        expanded = [t.replace(token, token * n_image) for t in texts]
+        batch = processor.tokenizer(expanded, return_tensors="pt", padding=True)
+        rows = [batch["input_ids"][r][batch["attention_mask"][r].bool()] for r in range(len(texts))]
+        if all(t.count(token) == 1 for t in texts) and torch.equal(rows[0], ids0):
+            return pixels, rows
+    batch = processor(images=[image] * len(texts), text=list(texts), return_tensors="pt", padding=True)
+    return batch["pixel_values"][0], [batch["input_ids"][r][batch["attention_mask"][r].bool()]
+                                      for r in range(len(texts))]
+
+
 def encode_examples(
     examples: Sequence[Example], processor: Any, image_root: str | Path, desc: str = "encoding"
 ) -> list[Encoded]:
@@ -256,10 +278,9 @@ def encode_examples(
     for path, idx in progress(by_image.items(), desc=desc, unit="image", leave=False):
         image = load_image(image_root, examples[idx[0]])
         texts = [chat_text(processor, examples[i].prompt) for i in idx]
-        batch = processor(images=[image] * len(idx), text=texts, return_tensors="pt", padding=True)
-        pixels = batch["pixel_values"][0]
+        pixels, rows = _encode_image_texts(processor, image, texts)
         for row, i in enumerate(idx):
-            ids = batch["input_ids"][row][batch["attention_mask"][row].bool()]
+            ids = rows[row]
             ex = examples[i]
             target = None
             if ex.task == "describe":

@@ -91,3 +91,25 @@ def test_blind_folds_are_by_image_and_cover_everything():
     assert set(folds) == set(range(5)) and min(np.bincount(folds)) > 60
     assert image_fold("img7", 5) == image_fold("img7", 5)
     assert (embedder_path() / "model.safetensors").is_file()
+
+
+def test_unique_rows_equals_numpy_unique_over_rows():
+    from probmed.inference.models.baselines import unique_rows
+
+    rng = np.random.default_rng(1)
+    distinct = rng.standard_normal((40, 9)).astype(np.float32)
+    rows = distinct[rng.integers(0, 40, 2000)]
+    rows[::7, -1] = 1.0  # the answer column splits some texts in two
+    expected_rows, expected_counts = np.unique(rows, axis=0, return_counts=True)
+    got_rows, got_counts = unique_rows(rows)
+    assert got_rows.tobytes() == expected_rows.tobytes()
+    assert got_counts.tolist() == expected_counts.tolist()
+
+
+def test_unique_rows_merges_rows_equal_as_floats():
+    from probmed.inference.models.baselines import unique_rows
+
+    rows = np.array([[0.0, 1.0], [-0.0, 1.0], [2.0, 1.0], [0.0, 1.0]], dtype=np.float32)
+    got_rows, got_counts = unique_rows(rows)
+    assert got_rows.tolist() == [[0.0, 1.0], [2.0, 1.0]]
+    assert got_counts.tolist() == [3, 1]

@@ -38,11 +38,14 @@ def image_features(path: Path, image_id: str = "") -> list[float]:
     with Image.open(path) as header:  # its format only: the decoded copy has none
         fmt = header.format or ""
     mode, (w, h) = im.mode, im.size
-    g = np.asarray(im.convert("L"), dtype=np.float64)
-    hist = np.bincount(g.astype(np.uint8).ravel(), minlength=256) / g.size
+    grey = np.asarray(im.convert("L"))  # uint8
+    g = grey.astype(np.float64)
+    hist = np.bincount(grey.ravel(), minlength=256) / g.size
     nz = hist[hist > 0]
     edges = np.abs(np.diff(g, axis=0)).mean() + np.abs(np.diff(g, axis=1)).mean()
-    p01, p50, p99 = np.percentile(g, [1, 50, 99])
+    # the uint8 grey levels give the float64 percentiles bit for bit (the same order
+    # statistics and interpolation), partitioned at an eighth of the memory traffic
+    p01, p50, p99 = (float(v) for v in np.percentile(grey, [1, 50, 99]))
     return [
         float(w), float(h), w / h, path.stat().st_size / (w * h), float(fmt.upper() in ("JPEG", "JPG")),
         float(len(mode)), g.mean(), g.std(), p01, p50, p99,

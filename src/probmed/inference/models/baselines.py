@@ -114,6 +114,34 @@ def embed_questions(texts: list[str], batch_size: int = 64) -> np.ndarray:
     return vectors[[index[t] for t in texts]]
 
 
+def unique_rows(rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``np.unique(rows, axis=0, return_counts=True)``: the same rows in the same order, fast.
+
+    np.unique over rows sorts a structured view field by field: seconds per fit on the
+    tens of thousands of 385-float rows of the audit's full set. Rows are first collapsed
+    by their bytes (a dict); only the few hundred distinct rows go through
+    np.unique(axis=0), which fixes the order and merges rows equal as floats but not as
+    bytes (0.0 and -0.0; as in np.unique, which of them stands for both is unspecified)."""
+    flat = np.ascontiguousarray(rows)
+    if flat.ndim != 2 or flat.shape[0] == 0:
+        uniq, counts = np.unique(flat, axis=0, return_counts=True)
+        return uniq, counts
+    seen: dict[bytes, int] = {}
+    first: list[int] = []
+    inverse = np.empty(len(flat), dtype=np.intp)
+    for i, row in enumerate(flat):
+        key = row.tobytes()
+        j = seen.get(key)
+        if j is None:
+            j = seen[key] = len(first)
+            first.append(i)
+        inverse[i] = j
+    by_bytes = np.bincount(inverse, minlength=len(first))
+    uniq, merged = np.unique(flat[first], axis=0, return_inverse=True)
+    counts = np.bincount(merged.ravel(), weights=by_bytes, minlength=len(uniq)).astype(np.intp)
+    return uniq, counts
+
+
 def image_fold(image_id: str, folds: int) -> int:
     """The cross-fitting fold of an image, from a hash of its id (stable across runs and machines)."""
     return int(hashlib.sha256(str(image_id).encode()).hexdigest(), 16) % folds
@@ -145,7 +173,7 @@ class BlindBackend(_TableBackend):
         if len(np.unique(y_train)) < 2:  # one class only: the prior is all there is
             return np.full(len(x_test), float(y_train.mean()) if len(y_train) else 0.5)
         rows = np.concatenate([x_train, y_train[:, None].astype(np.float32)], axis=1)
-        uniq, counts = np.unique(rows, axis=0, return_counts=True)
+        uniq, counts = unique_rows(rows)
         clf = LogisticRegression(C=self.config.C, max_iter=1000)
         clf.fit(uniq[:, :-1], uniq[:, -1].astype(int), sample_weight=counts)
         return clf.predict_proba(x_test)[:, 1]
