@@ -41,8 +41,9 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log):
     """`--dist loadgroup` with the main job's two modules as one group, every other test on its own.
 
     Why not `@pytest.mark.xdist_group`: pytest-xdist 3.8 groups by renaming `item._nodeid`, which pytest 9
-    no longer reads (node ids live in `item._id`), so the marks group nothing and the README's commands
-    would be spread over both workers. Grouping by module here needs only the node ids the controller sees.
+    no longer reads (node ids live in `item._id`; pytest-xdist issue #1386), so the marks group nothing and
+    the README's commands would be spread over both workers. Grouping by module here needs only the node ids
+    the controller sees.
     pytest-xdist hands out the largest group first, so one worker starts the main job (the suite's longest
     chain) at once while the other runs everything else.
     """
