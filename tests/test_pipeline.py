@@ -141,10 +141,40 @@ _MAIN_JOB: list[tuple[Path, float, str]] = []
 
 
 def tiny_main_job(tmp_path_factory, repo_root) -> tuple[Path, float, str]:
-    """The tiny main job, run once per test session: this module and tests/test_readme_runs.py start from it."""
+    """The tiny main job, run once per test session: this module and tests/test_readme_runs.py start from it.
+
+    Under pytest-xdist each worker is a process of its own, so a module-level cache alone would run the job once
+    per worker: the first worker to get here runs it under a file lock in the session's shared temporary folder
+    and leaves a JSON marker (its result, or its failure) that every later worker reads instead. The tests that
+    use it change the repository in turn, so conftest.py keeps them on one worker (`--dist loadgroup`).
+    """
     if not _MAIN_JOB:
-        _MAIN_JOB.append(_run_main_job(tmp_path_factory, repo_root))
+        if os.environ.get("PYTEST_XDIST_WORKER") is None:
+            _MAIN_JOB.append(_run_main_job(tmp_path_factory, repo_root))
+        else:
+            _MAIN_JOB.append(_main_job_once(tmp_path_factory, repo_root))
     return _MAIN_JOB[0]
+
+
+def _main_job_once(tmp_path_factory, repo_root) -> tuple[Path, float, str]:
+    """pytest-xdist's "session-scoped fixture executed only once" pattern: a lock file and a marker file."""
+    import fcntl
+
+    shared = tmp_path_factory.getbasetemp().parent  # the session's folder: each worker's basetemp is inside it
+    marker = shared / "tiny_main_job.json"
+    with open(shared / "tiny_main_job.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if this worker dies
+        if not marker.is_file():
+            try:
+                repo, seconds, log = _run_main_job(tmp_path_factory, repo_root)
+            except BaseException as exc:  # the next worker fails at once with the same cause, not after a rerun
+                marker.write_text(json.dumps({"error": f"{type(exc).__name__}: {exc}"[-5000:]}))
+                raise
+            marker.write_text(json.dumps({"repo": str(repo), "seconds": seconds, "log": log}))
+    done = json.loads(marker.read_text())
+    if "error" in done:
+        pytest.fail(f"the tiny main job failed on another worker:\n{done['error']}")
+    return Path(done["repo"]), done["seconds"], done["log"]
 
 
 def _run_main_job(tmp_path_factory, repo_root) -> tuple[Path, float, str]:
@@ -163,8 +193,10 @@ def _run_main_job(tmp_path_factory, repo_root) -> tuple[Path, float, str]:
     assert json.loads(fetch.stdout)["action"] == "import"
     assert (repo / "data.dvc").read_text() == pin  # the pin is never rewritten by a fetch
     started = time.monotonic()
-    # the main job as a log file sees it: stdout and stderr through one pipe, no terminal
-    proc = sh(f"{BIN}/dvc", "repro", cwd=repo, timeout=1500, merge=True)
+    # the main job as a log file sees it: stdout and stderr through one pipe, no terminal; a hang guard only
+    # (benchmarks/pipeline_time.sh times it): under `-n 2` it shares the 2 cores with the other worker, so it
+    # gets up to 2100 s, inside the 2400 s its first test has for fixture and call together
+    proc = sh(f"{BIN}/dvc", "repro", cwd=repo, timeout=2100, merge=True)
     seconds = time.monotonic() - started
     sh("git", "add", "-A", cwd=repo)  # what a user commits after a run: dvc.lock and the headline metrics
     sh("git", "commit", "-q", "-m", "main job", cwd=repo)
