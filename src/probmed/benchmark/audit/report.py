@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -92,15 +93,14 @@ def _ceiling_rows(ceiling: dict[str, Any]) -> list[dict[str, Any]]:
     return rows
 
 
+def _type_rows(by_type: dict[str, Any], cell: Callable[[dict[str, Any]], str]) -> list[dict[str, Any]]:
+    """One row per image type, one cell per category it has (blank where it has none)."""
+    return [{"image type": itype, **{cat: "" if cats.get(cat) is None else cell(cats[cat]) for cat in CATEGORIES}}
+            for itype, cats in by_type.items()]
+
+
 def _ceiling_type_rows(ceiling: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for itype, cats in ceiling["by_image_type"].items():
-        row: dict[str, Any] = {"image type": itype}
-        for cat in CATEGORIES:
-            m = cats.get(cat)
-            row[cat] = "" if m is None else f"{_pct(m['cross_fitted'])} / {_pct(m['type_keyed'])} / {_pct(m['random'])} (n {m['units']})"
-        rows.append(row)
-    return rows
+    return _type_rows(ceiling["by_image_type"], lambda m: f"{_pct(m['cross_fitted'])} / {_pct(m['type_keyed'])} / {_pct(m['random'])} (n {m['units']})")
 
 
 def _ceiling_section(audit: dict[str, Any]) -> list[str]:
@@ -162,14 +162,7 @@ def _texts_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _by_type_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
-    rows = []
-    for itype, cats in audit["oracle"]["by_image_type"].items():
-        row: dict[str, Any] = {"image type": itype}
-        for cat in CATEGORIES:
-            m = cats.get(cat)
-            row[cat] = "" if m is None else f"{_pct(m['accuracy'])} / {_pct(m['random'])}"
-        rows.append(row)
-    return rows
+    return _type_rows(audit["oracle"]["by_image_type"], lambda m: f"{_pct(m['accuracy'])} / {_pct(m['random'])}")
 
 
 def _truth_section(audit: dict[str, Any]) -> list[str]:
