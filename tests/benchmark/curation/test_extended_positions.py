@@ -133,3 +133,19 @@ def test_a_side_only_finding_takes_a_structure_of_its_own_phrase_only() -> None:
     assert placed("MRI shows bilateral proptosis with enlarged lacrimal glands.", "head and neck") \
         == {("proptosis", "bilateral"), ("enlargement", "bilateral lacrimal glands")}
     assert placed("CT showing a lesion on the left angle of the mandible.", "head and neck") == {("lesion", "left mandible")}
+
+
+def test_a_projection_names_the_film_not_the_side_of_the_finding() -> None:
+    """ROCO_41077 ("Left lateral radiograph reveals ... pleural fluid") was asked "left pleural effusion? yes" and
+    "right pleural effusion? no" of a lateral film, where no side can be seen: "left lateral" is the projection."""
+    from probmed.benchmark.curation.extract_rules import extract
+
+    for text in ("Left lateral radiograph reveals a small pleural effusion.",
+                 "Right lateral decubitus view shows a layering pleural effusion.",
+                 "Left anterior oblique film showing a pleural effusion."):
+        assert extract("p", text, EXTENDED).findings == [{"condition": "effusion", "position": None}], text
+    assert extract("p", "Chest X-ray shows a left pleural effusion.", EXTENDED).findings \
+        == [{"condition": "effusion", "position": "left"}]
+    assert placed("CT showing hemorrhage in the right lateral ventricle.", "brain") \
+        == {("hemorrhage", "right lateral ventricle")}
+

@@ -359,7 +359,10 @@ NOT_A_PLACE = re.compile(
     r"(vein|veins|venous|arter\w*|vessels?)\b|"
     # a direction ("deviated to the right", "to the left of the defect"), not "inferior to the right parotid gland"
     r"\b(to|toward|towards) the (right|left)\b(?=\s*([,.;:)(]|$|(of|side|and|or|by|with|in|at|on|is|was|are|were|"
-    r"due|because|than)\b|\d))|\bleft[- ]to[- ]right\b|\bright[- ]to[- ]left\b"
+    r"due|because|than)\b|\d))|\bleft[- ]to[- ]right\b|\bright[- ]to[- ]left\b|"
+    # a projection names the film, not the finding's side ("left lateral radiograph reveals pleural fluid")
+    r"\b(right|left)[- ](lateral( decubitus)?|anterior oblique|posterior oblique)(?= (chest )?(views?|x-?rays?|"
+    r"radiographs?|films?|projections?|images?)\b)"
 )
 LINK_AFTER = re.compile(r"^[^,;()]*?\b(in|of|at|within|involving|into|on|from|along|near|over|around|throughout|"
                         r"affecting|extending|between|inside|under|underneath)\b")
