@@ -584,7 +584,7 @@ SemVer = Annotated[str, Check(lambda v: len(v.split(".")) == 3 and all(p.isascii
 class Release(Section):
     """`probmed release`: the versioned, citable dataset folder of a question set."""
 
-    version: SemVer = "1.0.0"
+    version: SemVer = "1.1.0"
     """The semantic version; the folder's content hash is added to it (1.0.0+<hash>). Bump it when the content changes."""
     out_dir: str = "build/release"
     """Releases go to <out_dir>/<set>/<version>/."""
