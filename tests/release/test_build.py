@@ -14,9 +14,12 @@ import pytest
 import yaml
 
 from probmed.cli import main
+from probmed.core.params_schema import Release
 from probmed.core.records import write_questions
 from probmed.core.release_format import read_question_file
 from probmed.release.table import RELEASE_COLUMNS
+
+VERSION = Release().version  # the configured release version (params.yaml release.version)
 
 
 def release(small_set, out: Path, repo_root: Path, *extra: str, questions: Path | None = None, audit: str = "passing_audit"):
@@ -41,7 +44,7 @@ def card_parts(folder: Path) -> tuple[dict, list[str]]:
 def released(small_set, repo_root, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("release")
     assert release(small_set, out, repo_root) == 0
-    return out / "small" / "1.0.0"
+    return out / "small" / VERSION
 
 
 def test_the_folder_holds_data_card_croissant_citation_and_the_original_format(released):
@@ -54,7 +57,7 @@ def test_the_folder_holds_data_card_croissant_citation_and_the_original_format(r
     assert meta["license"] == "other" and meta["task_categories"] == ["visual-question-answering"]
     assert meta["annotations_creators"] == ["machine-generated"] and meta["size_categories"] == ["n<1K"]
     assert [c["config_name"] for c in meta["configs"]] == ["all", "commercial", "paper"]
-    assert body[0].startswith("# small 1.0.0+")  # audited: nothing before the title
+    assert body[0].startswith(f"# small {VERSION}+")  # audited: nothing before the title
     for heading in ("## Audit", "## Image-type mix beside the paper's Table 1", "## Known limitations", "## How to score",
                     "## Sources, licences and citations", "## Citation"):
         assert heading in body
@@ -68,7 +71,7 @@ def test_version_is_the_semver_plus_the_hash_of_the_listed_files(released):
     info = json.loads((released / "release.json").read_text())
     sums = (released / "SHA256SUMS").read_text()
     assert hashlib.sha256(sums.encode()).hexdigest() == info["content_sha256"]
-    assert info["version"] == "1.0.0+" + info["content_sha256"][:12]
+    assert info["version"] == VERSION + "+" + info["content_sha256"][:12]
     listed = dict(reversed(line.split("  ", 1)) for line in sums.splitlines())
     assert listed == {k: v for k, v in tree(released).items() if k.startswith(("data/", "images/")) or k == "test.json"}
     crois = json.loads((released / "croissant.json").read_text())
@@ -116,10 +119,10 @@ def test_a_set_that_fails_its_gate_is_refused_unless_allowed(small_set, repo_roo
     assert release(small_set, tmp_path, repo_root, audit="audit") == 2
     err = capsys.readouterr().err
     assert "failed its audit gate" in err and "oracle" in err and "--allow-unaudited" in err
-    assert not (tmp_path / "small" / "1.0.0").exists()
+    assert not (tmp_path / "small" / VERSION).exists()
     assert not [p for p in (tmp_path / "small").iterdir()] if (tmp_path / "small").exists() else True
     assert release(small_set, tmp_path, repo_root, "--allow-unaudited", audit="audit") == 0
-    meta, body = card_parts(tmp_path / "small" / "1.0.0")
+    meta, body = card_parts(tmp_path / "small" / VERSION)
     assert body[0].startswith("**UNAUDITED: released with --allow-unaudited; the set failed its audit gate: ")
     assert "modality" in body[0] and "oracle" in body[0]
     assert "UNAUDITED" in meta["pretty_name"]
@@ -129,7 +132,7 @@ def test_a_set_without_an_audit_is_refused(small_set, repo_root, tmp_path, capsy
     lone = tmp_path / "lone.parquet"
     lone.write_bytes(small_set["questions"].read_bytes())
     assert release(small_set, tmp_path / "out", repo_root, questions=lone, audit="") == 2
-    assert "has no audit" in capsys.readouterr().err and not (tmp_path / "out" / "lone" / "1.0.0").exists()
+    assert "has no audit" in capsys.readouterr().err and not (tmp_path / "out" / "lone" / VERSION).exists()
 
 
 def test_same_content_is_kept_other_content_needs_a_new_version(released, small_set, repo_root, tmp_path, capsys):
@@ -144,13 +147,13 @@ def test_same_content_is_kept_other_content_needs_a_new_version(released, small_
     assert "exists with other content" in capsys.readouterr().err and tree(released) == before
     assert release(small_set, out, repo_root, "release.version=1.0.1", questions=fewer) == 0
     assert json.loads((out / "small" / "1.0.1" / "release.json").read_text())["version"].startswith("1.0.1+")
-    assert sorted(p.name for p in (out / "small").iterdir()) == ["1.0.0", "1.0.1"]
+    assert sorted(p.name for p in (out / "small").iterdir()) == sorted([VERSION, "1.0.1"])
 
 
 def test_a_killed_release_leaves_the_previous_version_intact(small_set, repo_root, tmp_path):
     out = tmp_path / "out"
     assert release(small_set, out, repo_root) == 0
-    before = tree(out / "small" / "1.0.0")
+    before = tree(out / "small" / VERSION)
     script = ("import os, sys; import probmed.release.build as b; "
               "b.describe = lambda *a: os.kill(os.getpid(), 9); "
               "from probmed.cli import main; sys.exit(main(sys.argv[1:]))")
@@ -160,10 +163,10 @@ def test_a_killed_release_leaves_the_previous_version_intact(small_set, repo_roo
                           capture_output=True, text=True)
     assert proc.returncode == -9
     left = sorted(p.name for p in (out / "small").iterdir())
-    assert "2.0.0" not in left and "1.0.0" in left and any(n.startswith(".2.0.0.") for n in left)  # staging only
-    assert tree(out / "small" / "1.0.0") == before
+    assert "2.0.0" not in left and VERSION in left and any(n.startswith(".2.0.0.") for n in left)  # staging only
+    assert tree(out / "small" / VERSION) == before
     assert release(small_set, out, repo_root, "release.version=2.0.0") == 0  # the next run clears the staging folder
-    assert sorted(p.name for p in (out / "small").iterdir()) == ["1.0.0", "2.0.0"]
+    assert sorted(p.name for p in (out / "small").iterdir()) == sorted([VERSION, "2.0.0"])
 
 
 def test_a_missing_image_is_named_and_nothing_is_written(small_set, repo_root, tmp_path, capsys):
@@ -203,7 +206,7 @@ def test_the_harness_folder_and_the_vlmevalkit_tsv(released, small_set):
 def test_a_same_content_release_refreshes_what_describes_it(small_set, repo_root, tmp_path):
     out = tmp_path / "out"
     assert release(small_set, out, repo_root) == 0
-    folder = out / "small" / "1.0.0"
+    folder = out / "small" / VERSION
     data = {k: v for k, v in tree(folder).items() if k.startswith(("data/", "images/")) or k == "test.json"}
     assert release(small_set, out, repo_root, "settings.vanilla='{question} Reply yes or no.'") == 0
     assert json.loads((folder / "harness" / "probmed_task.json").read_text())["prompt"] == "{question} Reply yes or no."

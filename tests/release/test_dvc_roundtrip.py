@@ -12,6 +12,10 @@ from pathlib import Path
 import pytest
 import yaml
 
+from probmed.core.params_schema import Release
+
+VERSION = Release().version  # the configured release version (params.yaml release.version)
+
 BIN = Path(sys.executable).parent
 
 
@@ -59,11 +63,11 @@ def test_push_fresh_clone_and_pull_give_the_same_folder(small_set, repo_root, tm
     sh("git", "commit", "-qm", "release small 1.0.0", cwd=repo, env=env)
     sh("git", "tag", "small-1.0.0", cwd=repo, env=env)
     sh(str(BIN / "dvc"), "push", cwd=repo, env=env)
-    released = repo / "build" / "release" / "small" / "1.0.0"
+    released = repo / "build" / "release" / "small" / VERSION
     sh("git", "clone", "-q", "--branch", "small-1.0.0", str(repo), str(clone), cwd=tmp_path, env=env)
     assert not (clone / "build" / "release" / "small").exists()  # git holds only the pointers
     sh(str(BIN / "dvc"), "pull", cwd=clone, env=env)
-    pulled = clone / "build" / "release" / "small" / "1.0.0"
+    pulled = clone / "build" / "release" / "small" / VERSION
     assert tree(pulled) == tree(released) and len(tree(pulled)) > 20
     status = sh(str(BIN / "dvc"), "status", cwd=clone, env=env)
     assert "up to date" in status.lower()

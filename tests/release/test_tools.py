@@ -12,6 +12,9 @@ import yaml
 from venvs import CFFCONVERT, MLCROISSANT, venv
 
 from probmed.cli import main
+from probmed.core.params_schema import Release
+
+VERSION = Release().version  # the configured release version (params.yaml release.version)
 
 
 @pytest.fixture(scope="module")
@@ -19,7 +22,7 @@ def folder(small_set, repo_root, tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("release")
     assert main(["release", str(small_set["questions"]), "--out-dir", str(out), "--image-root", str(small_set["image_root"]),
                  "--audit", str(small_set["passing_audit"]), "--params", str(repo_root / "params.yaml")]) == 0
-    return out / "small" / "1.0.0"
+    return out / "small" / VERSION
 
 
 def test_the_project_citation_carries_the_package_version(repo_root):

@@ -9,9 +9,12 @@ import numpy as np
 import pandas as pd
 
 from probmed.cli import main
+from probmed.core.params_schema import Release
 from probmed.core.records import PREDICTION_COLUMNS, write_predictions
 from probmed.release.harness.strict_pairs import strict_scores
 from probmed.scoring.metrics import score
+
+VERSION = Release().version  # the configured release version (params.yaml release.version)
 
 
 def test_export_follows_the_release_order_and_scores_like_probmed(small_set, repo_root, tmp_path):
@@ -30,7 +33,7 @@ def test_export_follows_the_release_order_and_scores_like_probmed(small_set, rep
     assert main(["export-responses", str(small_set["questions"]), str(tmp_path / "p.parquet"), "--out", str(log),
                  "--format", "lmms-eval", *params]) == 0
     records = [json.loads(line) for line in log.read_text().splitlines()]
-    ds = datasets.load_dataset(str(out_dir / "small" / "1.0.0"), split="test", cache_dir=str(tmp_path / "hf"))
+    ds = datasets.load_dataset(str(out_dir / "small" / VERSION), split="test", cache_dir=str(tmp_path / "hf"))
     assert [r["doc"]["qid"] for r in records] == ds["qid"] and [r["doc_id"] for r in records] == list(range(len(q)))
     first = records[0]
     assert set(first) >= {"doc_id", "doc", "target", "resps", "filtered_resps", "doc_hash", "strict_overall"}
