@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from probmed.infra.io import write_text_atomic
+
 WORK_SUFFIX = ".work.json"
 
 
@@ -35,10 +37,7 @@ def work_log_path(output: str | Path) -> Path:
 def write_work_log(output: str | Path, work: dict[str, Any]) -> Path:
     """Write an output's work log (:func:`work_log_path`): when its work happened, as ISO 8601 intervals."""
     path = work_log_path(output)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(json.dumps(work, indent=1, sort_keys=True) + "\n", encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(json.dumps(work, indent=1, sort_keys=True) + "\n", path)
     return path
 
 
