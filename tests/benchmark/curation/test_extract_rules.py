@@ -147,8 +147,11 @@ ROCO_EXTENDED_LABELS = Path(__file__).resolve().parents[2] / "fixtures" / "roco_
 # (a structure per finding: "right preseptal region", "longus colli tendon"): the held-out part names many
 # structures the dev part never did. The position rules learnt from the dev part's errors (part-of phrases, caption
 # sides, joints, relations) raised dev to P 0.898 R 0.674 but held-out only to P 0.577 R 0.353 (from 0.538 / 0.329):
-# measured once, after the rules were written.
+# measured once, after the rules were written. The dev2 part (a second development sample, labelled afterwards)
+# measured P 0.651 R 0.368 on those same rules: an honest estimate of how they generalise.
 KNOWN_SHORTFALLS: dict[tuple[str, str, str], float] = {
+    ("dev2", "position", "precision"): 0.65,
+    ("dev2", "position", "recall"): 0.36,
     ("heldout", "position", "precision"): 0.57,
     ("heldout", "position", "recall"): 0.35,
 }
@@ -165,7 +168,7 @@ def test_roco_extended_labelled_set_meets_every_goal_on_both_parts(shared_data: 
     captions = read_roco_captions(shared_data / labelled.captions)
     scores = score_labelled_set(ROCO_EXTENDED_LABELS, captions, lambda i, c: extract(i, c, EXTENDED))
     print(json.dumps({p: {k: s[k] for k in ("modality", "organ", "condition", "position")} for p, s in scores.items()}))
-    for part in ("dev", "heldout"):
+    for part in ("dev", "dev2", "heldout"):
         for (fld, metric), goal in GOALS.items():
             floor = KNOWN_SHORTFALLS.get((part, fld, metric), goal)
             assert scores[part][fld][metric] >= floor, (part, fld, metric, scores[part][fld][metric])
