@@ -149,3 +149,60 @@ def test_a_projection_names_the_film_not_the_side_of_the_finding() -> None:
     assert placed("CT showing hemorrhage in the right lateral ventricle.", "brain") \
         == {("hemorrhage", "right lateral ventricle")}
 
+
+
+def test_two_lobes_of_one_side_written_with_one_noun_are_both_places() -> None:
+    """"right middle and lower lobe": the side and the noun are written once, the finding is in both lobes."""
+    assert placed("Radiograph showing opacification in the right middle and lower lobe.", "chest") \
+        == {("opacity", "right middle lobe"), ("opacity", "right lower lobe")}
+    assert placed("CT shows consolidation in the left upper and lower lobes.", "chest") \
+        == {("consolidation", "left upper lobe"), ("consolidation", "left lower lobe")}
+    assert placed("Radiograph showing a nodule in the left lower lung field.", "chest") \
+        == {("nodule", "left lower lung zone")}
+
+
+def test_outside_a_structure_is_not_its_site() -> None:
+    assert placed("Ultrasound shows a cyst outside the liver.", "abdomen") == {("cyst", None)}
+    assert placed("Ultrasound shows a cyst in the porta hepatis.", "abdomen") == {("cyst", "porta hepatis")}
+
+
+def test_a_vein_named_after_an_organ_is_a_place_of_its_own_not_the_organ() -> None:
+    """"thrombosis of the right hepatic vein" is not in the liver's parenchyma nor an ovarian vein in the ovary; the
+    vein overlaps its organ, so neither is asked as a "no"."""
+    assert placed("Ultrasound showing thrombosis of the right hepatic vein.", "abdomen") \
+        == {("thrombosis", "right hepatic vein")}
+    assert placed("CT showing a dilated left ovarian vein.", "pelvis") == {("dilatation", "left ovarian vein")}
+    assert placed("CT showing thrombosis of the renal vein.", "abdomen") == {("thrombosis", None)}
+    assert positions_overlap("abdomen", "right hepatic vein", "liver")
+    assert positions_overlap("pelvis", "left ovarian vein", "left ovary")
+    assert not positions_overlap("pelvis", "left ovarian vein", "right ovary")
+
+
+@pytest.mark.parametrize(("text", "organ", "expected"), [
+    ("CT shows a cystic lesion in the left submandibular space.", "head and neck", ("lesion", "left submandibular space")),
+    ("CT showing a mass in the right pterygopalatine fossa.", "head and neck", ("mass", "right pterygopalatine fossa")),
+    ("CT showing bilateral supraclavicular lymphadenopathy.", "head and neck",
+     ("lymphadenopathy", "bilateral supraclavicular fossae")),
+    ("MRI shows edema of the pubic symphysis.", "pelvis", ("edema", "pubic symphysis")),
+    ("Radiograph shows a fracture of the left proximal femur.", "pelvis", ("fracture", "left proximal femur")),
+    ("Radiograph showing a fracture of the upper end of the humerus.", "shoulder", ("fracture", "proximal humerus")),
+    ("Ultrasound shows a gastric ulcer.", "abdomen", ("ulcer", "stomach")),
+    ("CT shows a calcium deposit in the prevertebral soft tissue.", "head and neck",
+     ("calcification", "prevertebral soft tissue")),
+])
+def test_structures_of_each_region_complete_the_vocabulary(text: str, organ: str, expected: tuple[str, str]) -> None:
+    """Structures the captions name beside the ones listed (a space around a gland, a fossa, a joint of two bones,
+    the end of a long bone): each a place of its own, askable and overlapping what it is part of or holds."""
+    assert placed(text, organ) == {expected}
+    assert any(p == expected[1] or p.endswith(" " + expected[1]) for p in POSITIONS_BY_ORGAN[organ])
+
+
+@pytest.mark.parametrize(("organ", "place", "holder"), [
+    ("head and neck", "left submandibular space", "left submandibular gland"),
+    ("head and neck", "right pterygopalatine fossa", "right maxillary sinus"),
+    ("pelvis", "pubic symphysis", "left pubic bone"),
+    ("pelvis", "left proximal femur", "left femoral neck"),
+    ("abdomen", "porta hepatis", "liver"),
+])
+def test_new_structures_overlap_what_holds_them(organ: str, place: str, holder: str) -> None:
+    assert positions_overlap(organ, place, holder)

@@ -351,12 +351,15 @@ _REGIONS = {organ: [(re.compile(r"\b(?:" + p + r")"), region, sides) for p, regi
             for organ, table in POSITION_REGIONS.items()}
 _SIDE_RE = re.compile(r"\b(" + "|".join(SIDE_WORDS) + r")\b")
 _BI_LOBE = re.compile(r"\bbi(frontal|parietal|temporal|occipital)\b")
+# "right middle and lower lobe": two lobes of one side, the side and the noun written once.
+_CO_LOBES = re.compile(r"\b(upper|middle|lower) (?:and|&) (upper|middle|lower) (lobes?|(?:lung )?zones?|lung fields?)\b")
 NEEDS_SIDE = frozenset({"lung", "pleural space", "hemithorax", "hemisphere", "lung periphery"})
 # Names that carry a side or region word without being the patient's side or an organ region.
 NOT_A_PLACE = re.compile(
     r"\b(right|left) (atri(um|al)|ventric(le|ular))\b|\bpulmonary (arter\w*|vein\w*|venous|trunk|valve)|"
-    r"\b(ovarian|renal|hepatic|portal|splenic|iliac|femoral|jugular|subclavian|mesenteric|gastric|adrenal) "
-    r"(vein|veins|venous|arter\w*|vessels?)\b|"
+    r"\b(renal|splenic|iliac|femoral|jugular|subclavian|mesenteric|gastric|adrenal) (vein|veins|venous|arter\w*|vessels?)\b|"
+    # the hepatic, portal and ovarian veins are places of their own (vocabularies), not the liver or the ovary
+    r"\b(ovarian|hepatic|portal) (venous|arter\w*|vessels?)\b|"
     # a direction ("deviated to the right", "to the left of the defect"), not "inferior to the right parotid gland"
     r"\b(to|toward|towards) the (right|left)\b(?=\s*([,.;:)(]|$|(of|side|and|or|by|with|in|at|on|is|was|are|were|"
     r"due|because|than)\b|\d))|\bleft[- ]to[- ]right\b|\bright[- ]to[- ]left\b|"
@@ -371,7 +374,8 @@ BREAK_AFTER = re.compile(r"\b(and|with|which|that|causing|shows?|showing|is|are|
                          r"inferior|close|proximal|distal|secondary|due) to)\b|;")
 # A relation to places names none of them as the finding's site ("between the liver and the pancreas",
 # "cannot be distinguished from spleen, pancreas, and stomach").
-RELATION = re.compile(r"\bbetween\b|\b(distinguish\w*|separa\w*|differentiat\w*) from\b")
+# "outside the liver, in the porta hepatis": the place named after "outside" is where the finding is not.
+RELATION = re.compile(r"\bbetween\b|\b(distinguish\w*|separa\w*|differentiat\w*) from\b|\boutside\b")
 COPULA = re.compile(r"\b(is|are|was|were)( also| again)? (seen|noted|present|located|visible|identified|demonstrated|"
                     r"observed|found|detected)\b")
 ASIDE = re.compile(r"\([^()]*\)")  # "(arrow)", "(white arrowheads)"
@@ -424,6 +428,20 @@ def _side_after(clause: str, end: int) -> str | None:
     return SIDE_WORDS[m.group(1)] if m else None
 
 
+def _coordinated_lobes(masked: str, found: list[Place]) -> list[Place]:
+    """"right middle and lower lobe": the first lobe is a place too, and both take the side written before the first."""
+    for m in _CO_LOBES.finditer(masked):
+        side, start = _side_before(masked, m.start()) or (None, m.start())
+        noun = "lobe" if m.group(3).startswith("lobe") else "lung zone"
+        out = []
+        for word, at, end in ((m.group(1), start, m.end(1)), (m.group(2), m.start(2), m.end())):
+            region = f"{word} {noun}"
+            sides = next(sd for _, r, sd in POSITION_REGIONS["chest"] if r == region)
+            out.append(Place(at, end, region, sides, side if side in sides else None))
+        found = [p for p in found if not (m.start() <= p.start < m.end())] + out
+    return found
+
+
 def places(clause: str, organ: str) -> list[Place]:
     """Regions of the organ named in a clause, each with the side stated with it, plus lone sides."""
     masked = NOT_A_PLACE.sub(lambda m: " " * len(m.group(0)), clause)
@@ -439,6 +457,8 @@ def places(clause: str, organ: str) -> list[Place]:
     if organ == "chest":  # RUL, RML, RLL, LUL, LLL name the side with the lobe
         found = [Place(p.start, p.end, p.region, p.sides, {"r": "right", "l": "left"}[masked[p.start]])
                  if p.side is None and re.fullmatch(r"[rl][uml]l", masked[p.start:p.end]) else p for p in found]
+    if organ == "chest":
+        found = _coordinated_lobes(masked, found)
     if organ == "brain":
         for m in _BI_LOBE.finditer(masked):
             found.append(Place(m.start(), m.end(), f"{m.group(1)} lobe", ("right", "left", "bilateral"), "bilateral"))

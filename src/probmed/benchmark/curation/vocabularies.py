@@ -610,6 +610,12 @@ EXTENDED_SYNONYMS: dict[str, str] = {
     "edematous": "edema",
     "oedematous": "edema",
     "hyperostosis": "hyperostosis",
+    "ulcer": "ulcer",
+    "ulcers": "ulcer",
+    "ulceration": "ulcer",
+    "osteitis": "osteitis",
+    "calcium deposit": "calcification",
+    "calcium deposits": "calcification",
     "fractured": "fracture",
     "talar tilt": "talar tilt",
 }
@@ -709,9 +715,9 @@ POSITION_REGIONS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
         (r"upper lobes?|\b[rl]ul\b", "upper lobe", BOTH),
         (r"middle lobe|\brml\b", "middle lobe", RIGHT),
         (r"lower lobes?|\b[rl]ll\b", "lower lobe", BOTH),
-        (r"upper (lung )?zones?", "upper lung zone", BOTH),
-        (r"mid(dle)? (lung )?zones?", "middle lung zone", BOTH),
-        (r"lower (lung )?zones?", "lower lung zone", BOTH),
+        (r"upper (lung )?zones?|upper lung fields?", "upper lung zone", BOTH),
+        (r"mid(dle)? (lung )?zones?|mid(dle)? lung fields?", "middle lung zone", BOTH),
+        (r"lower (lung )?zones?|lower lung fields?", "lower lung zone", BOTH),
         (r"lingula(r)?", "lingula", NONE),
         (r"(lung|pulmonary) apex|apices|apical", "lung apex", BOTH),
         (r"(lung|pulmonary) bases?|basal|bibasilar|basilar", "lung base", BOTH),
@@ -753,6 +759,10 @@ POSITION_REGIONS: dict[str, tuple[tuple[str, str, tuple[str, ...]], ...]] = {
     ),
     "abdomen": (
         (r"lobe of the liver|hepatic lobe|liver lobe", "lobe of the liver", ONE),
+        # vessels and the hilum named after an organ are not the organ ("right hepatic vein" thrombosis)
+        (r"hepatic veins?", "hepatic vein", BOTH),
+        (r"portal veins?", "portal vein", NONE),
+        (r"porta hepatis|hepatic hilum", "porta hepatis", NONE),
         (r"\bliver\b|hepatic", "liver", NONE),
         (r"\bkidneys?\b|\brenal\b", "kidney", BOTH),
         (r"adrenal|suprarenal", "adrenal gland", BOTH),
@@ -807,6 +817,7 @@ def _ordinals(bone: str, sides: tuple[str, ...]) -> tuple[tuple[str, str, tuple[
 # The organs beyond the paper's four (issue 20): structures their captions tie findings to.
 POSITION_REGIONS.update({
     "pelvis": (
+        (r"(ovarian|gonadal) veins?", "ovarian vein", BOTH),  # a vein named after the ovary is not the ovary
         (r"ovar(y|ies|ian)|ovaric", "ovary", BOTH),
         (r"adnex(a|al)", "adnexa", BOTH),
         (r"broad ligaments?", "broad ligament", BOTH),
@@ -835,12 +846,14 @@ POSITION_REGIONS.update({
         (r"glute(al|us)( muscles?)?", "gluteal muscles", BOTH),
         (r"(ilio)?psoas", "iliopsoas muscle", BOTH),
         (r"sciatic nerve", "sciatic nerve", BOTH),
-        (r"pubi(s|c)|pubic ram(us|i)|symphysis pubis", "pubic bone", BOTH),
+        (r"symphysis pubis|pubic symphysis", "pubic symphysis", NONE),
+        (r"pubi(s|c)|pubic ram(us|i)", "pubic bone", BOTH),
         (r"ischi(um|al)", "ischium", BOTH),
         (r"iliac (bone|wing|crest)|\bilium", "iliac bone", BOTH),
         (r"(?<!lumbo)sacr(um|al)\b(?!oiliac)", "sacrum", NONE),
         (r"acetabular labrum|\blabr(um|al)", "acetabular labrum", BOTH),
-        (r"proximal femur|femoral shaft|\bfemur\b", "femur", BOTH),
+        (r"proximal femur|proximal femoral\b(?! (vein|arter|nerve))", "proximal femur", BOTH),
+        (r"femoral shaft|\bfemur\b", "femur", BOTH),
         (r"obturator", "obturator muscle", BOTH),
         (r"ischiorectal|ischioanal", "ischiorectal fossa", BOTH),
         (r"inguinal", "inguinal region", BOTH),
@@ -929,7 +942,7 @@ POSITION_REGIONS.update({
         (r"subacromial", "subacromial bursa", ONE),
         (r"acromion", "acromion", ONE),
         (r"deltoid", "deltoid", ONE),
-        (r"humeral head|proximal humer(us|al)", "proximal humerus", ONE),
+        (r"humeral head|proximal humer(us|al)|(upper|proximal) end of the humerus", "proximal humerus", ONE),
         (r"shoulder joint", "shoulder joint", ONE),
         (r"shoulders?\b", "shoulder", BOTH),
     ),
@@ -981,9 +994,12 @@ POSITION_REGIONS.update({
         (r"optic nerve sheaths?", "optic nerve sheath", BOTH),
         (r"orbits?\b|orbital|intraorbital", "orbit", BOTH),
         (r"infratemporal fossa", "infratemporal fossa", ONE),
+        (r"pterygopalatine fossa", "pterygopalatine fossa", ONE),
         (r"temporomandibular|\btmj\b", "temporomandibular joint", BOTH),
         (r"zygom(a|atic)", "zygoma", ONE),
         (r"parotid", "parotid gland", BOTH),
+        (r"submandibular spaces?", "submandibular space", BOTH),  # the space around the gland, not the gland
+        (r"sublingual (spaces?|glands?)", "sublingual space", BOTH),
         (r"submandibular", "submandibular gland", BOTH),
         (r"tongue", "tongue", NONE),
         (r"floor of (the )?mouth", "floor of mouth", NONE),
@@ -999,7 +1015,7 @@ POSITION_REGIONS.update({
         (r"epiglott(is|ic)|supraglott(is|ic)|vallecul(a|ae)", "supraglottis", NONE),
         (r"p[iy]riform (sinus|fossa)", "piriform sinus", BOTH),
         (r"carotid (space|sheath|bifurcation)", "carotid space", ONE),
-        (r"supraclavicular", "supraclavicular fossa", ONE),
+        (r"supraclavicular", "supraclavicular fossa", BOTH),
         (r"submental", "level ia", NONE),
         (r"parathyroid", "parathyroid gland", BOTH),
         (r"hyoid", "hyoid bone", NONE),
@@ -1061,6 +1077,9 @@ BILATERAL_FORMS: dict[str, str] = {
     "frontal sinus": "frontal sinuses",
     "ethmoid sinus": "ethmoid sinuses",
     "piriform sinus": "piriform sinuses",
+    "supraclavicular fossa": "supraclavicular fossae",
+    "pterygopalatine fossa": "pterygopalatine fossae",
+    "infratemporal fossa": "infratemporal fossae",
 }
 
 
