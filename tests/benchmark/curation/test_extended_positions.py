@@ -206,3 +206,21 @@ def test_structures_of_each_region_complete_the_vocabulary(text: str, organ: str
 ])
 def test_new_structures_overlap_what_holds_them(organ: str, place: str, holder: str) -> None:
     assert positions_overlap(organ, place, holder)
+
+
+def test_parts_of_a_structure_joined_or_compound_still_place_the_finding_in_it() -> None:
+    """"body and ramus of the mandible", "the dorsolateral wall of the left maxillary sinus": parts, not places."""
+    assert placed("CT showing a lytic lesion involving the body and ramus of the mandible.", "head and neck") \
+        == {("lesion", "mandible")}
+    assert placed("CT showing a tumor attached to the posterolateral wall of the right maxillary sinus.",
+                  "head and neck") == {("tumor", "right maxillary sinus")}
+    # "and" joins two places here, not two parts of one: the walls are nobody's
+    assert placed("CT showing thickening of the walls and the bladder.", "pelvis") == {("thickening", None)}
+
+
+def test_a_place_that_opens_the_next_finding_after_a_comma_is_that_finding_s() -> None:
+    """"calcification at its rim, probably ovarian cystadenoma": "ovarian" names the cystadenoma's place."""
+    assert placed("CT: a mass with calcification at its rim, probably a right ovarian cystadenoma.", "pelvis") \
+        == {("mass", None), ("calcification", None), ("tumor", "right ovary")}
+    assert placed("CT showing calcification in the right ovary, with a cyst.", "pelvis") \
+        >= {("calcification", "right ovary")}

@@ -400,10 +400,14 @@ HEDGE = re.compile(r"\b(consistent with|suggestive of|suggesting|compatible with
 
 # A part of a structure named before it ("the lateral wall of the", "posterior horn of the", "inferior third"):
 # the finding is in the structure, and a side before the part is the structure's ("right lateral wall of the nose").
-PART_OF = re.compile(r"\b(the )?((anterior|posterior|medial|lateral|upper|lower|superior|inferior|distal|proximal|"
-                     r"middle|outer|inner|deep|superficial|dorsal|volar|palmar|free|central|peripheral) )*"
+# Compound directions count ("dorsolateral wall of the"), and two parts joined right before the structure are one
+# ("body and ramus of mandible").
+PART_OF = re.compile(r"\b(the )?(((antero|postero|dorso|ventro|supero|infero|mid)-?)?(anterior|posterior|medial|lateral|"
+                     r"upper|lower|superior|inferior|distal|proximal|middle|outer|inner|deep|superficial|dorsal|volar|"
+                     r"palmar|free|central|peripheral|complete|entire|whole) )*"
                      r"(horns?|poles?|thirds?|halves|half|aspects?|walls?|portions?|parts?|surfaces?|margins?|"
-                     r"borders?|edges?|tips?|rims?|cortex|sides?)( of)?( the)?(?= |$)")
+                     r"borders?|edges?|tips?|rims?|cortex|sides?|bod(y|ies)|floors?|roofs?)( of)?( the)?"
+                     r"( and(?= ?$))?(?= |$)")
 
 
 def _side_before(clause: str, start: int, reach: int = 24) -> tuple[str, int] | None:
@@ -510,6 +514,8 @@ def positions_of(clause: str, mention: Mention, mentions: list[Mention], organ: 
                                                                    between):
             out.append(Place(p.start, p.end, None, (), p.side))  # "a mass inferior to the right parotid": its side
             break
+        if not out and "," in between and 0 <= nxt - p.end <= 3:
+            break  # "calcification at its rim, probably ovarian cystadenoma": the place names the next finding's
         located = not out and LOCATED_IN.search(between) and not NEGATION.search(between)
         if not out and not adjoining and not located and (
                 len(between) > 60 or not LINK_AFTER.search(between) or BREAK_AFTER.search(between)
