@@ -224,3 +224,17 @@ def test_a_place_that_opens_the_next_finding_after_a_comma_is_that_finding_s() -
         == {("mass", None), ("calcification", None), ("tumor", "right ovary")}
     assert placed("CT showing calcification in the right ovary, with a cyst.", "pelvis") \
         >= {("calcification", "right ovary")}
+
+
+def test_the_figure_s_subject_holds_an_unplaced_finding_of_its_clause() -> None:
+    """"Mandibular occlusal radiograph shows a lesion", "Ultrasound of the right kidney shows a cyst": the subject is
+    where the finding is shown; a whole field of view without a side, a place of another organ in the clause, or a
+    condition whose name holds its own place leave it unplaced."""
+    assert placed("Mandibular occlusal radiograph shows a lesion.", "head and neck") == {("lesion", "mandible")}
+    assert placed("Ultrasound of the right kidney shows a cyst.", "abdomen") == {("cyst", "right kidney")}
+    assert placed("Radiograph of the left hand shows a fracture.", "hand") == {("fracture", "left hand")}
+    assert placed("CT of the neck showing a lesion.", "head and neck") == {("lesion", None)}
+    assert placed("CT of the thyroid showing a mass and lung metastases.", "head and neck") \
+        == {("mass", None), ("metastasis", None)}
+    assert placed("Ultrasound of the right kidney shows ascites.", "abdomen") == {("ascites", None)}
+    assert ("cyst", "right kidney") not in placed("Ultrasound of the right kidney shows a cyst.", "abdomen", PAPER)

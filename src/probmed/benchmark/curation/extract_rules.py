@@ -571,6 +571,10 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
             shown = EXTENDED_SUBJECT.sub(lambda m: " " * len(m.group(0)), shown)
             placed = {m: _sided_region(shown, organ, m, mentions, positions_of(shown, m, mentions, organ))
                       for m in mentions}
+            subject = _subject_place(clause, organ)
+            for m in mentions:  # "mandibular occlusal radiograph shows a lesion": the figure's subject holds it
+                if subject and not placed[m] and m.condition not in IMPLIED_REGION:
+                    placed[m] = [subject]
         else:
             placed = {m: positions_of(clause, m, mentions, organ) for m in mentions}
         for m, nxt in reversed(list(zip(mentions, mentions[1:]))):  # "fracture-dislocation of T6", "X and Y in
@@ -596,6 +600,39 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
         findings = _with_caption_side(_joint_named(findings, normalise_text(text), organ), normalise_text(text), organ)
     present = {f["condition"] for f in findings}
     return findings, list(dict.fromkeys(c for c in negated if c not in present))
+
+
+# The figure's subject at the head of a clause: "<technique> of the (side) <structure> shows/with/:" or
+# "(a view) (side) <structure> <technique>" ("Mandibular occlusal radiograph", "Frontal left knee radiograph").
+SUBJECT_TECHNIQUE = (r"(radiographs?|roentgenograms?|x-?rays?|films?|ct( scans?)?|computed tomography|mri|mr images?|"
+                     r"magnetic resonance( imaging)?|ultrasound|ultrasonography|sonograms?|sonography|usg|scans?|images?|"
+                     r"views?)")
+SUBJECT_BEFORE = re.compile(r"^\W*([\w-]+\s+){0,3}?" + SUBJECT_TECHNIQUE + r"\s+(\(\w+\)\s+)?of\s+(the\s+)?$")
+SUBJECT_AFTER = re.compile(r"^\s*[:,]|^\s+(\w+\s+){0,1}?(shows?|showing|demonstrat\w*|reveal\w*|with)\b")
+# Regions that are a whole organ's field of view: without a side, naming one places nothing.
+WHOLE_FIELD = frozenset({"neck", "knee", "hand", "wrist", "shoulder", "foot", "ankle", "hip", "pelvis"})
+SUBJECT_LEAD = re.compile(r"^\W*([\w-]+\s+){0,2}$")
+SUBJECT_TECHNIQUE_AFTER = re.compile(r"^\s+([\w-]+\s+){0,2}?" + SUBJECT_TECHNIQUE + r"\b")
+
+
+def _subject_place(clause: str, organ: str) -> str | None:
+    """The structure a clause names as the figure's subject, when it names no other place of any organ: an unplaced
+    finding of that clause is shown in it (the caption's "MRI of the left knee: ... subluxation" is in the left knee)."""
+    masked = NOT_A_PLACE.sub(lambda m: " " * len(m.group(0)), clause)
+    named = [p for p in places(masked, organ) if p.region]
+    if len(named) != 1 or named[0].region in NEEDS_SIDE or not named[0].phrase:
+        return None
+    p = named[0]
+    if p.side is None and p.region in WHOLE_FIELD:
+        return None  # "CT of the neck showing a lesion": the field of view, no place within it
+    head, tail = masked[:p.start], masked[p.end:]
+    if not ((SUBJECT_BEFORE.search(head) and SUBJECT_AFTER.search(tail))
+            or (SUBJECT_LEAD.fullmatch(head) and SUBJECT_TECHNIQUE_AFTER.search(tail))):
+        return None
+    for other in POSITION_REGIONS:  # a place of another organ ("lung metastases" on a neck CT) is not the subject's
+        if other != organ and any(q.region and not (p.start <= q.start < p.end) for q in places(masked, other)):
+            return None
+    return p.phrase
 
 
 # A heart caption's "apical" / "apex" is the heart's apex, not the lung's (cardiac wall names are no position).
