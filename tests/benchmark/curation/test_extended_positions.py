@@ -238,3 +238,13 @@ def test_the_figure_s_subject_holds_an_unplaced_finding_of_its_clause() -> None:
         == {("mass", None), ("metastasis", None)}
     assert placed("Ultrasound of the right kidney shows ascites.", "abdomen") == {("ascites", None)}
     assert ("cyst", "right kidney") not in placed("Ultrasound of the right kidney shows a cyst.", "abdomen", PAPER)
+
+
+def test_findings_joined_after_their_place_share_it_and_an_explained_finding_takes_its_diagnosis_place() -> None:
+    assert placed("MRI showing a left-sided preseptal swelling and thickening.", "head and neck") \
+        == {("swelling", "left preseptal region"), ("thickening", "left preseptal region")}
+    assert placed("CT showing a left ovarian cyst and ascites.", "pelvis") == {("cyst", "left ovary"), ("ascites", None)}
+    assert placed("MRI showing a lesion (arrow) compatible with a lipoma under the deltoid.", "shoulder") \
+        == {("lesion", "deltoid"), ("tumor", "deltoid")}
+    assert placed("MRI showing a lesion, with a lipoma under the deltoid.", "shoulder") \
+        == {("lesion", None), ("tumor", "deltoid")}

@@ -571,6 +571,7 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
             shown = EXTENDED_SUBJECT.sub(lambda m: " " * len(m.group(0)), shown)
             placed = {m: _sided_region(shown, organ, m, mentions, positions_of(shown, m, mentions, organ))
                       for m in mentions}
+            _share_places(shown, mentions, placed, organ)
             subject = _subject_place(clause, organ)
             for m in mentions:  # "mandibular occlusal radiograph shows a lesion": the figure's subject holds it
                 if subject and not placed[m] and m.condition not in IMPLIED_REGION:
@@ -600,6 +601,26 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
         findings = _with_caption_side(_joint_named(findings, normalise_text(text), organ), normalise_text(text), organ)
     present = {f["condition"] for f in findings}
     return findings, list(dict.fromkeys(c for c in negated if c not in present))
+
+
+HEDGED_BY = re.compile(r"\s*,?\s*(compatible with|consistent with|suggestive of|in keeping with|representing)"
+                       r"( an?| the)?\s+([a-z-]+\s+){0,2}")
+
+
+def _share_places(shown: str, mentions: list[Mention], placed: dict[Mention, list[str]], organ: str) -> None:
+    """The extended profile, in place: two findings joined by "and" after a place written before the first share it
+    ("right preseptal swelling and thickening"); a finding explained by a placed diagnosis takes its place ("a lesion
+    compatible with a lipoma under the deltoid"). A condition whose name holds its place takes neither."""
+    for m, nxt in zip(mentions, mentions[1:]):
+        gap = ASIDE.sub(" ", shown[m.end:nxt.start])
+        if not placed[nxt] and placed[m] and nxt.condition not in IMPLIED_REGION \
+                and re.fullmatch(r"\s*(and|or)\s*", gap) and not NEGATION.search(shown[:nxt.start]) \
+                and positions_of(shown[:m.end], m, [x for x in mentions if x.end <= m.end], organ) == placed[m]:
+            placed[nxt] = placed[m]
+    for m, nxt in reversed(list(zip(mentions, mentions[1:]))):
+        if not placed[m] and placed[nxt] and m.condition not in IMPLIED_REGION \
+                and HEDGED_BY.fullmatch(ASIDE.sub(" ", shown[m.end:nxt.start])):
+            placed[m] = placed[nxt]
 
 
 # The figure's subject at the head of a clause: "<technique> of the (side) <structure> shows/with/:" or
