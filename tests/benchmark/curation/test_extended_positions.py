@@ -163,6 +163,7 @@ def test_two_lobes_of_one_side_written_with_one_noun_are_both_places() -> None:
 
 def test_outside_a_structure_is_not_its_site() -> None:
     assert placed("Ultrasound shows a cyst outside the liver.", "abdomen") == {("cyst", None)}
+    assert placed("CT shows a cyst overlying the anterior portion of the bladder.", "pelvis") == {("cyst", None)}
     assert placed("Ultrasound shows a cyst in the porta hepatis.", "abdomen") == {("cyst", "porta hepatis")}
 
 
@@ -172,6 +173,8 @@ def test_a_vein_named_after_an_organ_is_a_place_of_its_own_not_the_organ() -> No
     assert placed("Ultrasound showing thrombosis of the right hepatic vein.", "abdomen") \
         == {("thrombosis", "right hepatic vein")}
     assert placed("CT showing a dilated left ovarian vein.", "pelvis") == {("dilatation", "left ovarian vein")}
+    assert placed("CT showing right ovarian vein thrombosis.", "abdomen") == {("thrombosis", "right ovarian vein")}
+    assert positions_overlap("abdomen", "right ovarian vein", "right adnexa")
     assert placed("CT showing thrombosis of the renal vein.", "abdomen") == {("thrombosis", None)}
     assert positions_overlap("abdomen", "right hepatic vein", "liver")
     assert positions_overlap("pelvis", "left ovarian vein", "left ovary")
@@ -234,16 +237,17 @@ def test_the_figure_s_subject_holds_an_unplaced_finding_of_its_clause() -> None:
     assert placed("Ultrasound of the right kidney shows a cyst.", "abdomen") == {("cyst", "right kidney")}
     assert placed("Radiograph of the left hand shows a fracture.", "hand") == {("fracture", "left hand")}
     assert placed("CT of the neck showing a lesion.", "head and neck") == {("lesion", None)}
+    assert placed("Paranasal sinus CT shows an intranasal mass.", "head and neck") == {("mass", "nasal cavity")}
     assert placed("CT of the thyroid showing a mass and lung metastases.", "head and neck") \
         == {("mass", None), ("metastasis", None)}
     assert placed("Ultrasound of the right kidney shows ascites.", "abdomen") == {("ascites", None)}
     assert ("cyst", "right kidney") not in placed("Ultrasound of the right kidney shows a cyst.", "abdomen", PAPER)
 
 
-def test_findings_joined_after_their_place_share_it_and_an_explained_finding_takes_its_diagnosis_place() -> None:
-    assert placed("MRI showing a left-sided preseptal swelling and thickening.", "head and neck") \
-        == {("swelling", "left preseptal region"), ("thickening", "left preseptal region")}
-    assert placed("CT showing a left ovarian cyst and ascites.", "pelvis") == {("cyst", "left ovary"), ("ascites", None)}
+def test_an_explained_finding_takes_its_diagnosis_place_but_joined_findings_do_not_share_one() -> None:
+    """"bilateral airspace consolidation and cardiomegaly": the side is the consolidation's, not the heart's."""
+    assert placed("Radiograph showing bilateral consolidation and cardiomegaly.", "chest") \
+        == {("consolidation", "bilateral"), ("cardiomegaly", None)}
     assert placed("MRI showing a lesion (arrow) compatible with a lipoma under the deltoid.", "shoulder") \
         == {("lesion", "deltoid"), ("tumor", "deltoid")}
     assert placed("MRI showing a lesion, with a lipoma under the deltoid.", "shoulder") \

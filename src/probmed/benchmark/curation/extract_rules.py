@@ -374,8 +374,10 @@ BREAK_AFTER = re.compile(r"\b(and|with|which|that|causing|shows?|showing|is|are|
                          r"inferior|close|proximal|distal|secondary|due) to)\b|;")
 # A relation to places names none of them as the finding's site ("between the liver and the pancreas",
 # "cannot be distinguished from spleen, pancreas, and stomach").
-# "outside the liver, in the porta hepatis": the place named after "outside" is where the finding is not.
-RELATION = re.compile(r"\bbetween\b|\b(distinguish\w*|separa\w*|differentiat\w*) from\b|\boutside\b")
+# "outside the liver, in the porta hepatis", "a cyst overlying the bladder": the place named after "outside" or
+# "overlying" is where the finding is not.
+RELATION = re.compile(r"\bbetween\b|\b(distinguish\w*|separa\w*|differentiat\w*) from\b|\boutside\b|"
+                      r"\boverl(y|ying|ies|ie)\b")
 COPULA = re.compile(r"\b(is|are|was|were)( also| again)? (seen|noted|present|located|visible|identified|demonstrated|"
                     r"observed|found|detected)\b")
 ASIDE = re.compile(r"\([^()]*\)")  # "(arrow)", "(white arrowheads)"
@@ -571,7 +573,7 @@ def find_conditions(text: str, organ: str = "unknown", profile: Profile = PAPER)
             shown = EXTENDED_SUBJECT.sub(lambda m: " " * len(m.group(0)), shown)
             placed = {m: _sided_region(shown, organ, m, mentions, positions_of(shown, m, mentions, organ))
                       for m in mentions}
-            _share_places(shown, mentions, placed, organ)
+            _share_places(shown, mentions, placed)
             subject = _subject_place(clause, organ)
             for m in mentions:  # "mandibular occlusal radiograph shows a lesion": the figure's subject holds it
                 if subject and not placed[m] and m.condition not in IMPLIED_REGION:
@@ -607,16 +609,10 @@ HEDGED_BY = re.compile(r"\s*,?\s*(compatible with|consistent with|suggestive of|
                        r"( an?| the)?\s+([a-z-]+\s+){0,2}")
 
 
-def _share_places(shown: str, mentions: list[Mention], placed: dict[Mention, list[str]], organ: str) -> None:
-    """The extended profile, in place: two findings joined by "and" after a place written before the first share it
-    ("right preseptal swelling and thickening"); a finding explained by a placed diagnosis takes its place ("a lesion
-    compatible with a lipoma under the deltoid"). A condition whose name holds its place takes neither."""
-    for m, nxt in zip(mentions, mentions[1:]):
-        gap = ASIDE.sub(" ", shown[m.end:nxt.start])
-        if not placed[nxt] and placed[m] and nxt.condition not in IMPLIED_REGION \
-                and re.fullmatch(r"\s*(and|or)\s*", gap) and not NEGATION.search(shown[:nxt.start]) \
-                and positions_of(shown[:m.end], m, [x for x in mentions if x.end <= m.end], organ) == placed[m]:
-            placed[nxt] = placed[m]
+def _share_places(shown: str, mentions: list[Mention], placed: dict[Mention, list[str]]) -> None:
+    """The extended profile, in place: a finding explained by a placed diagnosis takes its place ("a lesion
+    compatible with a lipoma under the deltoid"), unless its name holds its own place. (Two findings joined by "and"
+    after a place do not share it: "bilateral consolidation and cardiomegaly".)"""
     for m, nxt in reversed(list(zip(mentions, mentions[1:]))):
         if not placed[m] and placed[nxt] and m.condition not in IMPLIED_REGION \
                 and HEDGED_BY.fullmatch(ASIDE.sub(" ", shown[m.end:nxt.start])):
