@@ -234,6 +234,8 @@ def test_the_figure_s_subject_holds_an_unplaced_finding_of_its_clause() -> None:
     where the finding is shown; a whole field of view without a side, a place of another organ in the clause, or a
     condition whose name holds its own place leave it unplaced."""
     assert placed("Mandibular occlusal radiograph shows a lesion.", "head and neck") == {("lesion", "mandible")}
+    assert placed("Frontal left knee radiograph suggestive of malignant transformation.", "knee") \
+        == {("tumor", "left knee")}
     assert placed("Ultrasound of the right kidney shows a cyst.", "abdomen") == {("cyst", "right kidney")}
     assert placed("Radiograph of the left hand shows a fracture.", "hand") == {("fracture", "left hand")}
     assert placed("CT of the neck showing a lesion.", "head and neck") == {("lesion", None)}

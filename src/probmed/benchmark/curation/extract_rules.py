@@ -646,8 +646,9 @@ def _subject_place(clause: str, organ: str) -> str | None:
     if not ((SUBJECT_BEFORE.search(head) and SUBJECT_AFTER.search(tail))
             or (SUBJECT_LEAD.fullmatch(head) and SUBJECT_TECHNIQUE_AFTER.search(tail))):
         return None
-    for other in POSITION_REGIONS:  # a place of another organ ("lung metastases" on a neck CT) is not the subject's
-        if other != organ and any(q.region and not (p.start <= q.start < p.end) for q in places(masked, other)):
+    for other in POSITION_REGIONS:  # a place of another organ after it ("lung metastases" on a neck CT); before it,
+        # a word of the view ("frontal left knee radiograph") names no place
+        if other != organ and any(q.region and q.start >= p.end for q in places(masked, other)):
             return None
     return p.phrase
 

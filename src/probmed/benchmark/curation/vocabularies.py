@@ -610,6 +610,7 @@ EXTENDED_SYNONYMS: dict[str, str] = {
     "edematous": "edema",
     "oedematous": "edema",
     "hyperostosis": "hyperostosis",
+    "malignant transformation": "tumor",
     "cystadenoma": "tumor",
     "cyst adenoma": "tumor",
     "cystadenocarcinoma": "tumor",
