@@ -159,9 +159,12 @@ def test_two_lobes_of_one_side_written_with_one_noun_are_both_places() -> None:
         == {("consolidation", "left upper lobe"), ("consolidation", "left lower lobe")}
     assert placed("Radiograph showing a nodule in the left lower lung field.", "chest") \
         == {("nodule", "left lower lung zone")}
+    # one finding over the upper and lower zones likely covers the middle one too: the lung, not two zones
+    assert placed("Radiograph showing a mass in the left upper and lower lung fields.", "chest") == {("mass", "left lung")}
 
 
-def test_outside_a_structure_is_not_its_site() -> None:
+def test_outside_a_structure_or_a_direction_toward_it_is_not_its_site() -> None:
+    assert placed("CT shows a lesion extending toward the left orbit.", "head and neck") == {("lesion", None)}
     assert placed("Ultrasound shows a cyst outside the liver.", "abdomen") == {("cyst", None)}
     assert placed("CT shows a cyst overlying the anterior portion of the bladder.", "pelvis") == {("cyst", None)}
     assert placed("Ultrasound shows a cyst in the porta hepatis.", "abdomen") == {("cyst", "porta hepatis")}

@@ -369,7 +369,7 @@ NOT_A_PLACE = re.compile(
 )
 LINK_AFTER = re.compile(r"^[^,;()]*?\b(in|of|at|within|involving|into|on|from|along|near|over|around|throughout|"
                         r"affecting|extending|between|inside|under|underneath)\b")
-BREAK_AFTER = re.compile(r"\b(and|with|which|that|causing|shows?|showing|is|are|was|were|without|no|compress\w*|"
+BREAK_AFTER = re.compile(r"\b(and|with|which|that|causing|shows?|showing|is|are|was|were|without|no|compress\w*|towards?|"
                          r"displac\w*|abutt\w*|surround\w*|(anterior|posterior|adjacent|next|lateral|medial|superior|"
                          r"inferior|close|proximal|distal|secondary|due) to)\b|;")
 # A relation to places names none of them as the finding's site ("between the liver and the pancreas",
@@ -439,6 +439,11 @@ def _coordinated_lobes(masked: str, found: list[Place]) -> list[Place]:
     for m in _CO_LOBES.finditer(masked):
         side, start = _side_before(masked, m.start()) or (None, m.start())
         noun = "lobe" if m.group(3).startswith("lobe") else "lung zone"
+        if noun == "lung zone" and {m.group(1), m.group(2)} == {"upper", "lower"}:
+            # one finding over the upper and lower zones likely spans the middle one: the side's lung, no zone
+            found = [p for p in found if not (m.start() <= p.start < m.end())]
+            found.append(Place(start, m.end(), "lung", ("right", "left", "bilateral"), side))
+            continue
         out = []
         for word, at, end in ((m.group(1), start, m.end(1)), (m.group(2), m.start(2), m.end())):
             region = f"{word} {noun}"
