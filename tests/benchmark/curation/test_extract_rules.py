@@ -148,10 +148,11 @@ ROCO_EXTENDED_LABELS = Path(__file__).resolve().parents[2] / "fixtures" / "roco_
 # structures the dev part never did. The position rules learnt from the dev part's errors (part-of phrases, caption
 # sides, joints, relations) raised dev to P 0.898 R 0.674 but held-out only to P 0.577 R 0.353 (from 0.538 / 0.329):
 # measured once, after the rules were written. The dev2 part (a second development sample, labelled afterwards)
-# measured P 0.651 R 0.368 on those same rules: an honest estimate of how they generalise.
+# measured P 0.651 R 0.368 on those same rules: an honest estimate of how they generalise. Rules written from dev2's
+# errors (structure vocabularies, relations, coordinated lobes, the figure's subject) raised dev2 to P 0.848 R 0.513
+# (its goals met) and dev to 0.909 / 0.694, and left held-out unchanged at P 0.577 R 0.353 (measured once, at the
+# end: unchanged).
 KNOWN_SHORTFALLS: dict[tuple[str, str, str], float] = {
-    ("dev2", "position", "precision"): 0.65,
-    ("dev2", "position", "recall"): 0.36,
     ("heldout", "position", "precision"): 0.57,
     ("heldout", "position", "recall"): 0.35,
 }

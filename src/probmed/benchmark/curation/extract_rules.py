@@ -616,8 +616,10 @@ HEDGED_BY = re.compile(r"\s*,?\s*(compatible with|consistent with|suggestive of|
 
 def _share_places(shown: str, mentions: list[Mention], placed: dict[Mention, list[str]]) -> None:
     """The extended profile, in place: a finding explained by a placed diagnosis takes its place ("a lesion
-    compatible with a lipoma under the deltoid"), unless its name holds its own place. (Two findings joined by "and"
-    after a place do not share it: "bilateral consolidation and cardiomegaly".)"""
+    compatible with a lipoma under the deltoid"), unless its name holds its own place.
+
+    Two findings joined by "and" after a place do not share it ("bilateral consolidation and cardiomegaly").
+    """
     for m, nxt in reversed(list(zip(mentions, mentions[1:]))):
         if not placed[m] and placed[nxt] and m.condition not in IMPLIED_REGION \
                 and HEDGED_BY.fullmatch(ASIDE.sub(" ", shown[m.end:nxt.start])):
