@@ -127,3 +127,31 @@ def test_exp_show_lists_declared_params_and_no_outside_path(repo_root, tmp_path)
     assert 0 < len(metrics) <= MAX_METRIC_COLUMNS
     outside = [dep for dep in shown["deps"] if "shared" in dep or dep.startswith("..")]
     assert not outside, outside
+
+
+def _declared_values(repo: Path) -> dict[str, dict]:
+    """Each stage's declared params as DVC reads them from the work tree (what `dvc status` compares)."""
+    from dvc.repo import Repo
+
+    with Repo(str(repo)) as dvc:
+        return {stage.name: {f"{dep.def_path}:{key}": value for dep in stage.deps if hasattr(dep, "params")
+                                   for key, value in dep.read_params().items()}
+                for stage in dvc.index.stages if hasattr(stage, "name")}  # data.dvc is no pipeline stage
+
+
+@pytest.mark.slow
+def test_setting_one_registry_key_changes_the_params_of_that_models_stages_only(repo_root, tmp_path):
+    """What `dvc exp run -S models.yaml:models.tiny.threads=2` writes changes the declared params of tiny's
+    stages and of track and report (they log and draw every run model), nothing else; a model no run uses, none."""
+    from dvc.utils.hydra import apply_overrides
+
+    repo = _scratch_copy(repo_root, tmp_path / "repo")
+    before = _declared_values(repo)
+    apply_overrides(repo / "models.yaml", ["models.tiny.threads=2"])
+    after = _declared_values(repo)
+    changed = {name for name in before if before[name] != after[name]}
+    # tiny's answers (and descriptions: settings.describer is tiny); its score stages follow through the table
+    tiny = {name for name in before if name.startswith("predict") and "-tiny-" in name} | {"describe@probmed"}
+    assert changed == tiny | {"track", "report"}, changed
+    apply_overrides(repo / "models.yaml", ["models.gpt-4o.max_tokens=7"])
+    assert _declared_values(repo) == after  # gpt-4o runs nowhere: no stage declares it
