@@ -57,7 +57,7 @@ def sh(*args: str, cwd: Path, check: bool = True, timeout: int = 900, merge: boo
     proc = subprocess.run(list(args), cwd=cwd, env=_env(), stdout=subprocess.PIPE, text=True, timeout=timeout,
                           stderr=subprocess.STDOUT if merge else subprocess.PIPE)
     if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{(proc.stderr or '')[-3000:]}")
     return proc
 
 
