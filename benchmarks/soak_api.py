@@ -90,9 +90,10 @@ def wait_until_idle(port: int, limit_s: float = 60.0) -> None:
 
 
 def write_params(work: Path, port: int, concurrency: int) -> Path:
-    from probmed.core.config import read_yaml_12
+    from probmed.core.config import merge_registries, read_yaml_12
 
     params = read_yaml_12(REPO / "params.yaml")  # YAML 1.2 like DVC: keys yes/no stay strings
+    merge_registries(params, REPO / "params.yaml")  # models.yaml, layout.yaml: one self-contained file below
     params["models"]["soak"] = {
         "backend": "openai", "model_id": "soak-mock", "base_url": f"http://127.0.0.1:{port}/v1",
         "api_key_env": "PROBMED_SOAK_KEY", "concurrency": concurrency, "max_retries": 8, "timeout_s": 2,

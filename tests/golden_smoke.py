@@ -113,7 +113,8 @@ def _probmed(*argv: str) -> None:
 
 def run_pipeline(work: Path) -> None:
     """Every stage in ``work`` (the current directory must be ``work``: paths are relative)."""
-    shutil.copy(REPO_ROOT / "params.yaml", work / "params.yaml")
+    for name in ("params.yaml", "models.yaml", "layout.yaml"):  # one parameter tree (params_schema.PARAM_FILES)
+        shutil.copy(REPO_ROOT / name, work / name)
     make_data(SHARED_DATA, work / "data")
     for source, folder in (("chestxray14", "chestxray14"), ("vqarad", "vqa-rad"), ("medicat", "medicat-sample")):
         _probmed("curate", source, "curate.chestxray14.images_dir=build/images/chestxray14",

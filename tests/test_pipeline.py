@@ -57,7 +57,7 @@ def sh(*args: str, cwd: Path, check: bool = True, timeout: int = 900, merge: boo
     proc = subprocess.run(list(args), cwd=cwd, env=_env(), stdout=subprocess.PIPE, text=True, timeout=timeout,
                           stderr=subprocess.STDOUT if merge else subprocess.PIPE)
     if check and proc.returncode != 0:
-        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{proc.stderr[-3000:]}")
+        raise AssertionError(f"{' '.join(args)} failed ({proc.returncode}):\n{proc.stdout[-3000:]}\n{(proc.stderr or '')[-3000:]}")
     return proc
 
 
@@ -264,15 +264,15 @@ def test_repro_builds_report_and_mlflow_runs_and_noop_runs_nothing(pipeline_repo
 @pytest.mark.slow
 def test_one_models_param_reruns_only_its_stages_and_metrics_params_show(pipeline_repo):
     repo, _, _ = pipeline_repo
-    params = repo / "params.yaml"
+    params = repo / "models.yaml"  # the model registry
     original = params.read_text()
     try:
         edit_params(params, lambda cfg: cfg["models"]["always-yes"].update(description="changed"))
         changed = set(dvc_status(repo))
-        # report reads `models` too: their order gives each model its colour in every figure
+        # report declares the run models too: their entries name and colour each model in every figure
         assert changed == {"plan", "predict@probmed-always-yes-vanilla", "track", "report"}, changed
         diff = json.loads(sh(f"{BIN}/dvc", "params", "diff", "--json", cwd=repo).stdout)
-        assert diff["params.yaml"]["models.always-yes.description"]["new"] == "changed"
+        assert diff["models.yaml"]["models.always-yes.description"]["new"] == "changed"
     finally:
         params.write_text(original)
     shown = json.loads(sh(f"{BIN}/dvc", "metrics", "show", "--json", cwd=repo).stdout)

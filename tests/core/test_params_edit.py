@@ -41,12 +41,12 @@ def test_replaces_the_value_and_keeps_the_comment_where_dvc_would():
     assert changed_lines(TEXT, out) == [("    revision: null        # pin me", "    revision: v1          # pin me")]
 
 
-def test_a_pin_in_the_repository_params_is_what_dvc_exp_run_writes(repo_root, tmp_path):
+def test_a_pin_in_the_repository_registry_is_what_dvc_exp_run_writes(repo_root, tmp_path):
     from dvc.utils.hydra import apply_overrides
 
     pinned, by_dvc = tmp_path / "pinned.yaml", tmp_path / "dvc.yaml"
     for path in (pinned, by_dvc):
-        path.write_text((repo_root / "params.yaml").read_text())
+        path.write_text((repo_root / "models.yaml").read_text())  # the file `probmed pin` edits
     set_param(pinned, ["models", "lingshu-7b", "revision"], SHA)
     apply_overrides(by_dvc, [f"models.lingshu-7b.revision={SHA}"])
     assert pinned.read_text() == by_dvc.read_text()

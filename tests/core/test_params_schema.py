@@ -5,10 +5,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from omegaconf import OmegaConf
 
 from probmed.core.config import check_config, load_params, to_plain
 from probmed.core.errors import ConfigError
-from probmed.core.params_schema import Params, Section, check_params, describe, keys_of
+from probmed.core.params_schema import PARAM_FILES, Params, Section, check_params, describe, file_of, keys_of
 
 CANONICALIZE = ("python -c \"from dvc.utils.hydra import apply_overrides; "
                 "apply_overrides('params.yaml', ['seed=0'])\"  (then restore comments that moved)")
@@ -44,7 +45,74 @@ def test_every_section_of_the_schema_is_typed_and_every_params_key_is_known(repo
 
 def test_params_yaml_has_no_interpolation(repo_root):
     """`dvc exp run -S` would resolve ${...} and write the value back for good."""
-    assert "${" not in (repo_root / "params.yaml").read_text()
+    for name in ("params.yaml", *PARAM_FILES):
+        assert "${" not in (repo_root / name).read_text(), name
+
+
+def test_each_registry_file_keeps_exactly_its_keys_and_params_yaml_none_of_them(repo_root):
+    """models.yaml holds the registry (every model, profile, price, fine-tuning checkpoint); params.yaml none of it,
+    so `dvc exp show` lists only the entries stages declare."""
+    from probmed.core.config import read_yaml_12
+
+    own = read_yaml_12(repo_root / "params.yaml")
+    for name, keys in PARAM_FILES.items():
+        registry = read_yaml_12(repo_root / name)
+        assert sorted(_leaf_keys(registry)) and all(file_of(key) == name for key in _leaf_keys(registry)), name
+        for key in keys:
+            assert _has(registry, key), f"{name} lacks {key}"
+            assert not _has(own, key), f"params.yaml also sets {key}"
+    assert file_of("models.tiny.threads") == "models.yaml" and file_of("finetune.lora.r") == "params.yaml"
+
+
+def _has(tree, dotted):
+    for part in dotted.split("."):
+        if not isinstance(tree, dict) or part not in tree:
+            return False
+        tree = tree[part]
+    return True
+
+
+def _project(tmp_path, repo_root):
+    for name in ("params.yaml", *PARAM_FILES):
+        shutil.copy(repo_root / name, tmp_path / name)
+    return tmp_path / "params.yaml"
+
+
+def test_overrides_reach_a_registry_key_and_errors_name_its_file(repo_root, tmp_path):
+    path = _project(tmp_path, repo_root)
+    assert to_plain(load_params(path, ["models.tiny.threads=2"]))["models"]["tiny"]["threads"] == 2
+    with pytest.raises(ConfigError, match=r"pricing\.gpt-4o\.input_per_mtok = -1, expected .* \(models\.yaml\)"):
+        check_config(load_params(path, ["pricing.gpt-4o.input_per_mtok=-1"]))
+    with pytest.raises(ConfigError, match=r"finetune\.profiles\.gpu\.lora\.rank is not a parameter \(models\.yaml\)"):
+        check_config(load_params(path, ["finetune.profiles.gpu.lora.rank=4"]))
+
+
+def test_a_key_in_both_files_or_in_the_wrong_file_is_refused_naming_them(repo_root, tmp_path):
+    path = _project(tmp_path, repo_root)
+    registry = tmp_path / "models.yaml"
+    text = registry.read_text()
+    path.write_text(path.read_text() + "pricing:\n  x: {input_per_mtok: 1.0, output_per_mtok: 1.0}\n")
+    with pytest.raises(ConfigError, match=rf"pricing is set in both {path} and {registry}: keep it in models.yaml"):
+        load_params(path)
+    _project(tmp_path, repo_root)
+    registry.write_text(text + "score:\n  seed: 3\n")
+    with pytest.raises(ConfigError, match=rf"parameter file {registry}: score is not kept there .*params.yaml"):
+        load_params(path)
+    registry.write_text(text.replace("finetune:", "finetune:\n  lora: {r: 2}", 1))
+    with pytest.raises(ConfigError, match=r"finetune\.lora is not kept there"):
+        load_params(path)
+    registry.write_text(text + "extra: ${oc.env:HOME}\n")
+    with pytest.raises(ConfigError, match=rf"{registry}: extra: '\$\{{\.\.\.\}}' interpolation"):
+        load_params(path)
+
+
+def test_a_self_contained_params_file_needs_no_registry_beside_it(repo_root, tmp_path):
+    """A test's or a user's single file keeps working: the registry keys written in it, nothing beside it."""
+    whole = to_plain(load_params(repo_root / "params.yaml"))
+    alone = tmp_path / "alone" / "params.yaml"
+    alone.parent.mkdir()
+    OmegaConf.save(whole, alone)
+    assert to_plain(load_params(alone)) == whole
 
 
 def test_dvc_exp_set_rewrites_exactly_the_value_it_sets(repo_root, tmp_path):
@@ -56,6 +124,14 @@ def test_dvc_exp_set_rewrites_exactly_the_value_it_sets(repo_root, tmp_path):
     original = path.read_text()
     apply_overrides(path, ["seed=0"])
     assert path.read_text() == original, f"params.yaml is not in DVC's own layout; rewrite it with {CANONICALIZE}"
+    registry = tmp_path / "models.yaml"
+    shutil.copy(repo_root / "models.yaml", registry)
+    apply_overrides(registry, ["models.random.backend=random"])  # what `-S models.yaml:...` writes
+    assert registry.read_text() == (repo_root / "models.yaml").read_text(), "models.yaml is not in DVC's own layout"
+    layout = tmp_path / "layout.yaml"
+    shutil.copy(repo_root / "layout.yaml", layout)
+    apply_overrides(layout, ["model=tiny"])
+    assert layout.read_text() == (repo_root / "layout.yaml").read_text(), "layout.yaml is not in DVC's own layout"
     apply_overrides(path, ["datasets.question_sets.probmed.max_images=20"])
     changed = [(a, b) for a, b in zip(original.splitlines(), path.read_text().splitlines()) if a != b]
     assert len(original.splitlines()) == len(path.read_text().splitlines())

@@ -19,11 +19,13 @@ KEY = "sk-proj-7f3a9c0e1d2b4a68Xq/+Zt_-9"
 
 
 def params_with(repo_root: Path, tmp_path: Path, **model_extra) -> Path:
-    cfg = OmegaConf.load(repo_root / "params.yaml")
+    """A copy of the parameters whose registry (models.yaml, beside params.yaml) has `model_extra` in gpt-4o."""
+    cfg = OmegaConf.load(repo_root / "models.yaml")
     for k, v in model_extra.items():
         cfg.models["gpt-4o"][k] = v
+    OmegaConf.save(cfg, tmp_path / "models.yaml")
     path = tmp_path / "params.yaml"
-    OmegaConf.save(cfg, path)
+    path.write_text((repo_root / "params.yaml").read_text())
     return path
 
 

@@ -80,7 +80,8 @@ def test_the_prediction_table_types_follow_the_fields():
     assert frame["cache_key"].tolist() == ["k1", "k2"]
     assert frame["p_yes"].dtype == "float64" and frame["p_yes"].isna().all()
     assert frame["prompt_tokens"].dtype == "int64" and frame["prompt_tokens"].tolist() == [12, 0]
-    assert frame["latency_s"].dtype == "float64" and frame["latency_s"].tolist() == [0.25, 0.0]
+    assert frame["cost_usd"].dtype == "float64" and frame["cost_usd"].tolist() == [0.0, 0.0]
+    assert "latency_s" not in frame.columns and "time" not in frame.columns  # timings stay in the store line
     assert frame["response"].tolist() == ["Yes.", ""] and frame["error"].tolist() == ["", ""]
     assert list(prediction_table([]).columns) == list(PREDICTION_COLUMNS)
 

@@ -1,5 +1,5 @@
 """`probmed models` (what the registry holds and what each entry needs) and `probmed pin` (a hub
-model's revision -> commit sha, written into params.yaml)."""
+model's revision -> commit sha, written into models.yaml, the registry beside params.yaml)."""
 
 from __future__ import annotations
 
@@ -19,19 +19,32 @@ def register(sub: argparse._SubParsersAction) -> None:
     m.add_argument("--json", action="store_true", help="JSON lines instead of a Markdown table")
     m.set_defaults(func=cmd_models)
 
-    p = sub.add_parser("pin", help="resolve a hub model's revision to a commit sha and write it into params.yaml")
+    p = sub.add_parser("pin", help="resolve a hub model's revision to a commit sha and write it into models.yaml")
     p.add_argument("model", help="a name under models: (a backend hf entry with a hub id)")
     p.add_argument("--revision", default="main", help="branch, tag or sha to resolve (default main)")
     p.set_defaults(func=cmd_pin)
 
 
 def _read(path: str) -> dict[str, Any]:
-    """The parameter file as written (no overrides): the file `pin` edits."""
-    from probmed.core.config import read_yaml_12
+    """The parameters as written (no overrides), with the registry files beside them."""
+    from probmed.core.config import merge_registries, read_yaml_12
 
     if not Path(path).is_file():
         raise MissingFileError(f"parameter file {path} not found")
-    return read_yaml_12(path) or {}
+    data = read_yaml_12(path) or {}
+    merge_registries(data, Path(path))
+    return data
+
+
+def _file_keeping_models(params_file: str) -> str:
+    """models.yaml beside the parameter file when it has the `models:` registry, else the parameter file."""
+    from probmed.core.config import read_yaml_12
+    from probmed.core.params_schema import file_of
+
+    registry = Path(params_file).parent / file_of("models")
+    if registry.is_file() and "models" in (read_yaml_12(registry) or {}):
+        return str(registry)
+    return params_file
 
 
 def cmd_models(args: argparse.Namespace) -> int:
@@ -59,8 +72,9 @@ def cmd_pin(args: argparse.Namespace) -> int:
     from probmed.core.params_schema import parse_params
     from probmed.inference.models.hub import pinnable, resolve_revision
 
-    path = args.params or "params.yaml"  # the file to update (--params, as every command takes)
-    model_id = pinnable(parse_params(_read(path)).models, args.model)
+    params_file = args.params or "params.yaml"  # --params, as every command takes
+    path = _file_keeping_models(params_file)  # the file to update: models.yaml beside it, when there is one
+    model_id = pinnable(parse_params(_read(params_file)).models, args.model)
     sha = resolve_revision(args.model, model_id, args.revision)
     changed = set_param(path, ["models", args.model, "revision"], sha)
     print(json.dumps({"model": args.model, "model_id": model_id, "revision": args.revision, "sha": sha,

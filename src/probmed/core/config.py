@@ -1,4 +1,4 @@
-"""params.yaml is the single source of parameters; sub-commands take dotted overrides.
+"""params.yaml (with the registries beside it) is the single source of parameters; sub-commands take dotted overrides.
 
 `probmed <command> key.sub=value model=tiny` merges the overrides on top of the
 file with OmegaConf, the same keys DVC stages declare and `dvc exp run -S`
@@ -61,6 +61,9 @@ def _as_tree(key: str, value: Any) -> dict[str, Any]:
 def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()) -> DictConfig:
     """Read params.yaml and apply dotted ``key=value`` overrides (values read as YAML 1.2, as DVC reads them).
 
+    The registry files beside `path` (params_schema.PARAM_FILES: models.yaml)
+    are merged in first (:func:`merge_registries`), so an override reaches a
+    key whichever file keeps it (``models.tiny.threads=2``).
     Merging follows `dvc exp run -S` (Hydra): a mapping value merges into the
     mapping it overrides, anything else replaces the old value. The file and
     every override are checked as plain data before OmegaConf sees them (no
@@ -72,12 +75,8 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()
     from omegaconf.errors import OmegaConfBaseException
 
     path = Path(path)
-    if not path.exists():
-        raise ConfigError(f"parameter file {path} not found")
-    data = read_yaml_12(path)
-    if not isinstance(data, dict):
-        raise ConfigError(f"parameter file {path}: expected a mapping of parameters")
-    refuse_unplain(data, str(path))
+    data = _read_mapping(path)
+    merge_registries(data, path)
     parsed = [(override, *_parse_override(override)) for override in overrides]
     for _, key, value in parsed:  # every override checked before any is applied
         refuse_unplain(_as_tree(key, value), "overrides")
@@ -90,6 +89,71 @@ def load_params(path: str | Path = DEFAULT_PARAMS, overrides: Sequence[str] = ()
             raise ConfigError(f"override {override!r}: cannot set {key} ({reason})") from None
     refuse_secrets(to_plain(cfg), "params")  # what every command reads: the resolved tree
     return cfg
+
+
+def _read_mapping(path: Path) -> dict[str, Any]:
+    """A parameter file as plain data: a mapping, no interpolation, no secret; ConfigError names the file."""
+    if not path.exists():
+        raise ConfigError(f"parameter file {path} not found")
+    data = read_yaml_12(path)
+    if not isinstance(data, dict):
+        raise ConfigError(f"parameter file {path}: expected a mapping of parameters")
+    refuse_unplain(data, str(path))
+    return data
+
+
+def merge_registries(data: dict[str, Any], path: Path) -> None:
+    """Merge each registry file found beside `path` into `data` (in place).
+
+    A registry file holds only the keys PARAM_FILES gives it; a key set in
+    both files is refused, naming both, since neither could win silently.
+    A missing registry file is fine: `path` is then self-contained.
+    """
+    from probmed.core.params_schema import PARAM_FILES
+
+    for name, keys in PARAM_FILES.items():
+        registry = path.parent / name
+        if registry.resolve() == path.resolve() or not registry.is_file():
+            continue
+        more = _read_mapping(registry)
+        _refuse_foreign(more, keys, registry)
+        for key in keys:
+            parts = key.split(".")
+            value = _get(more, parts)
+            if value is _ABSENT:
+                continue
+            if _get(data, parts) is not _ABSENT:
+                raise ConfigError(f"{key} is set in both {path} and {registry}: keep it in {name} only")
+            parent = data
+            for part in parts[:-1]:
+                parent = parent.setdefault(part, {})
+                if not isinstance(parent, dict):
+                    raise ConfigError(f"parameter file {path}: {part} must be a mapping ({key} is set in {registry})")
+            parent[parts[-1]] = value
+
+
+_ABSENT = object()
+
+
+def _get(tree: Any, parts: list[str]) -> Any:
+    for part in parts:
+        if not isinstance(tree, dict) or part not in tree:
+            return _ABSENT
+        tree = tree[part]
+    return tree
+
+
+def _refuse_foreign(tree: dict[str, Any], keys: tuple[str, ...], registry: Path, prefix: str = "") -> None:
+    """ConfigError naming the first key of a registry file that is not one it keeps (it belongs in params.yaml)."""
+    for name, value in tree.items():
+        key = f"{prefix}{name}"
+        if key in keys:
+            continue
+        if isinstance(value, dict) and any(k.startswith(f"{key}.") for k in keys):
+            _refuse_foreign(value, keys, registry, f"{key}.")
+            continue
+        raise ConfigError(f"parameter file {registry}: {key} is not kept there (it keeps {', '.join(keys)}); "
+                          "write it in params.yaml")
 
 
 def refuse_unplain(tree: Any, where: str) -> None:

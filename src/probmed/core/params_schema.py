@@ -21,6 +21,14 @@ by their backend's typed config (probmed.inference.models), which the CLI runs
 beside this check. ``tests/core/test_params_schema.py`` loads the repository's
 params.yaml through this schema and compares its values with the defaults
 here, so the two cannot drift apart.
+
+The parameters live in three files read as one tree (probmed.core.config):
+params.yaml, what an experiment varies, and the registries of
+:data:`PARAM_FILES` (models.yaml: which models exist and how each runs;
+layout.yaml: where things are, and the defaults of commands run by hand).
+DVC shows every key of params.yaml as a column of ``dvc exp show`` but only
+the keys stages declare of any other file, so a registry of entries no run
+uses stays out of the table. The schema is one: :class:`Params` types both.
 """
 
 from __future__ import annotations
@@ -620,6 +628,30 @@ class Params(Section):
     release: Release = default(Release())
 
 
+PARAM_FILES: dict[str, tuple[str, ...]] = {
+    "models.yaml": ("models", "model_profiles", "pricing", "finetune.profiles"),
+    "layout.yaml": ("paths", "model", "setting", "curate.records_dir", "curate.all", "curate.roco", "curate.dicom",
+                    "questions.records", "questions.out", "questions.official", "questions.report",
+                    "questions.stats_dir", "questions.vqarad_adversarial.out", "questions.vqarad_adversarial.official",
+                    "questions.vqarad_adversarial.report", "questions.review", "predict.questions",
+                    "predict.store_dir", "predict.describe_dir", "predict.out_dir", "predict.read_stores",
+                    "predict.batch_size", "predict.fsync", "predict.lock_wait_s", "predict.disk_reserve_mb",
+                    "datasets.sources", "release.out_dir"),
+}
+"""Registry files beside params.yaml and the keys each keeps (dotted: ``finetune.profiles`` within
+``finetune``): models.yaml the model registry, layout.yaml what no DVC stage reads (folders, the files of
+by-hand runs, their default model). A self-contained parameter file (a test's) may write them in params.yaml
+instead."""
+
+
+def file_of(key: str) -> str:
+    """The file that keeps a dotted key in the repository's layout (params.yaml or a registry file)."""
+    for name, keys in PARAM_FILES.items():
+        if any(key == k or key.startswith((f"{k}.", f"{k}[")) for k in keys):
+            return name
+    return "params.yaml"
+
+
 # --- the check -------------------------------------------------------------------------
 
 
@@ -703,7 +735,7 @@ def selected_finetune(finetune: Finetune) -> FinetuneProfile:
     if finetune.profile == "cpu":
         return finetune
     if finetune.profile not in finetune.profiles:
-        have = ", ".join(["cpu", *finetune.profiles])
+        have = ", ".join(dict.fromkeys(["cpu", *finetune.profiles]))
         raise ConfigError(f"finetune.profile = {finetune.profile!r}: no finetune.profiles.{finetune.profile} (have: {have})")
     merged = build_section(finetune.profiles[finetune.profile], FinetuneProfile, "finetune", finetune)
     return merged
@@ -763,7 +795,8 @@ def _check_section(value: Any, section: type[Section], key: str) -> None:
         if name not in known:
             where = key or "params.yaml"
             raise ConfigError(
-                f"params: {_join(key, name)} is not a parameter; {where} takes: {', '.join(known)}"
+                f"params: {_join(key, name)} is not a parameter{_kept_in(_join(key, name))}; {where} takes: "
+                f"{', '.join(known)}"
             )
         _check(element, known[name], _join(key, name))
 
@@ -823,4 +856,10 @@ def _plural(text: str) -> str:
 
 def _wrong(value: Any, hint: Any, key: str) -> typing.NoReturn:
     shown = "a mapping" if isinstance(value, Mapping) else "a list" if isinstance(value, list) else repr(value)
-    raise ConfigError(f"params: {key or 'params.yaml'} = {shown}, expected {describe(hint)}")
+    raise ConfigError(f"params: {key or 'params.yaml'} = {shown}, expected {describe(hint)}{_kept_in(key)}")
+
+
+def _kept_in(key: str) -> str:
+    """`` (models.yaml)`` for a key a registry file keeps: the message names the file to edit."""
+    name = file_of(key)
+    return "" if name == "params.yaml" else f" ({name})"

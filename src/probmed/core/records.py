@@ -272,7 +272,8 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "response",  # raw text ("" when scored by logits or failed)
     "label",  # yes | no | refusal | unparsed (parsed from response or from p_yes)
     "p_yes",  # P(yes) / (P(yes) + P(no)) in logit mode; NaN otherwise
-    "latency_s",
+    # no latency_s: a timing differs between two runs of the same questions, and the table is a DVC output
+    # that must not; each answer's latency stays in its answer-store line (answer_record.AnswerRecord)
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",

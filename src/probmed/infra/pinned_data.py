@@ -1,9 +1,17 @@
 """The pinned raw data (data.dvc): read the pin, and fetch exactly that version.
 
+data.dvc is a plain tracked output: the directory hash of ``data/`` and
+nothing else DVC compares. The place a copy of the data is usually found is
+kept under ``meta: source`` (DVC ignores ``meta``), not as an import's
+dependency: DVC shows every dependency as a column of ``dvc exp show``, and an
+outside path (``../shared/data``) there is noise that also reads differently
+from inside an experiment's temporary copy of the repository.
+
 The fetch gets the pinned raw inputs into ``data/`` and the DVC cache: from a
-configured DVC remote when there is one (``dvc pull``), else by re-importing
-from the recorded source (``dvc update``) or another copy of it, and in every
-case checks the result against the hash data.dvc pins.
+configured DVC remote when there is one (``dvc pull``), else by copying a local
+copy of the data (``--source``, default the recorded one) and hashing it into
+the cache (``dvc add``), and in every case checks the result against the hash
+data.dvc pins; data.dvc itself is never rewritten.
 """
 
 from __future__ import annotations
@@ -30,26 +38,43 @@ def _dvc(*args: str, cwd: Path, check: bool = True) -> subprocess.CompletedProce
     return proc
 
 
-def pinned(dvc_file: Path) -> tuple[str, str, str]:
-    """(pinned directory hash, recorded source path, output path) from a data.dvc file."""
+def _spec(dvc_file: Path) -> dict[str, Any]:
     if not dvc_file.is_file():
         raise FetchError(f"{dvc_file} not found")
     spec = OmegaConf.to_container(OmegaConf.load(dvc_file)) or {}
+    if not isinstance(spec, dict):
+        raise FetchError(f"{dvc_file}: expected a mapping with one output")
+    return spec
+
+
+def _out(dvc_file: Path) -> dict[str, Any]:
+    """The one output of a .dvc file (md5, nfiles, path); FetchError names the file and the field."""
+    spec = _spec(dvc_file)
     try:
         out = spec["outs"][0]
-        source = spec["deps"][0]["path"]
+        out["md5"], out["path"]
     except (KeyError, IndexError, TypeError) as exc:
-        raise FetchError(f"{dvc_file}: expected one dependency (the source) and one output") from exc
-    return str(out["md5"]), str(source), str(out["path"])
+        raise FetchError(f"{dvc_file}: field outs[0] (md5, path) missing: expected one output") from exc
+    return out
+
+
+def pinned(dvc_file: Path) -> tuple[str, str, str]:
+    """(pinned directory hash, recorded source path, output path) from a data.dvc file."""
+    out = _out(dvc_file)
+    meta = _spec(dvc_file).get("meta") or {}
+    source = meta.get("source") if isinstance(meta, dict) else None
+    if not isinstance(source, str) or not source:
+        raise FetchError(f"{dvc_file}: field meta.source missing: expected the path of a copy of the data")
+    return str(out["md5"]), source, str(out["path"])
 
 
 def fetch_data(repo: str | Path = ".", dvc_file: str = "data.dvc", source: str | None = None, remote: str | None = None) -> dict[str, Any]:
     """Bring the pinned data into the workspace and cache; returns what was done.
 
     Order: already present and unchanged -> nothing; a DVC remote (``remote`` or
-    the default) -> ``dvc pull``; else import from ``source`` (default: the
-    path data.dvc records) and require the pinned hash. data.dvc is never left
-    modified: a mismatch restores it and raises.
+    the default) -> ``dvc pull``; else copy ``source`` (default: the path
+    data.dvc records) to the output and require the pinned hash. data.dvc is
+    never left modified: a mismatch restores it and raises, naming both.
     """
     repo = Path(repo).resolve()
     path = repo / dvc_file
@@ -63,26 +88,35 @@ def fetch_data(repo: str | Path = ".", dvc_file: str = "data.dvc", source: str |
         args = ["pull", dvc_file] + (["--remote", remote] if remote else [])
         _dvc(*args, cwd=repo)
         return {"action": "pull", "md5": md5, "remote": remote or default_remote}
-    original = path.read_text(encoding="utf-8")
     src = source or recorded
-    if not (repo / src).exists() and not Path(src).exists() and "://" not in src:
+    src_dir = Path(src) if Path(src).is_absolute() else repo / src
+    if not src_dir.is_dir():
         raise FetchError(
             f"data source {src} not found: pass --source PATH (a copy of the data) or configure a DVC remote"
         )
-    try:
-        if source is None or source == recorded:
-            _dvc("update", dvc_file, cwd=repo)
-        else:
-            _dvc("import-url", "--force", src, out_path, cwd=repo)
-        got, _, _ = pinned(path)
-    finally:
-        restored = path.read_text(encoding="utf-8") != original
-        path.write_text(original, encoding="utf-8")
-    if got != md5:
+    got = _copy_and_hash(src_dir, repo, path, out_path)
+    if got["md5"] != md5:
+        pin = _out(path)
         raise FetchError(
-            f"data source {src} holds version {got}, but {dvc_file} pins {md5}: "
-            "point --source at the pinned copy, `dvc pull` it from a remote, or `dvc update` on purpose"
+            f"data source {src} holds version {got['md5']} ({got.get('nfiles')} files, {got.get('size')} bytes), "
+            f"but {dvc_file} pins {md5} ({pin.get('nfiles')} files, {pin.get('size')} bytes): point --source at "
+            f"the pinned copy or `dvc pull` it from a remote; {out_path}/ now holds the unpinned copy"
         )
-    if restored:  # the output is the pinned one; only the recorded source path differed
-        _dvc("checkout", dvc_file, cwd=repo)
     return {"action": "import", "md5": md5, "source": src}
+
+
+def _copy_and_hash(src_dir: Path, repo: Path, path: Path, out_path: str) -> dict[str, Any]:
+    """Copy `src_dir` to the output and hash it into the DVC cache (`dvc add`); the output entry it got.
+
+    `dvc add` rewrites the .dvc file, so its text is put back whatever happens:
+    the pin changes only on purpose, by hand."""
+    target = repo / out_path
+    if target.exists():
+        shutil.rmtree(target)
+    shutil.copytree(src_dir, target)
+    original = path.read_text(encoding="utf-8")
+    try:
+        _dvc("add", out_path, cwd=repo)
+        return _out(path)
+    finally:
+        path.write_text(original, encoding="utf-8")

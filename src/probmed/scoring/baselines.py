@@ -23,7 +23,6 @@ def _predictions(questions: pd.DataFrame, labels: np.ndarray, model: str) -> pd.
             "response": labels,
             "label": labels,
             "p_yes": np.full(n, np.nan),
-            "latency_s": np.zeros(n),
             "prompt_tokens": np.zeros(n, dtype="int64"),
             "completion_tokens": np.zeros(n, dtype="int64"),
             "cost_usd": np.zeros(n),

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from probmed.cli import main
-from probmed.core.config import read_yaml_12
+from probmed.core.config import merge_registries, read_yaml_12
 from probmed.core.errors import ConfigError
 from probmed.core.params_schema import ProfileModel, parse_params
 from probmed.inference.models.catalog import check_profile, profile_rows
@@ -18,7 +18,9 @@ PAPER_TABLE3 = {"LLaVA-v1", "LLaVA-v1.6", "MiniGPT-v2", "LLaVA-Med-v1", "LLaVA-M
 
 @pytest.fixture(scope="module")
 def params(repo_root) -> dict:
-    return read_yaml_12(repo_root / "params.yaml")
+    data = read_yaml_12(repo_root / "params.yaml")
+    merge_registries(data, repo_root / "params.yaml")  # the registry is models.yaml, beside it
+    return data
 
 
 def test_paper_profile_covers_table3_and_every_runnable_model_is_registered(params):

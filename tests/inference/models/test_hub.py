@@ -34,8 +34,10 @@ def probmed(args: list[str], cwd: Path, **env: str) -> subprocess.CompletedProce
 
 @pytest.fixture()
 def params_copy(tmp_path, repo_root) -> Path:
-    path = tmp_path / "params.yaml"
-    shutil.copy(repo_root / "params.yaml", path)
+    """A copy of the parameters; the path of its registry, models.yaml: the file `probmed pin` edits."""
+    shutil.copy(repo_root / "params.yaml", tmp_path / "params.yaml")
+    path = tmp_path / "models.yaml"
+    shutil.copy(repo_root / "models.yaml", path)
     return path
 
 
@@ -96,7 +98,7 @@ def test_entries_that_cannot_be_pinned(params_copy, capsys):
     from probmed.cli import main
 
     for name, why in (("gpt-4o", "only hub checkpoints"), ("tiny", "local directory"), ("nope", "unknown model")):
-        assert main(["pin", name, "--params", str(params_copy)]) == 2
+        assert main(["pin", name, "--params", str(params_copy.parent / "params.yaml")]) == 2
         assert why in capsys.readouterr().err
 
 

@@ -463,3 +463,21 @@ def test_a_prediction_table_holds_no_time_and_its_answering_goes_to_the_work_log
     assert answering == read_work_log(second)["answering"]  # the answers' own times, kept by the store
     assert (tmp_path / "build" / "logs" / "a" / "random.work.json").is_file()
     assert answering["started_at"] <= answering["finished_at"]
+
+
+@pytest.mark.slow
+def test_two_runs_asking_every_question_again_give_byte_identical_tables(tmp_path, repo_root, qfile, shared_data,
+                                                                        tiny_dir):
+    """Each run asks the tiny model afresh (its own empty store), so every latency differs; the table, a DVC
+    output, holds none and is the same bytes. The latency stays in each run's answer store."""
+    tables = []
+    for run in ("one", "two"):
+        args = base_args(repo_root, qfile, shared_data, tmp_path / run, "model=tiny", f"models.tiny.model_id={tiny_dir}")
+        out = tmp_path / run / "tiny-vanilla.parquet"
+        assert run_cli(["predict", *args, "--out", str(out)]) == 0
+        tables.append(out.read_bytes())
+        lines = [json.loads(line) for path in (tmp_path / run / "answers").rglob("*.jsonl")
+                 for line in path.read_text().splitlines()]
+        assert len(lines) == 15 and all(line["latency_s"] > 0 for line in lines)
+        assert "latency_s" not in pd.read_parquet(out).columns
+    assert tables[0] == tables[1]

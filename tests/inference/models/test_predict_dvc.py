@@ -47,13 +47,15 @@ def make_project(root: Path, repo_root: Path, shared_data: Path, base_url: str, 
         shutil.copy(shared_data / rel, root / rel)
     write_questions(q, root / "q.parquet")
     shutil.copy(repo_root / "params.yaml", root / "params.yaml")
-    with modify_yaml(root / "params.yaml") as params:  # DVC's YAML 1.2 round trip (PyYAML's 1.1 turns yes/no into booleans)
+    for name in ("models.yaml", "layout.yaml"):  # the registries, read with params.yaml as one tree
+        shutil.copy(repo_root / name, root / name)
+    with modify_yaml(root / "models.yaml") as params:  # DVC's YAML 1.2 round trip (PyYAML's 1.1 turns yes/no into booleans)
         params["models"]["api"] = {"backend": "openai", "model_id": "gpt-4o-mock", "base_url": base_url,
                                    "api_key_env": "PROBMED_TEST_KEY", "concurrency": 2, "max_retries": 2, "timeout_s": 5,
                                    "max_tokens": 8, **model_extra}
     stage = {"cmd": "probmed predict --questions q.parquet --image-root . --out preds.parquet --no-progress "
                     "model=api predict.store_dir=answers",
-             "deps": ["q.parquet"], "params": ["models.api"],
+             "deps": ["q.parquet"], "params": [{"models.yaml": ["models.api"]}],
              "outs": [{"answers/api": {"persist": True}}, "preds.parquet"]}
     (root / "dvc.yaml").write_text(yaml.safe_dump({"stages": {"predict": stage}}, sort_keys=False))
     shutil.copy(repo_root / ".dvcignore", root / ".dvcignore")

@@ -3,7 +3,7 @@
 A hub id alone names whatever `main` holds today; a commit sha names exact
 weights, code and chat template. `probmed pin` asks the hub (huggingface_hub,
 `HF_ENDPOINT` for a mirror, `HF_TOKEN` for gated models such as MedGemma) and
-writes the sha into params.yaml. Offline there is nothing to ask: it refuses
+writes the sha into models.yaml. Offline there is nothing to ask: it refuses
 rather than guessing.
 """
 

@@ -1,4 +1,4 @@
-"""Token prices -> cost per answer, from the configurable table in params.yaml (`pricing:`).
+"""Token prices -> cost per answer, from the configurable table in models.yaml (`pricing:`).
 
 Prices change and differ per gateway, so they are data, not code: USD per
 million prompt and completion tokens, looked up by the API model id (exact

@@ -1,4 +1,4 @@
-"""The model backends a `models:` entry in params.yaml can name with `backend:`, and how they are built.
+"""The model backends a `models:` entry in models.yaml can name with `backend:`, and how they are built.
 
 One line per backend: its kind and the class that implements it, imported only
 when a model of that kind is built or checked. The kinds `probmed plan` accepts
@@ -43,7 +43,7 @@ def model_config(models: Mapping[str, Any], name: str) -> dict[str, Any]:
                           f"params 'models' defines: {', '.join(sorted(models))}")
     cfg = dict(models[name] or {})
     if not cfg.get("enabled", True):
-        raise ConfigError(f"model {name!r} is disabled in params.yaml; enable it with models.{name}.enabled=true")
+        raise ConfigError(f"model {name!r} is disabled in models.yaml; enable it with models.{name}.enabled=true")
     BACKENDS.check(cfg.get("backend"), f"models.{name}.backend")
     problem = pin_problem(name, cfg)
     if problem:
