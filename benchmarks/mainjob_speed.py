@@ -10,10 +10,15 @@
    hundred left, vs np.unique(axis=0) on every row; rows and counts compared (identical).
 3. The audit's pixel statistics (`benchmark.audit.pixels.image_features`): percentiles of the uint8 grey
    levels vs of their float64 copy; compared bit for bit.
+4. Stages merged (dvc.yaml): what a stage of its own costs beyond DVC's own 3-5 s, the `probmed` process.
+   `probmed curate A` then `probmed curate B` (two processes, the old two stages) vs `probmed curate A B`
+   (one, the one curate stage), on VQA-RAD and MedICaT; and `probmed predict` then `probmed score` vs
+   `probmed predict --score-dir` (the predict stage that scores), the random model on the VQA-RAD
+   adversarial set. Outputs compared byte for byte (identical, or the script fails).
 
     python benchmarks/mainjob_speed.py [--data ../shared/data] [--images 40] [--rows 60000] [--quick]
 
---quick: 6 images, 6000 rows: every section and check, in seconds. Times are CPU seconds (process time),
+--quick: 6 images, 6000 rows: every section and check, in seconds (section 4 is the same in both modes). Times are CPU seconds (process time),
 which a shared machine does not inflate, and wall seconds; ratios are old / new.
 """
 
@@ -21,6 +26,8 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
+import subprocess
 import sys
 import tempfile
 import time
@@ -114,6 +121,66 @@ def bench_percentiles(images: list[Path]) -> None:
     print(f"  float64 {old_cpu:.3f} s CPU, uint8 {new_cpu:.3f} s CPU; ratio old / new: CPU {old_cpu / max(new_cpu, 1e-9):.2f}")
 
 
+def child_cpu() -> float:
+    """CPU seconds (user + sys) of the waited-for child processes so far."""
+    usage = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return usage.ru_utime + usage.ru_stime
+
+
+def run_commands(commands: list[list[str]]) -> tuple[float, float]:
+    """(CPU seconds, wall seconds) of `probmed` command lines run one after another, as DVC runs stages."""
+    exe = str(Path(sys.executable).with_name("probmed"))
+    cpu, wall = child_cpu(), time.perf_counter()
+    for argv in commands:
+        proc = subprocess.run([exe, *argv], capture_output=True, text=True)
+        if proc.returncode:
+            sys.exit(f"probmed {' '.join(argv)} exited {proc.returncode}: {proc.stderr[-2000:]}")
+    return child_cpu() - cpu, time.perf_counter() - wall
+
+
+def same_files(a: Path, b: Path) -> bool:
+    """Whether two folders hold the same file names with the same bytes."""
+    names = sorted(p.relative_to(a) for p in a.rglob("*") if p.is_file())
+    return names == sorted(p.relative_to(b) for p in b.rglob("*") if p.is_file()) and all(
+        (a / n).read_bytes() == (b / n).read_bytes() for n in names)
+
+
+def report_merge(what: str, old: tuple[float, float], new: tuple[float, float]) -> None:
+    print(f"  separate processes       {old[0]:8.2f} s CPU {old[1]:8.2f} s wall")
+    print(f"  one process              {new[0]:8.2f} s CPU {new[1]:8.2f} s wall")
+    print(f"  {what} saved per merged stage: {old[0] - new[0]:.2f} s CPU, {old[1] - new[1]:.2f} s wall "
+          "(plus DVC's own 3-5 s per stage)")
+    print(f"  ratio old / new: CPU {old[0] / max(new[0], 1e-9):.2f}, wall {old[1] / max(new[1], 1e-9):.2f}")
+
+
+def bench_curate_in_one(data: Path, work: Path) -> None:
+    folders = {"vqarad": "vqa-rad", "medicat": "medicat-sample"}
+    root = ["--image-root", str(data)]
+    old = run_commands([["curate", s, "--data", str(data / f), "--out", str(work / "apart" / f"{s}.parquet"), *root]
+                        for s, f in folders.items()])
+    new = run_commands([["curate", *folders, f"curate.records_dir={work / 'together'}", *root,
+                         *(f"curate.{s}.data={data / f}" for s, f in folders.items())]])
+    if not same_files(work / "apart", work / "together"):
+        sys.exit("probmed curate A B: its record tables or reports differ from those of one run per source")
+    print(f"curate {' + '.join(folders)} in one process: identical record tables and reports")
+    report_merge("start-up", old, new)
+
+
+def bench_score_in_predict(data: Path, work: Path) -> None:
+    q = work / "q" / "vqarad-adv.parquet"
+    run_commands([["vqarad-adversarial", "--data", str(data / "vqa-rad"), "--image-root", str(data), "--out", str(q)]])
+    predict = ["predict", "--questions", str(q), "--no-progress", "model=random", "setting=vanilla",
+               f"predict.store_dir={work / 'answers'}"]
+    name = ["random (vanilla)"]
+    old = run_commands([[*predict, "--out", str(work / "apart.parquet")],
+                        ["score", str(q), str(work / "apart.parquet"), "--out-dir", str(work / "apart"), "--name", *name]])
+    new = run_commands([[*predict, "--out", str(work / "in.parquet"), "--score-dir", str(work / "in"), "--score-name", *name]])
+    if not same_files(work / "apart", work / "in") or not (work / "in" / "metrics.json").is_file():
+        sys.exit("probmed predict --score-dir: its score files differ from `probmed score`'s")
+    print("predict + score in one process (random model, VQA-RAD adversarial set): identical score files")
+    report_merge("start-up", old, new)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(Path(__file__).resolve().parents[1] / ".." / "shared" / "data"))
@@ -129,6 +196,10 @@ def main(argv: list[str] | None = None) -> int:
         bench_encoding(images, Path(tmp))
     bench_unique_rows(n_rows)
     bench_percentiles(images)
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_curate_in_one(Path(args.data), Path(tmp))
+    with tempfile.TemporaryDirectory() as tmp:
+        bench_score_in_predict(Path(args.data), Path(tmp))
     return 0
 
 

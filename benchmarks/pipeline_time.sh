@@ -55,7 +55,7 @@ t3=$(now)
 dvc repro
 t4=$(now)
 
-# One model's parameter: only that model's predict/score stages (plus plan/track/report) re-run.
+# One model's parameter: only that model's predict stages (which score; plus plan/track/report) re-run.
 cp models.yaml models.yaml.orig  # the model registry
 sed -i 's/^  always-yes: {backend: always-yes}$/  always-yes: {backend: always-yes, description: benchmark}/' models.yaml
 changed=$(dvc status --json | python3 -c "import json,sys; print(' '.join(sorted(json.load(sys.stdin))))")

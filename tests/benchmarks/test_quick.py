@@ -26,7 +26,10 @@ FIGURES: dict[str, tuple[str, ...]] = {
                           rf"questions \(balanced\) in {NUMBER} s wall", rf"integer programs .* {NUMBER} s"),
     "mainjob_speed.py": (r"fine-tuning encoding, \d+ questions on \d+ images: identical tensors",
                          rf"ratio old / new: CPU {NUMBER}, wall {NUMBER}", r"identical rows and counts",
-                         r"audit grey-level percentiles, \d+ images: identical"),
+                         r"audit grey-level percentiles, \d+ images: identical",
+                         r"curate vqarad \+ medicat in one process: identical record tables and reports",
+                         r"predict \+ score in one process .*: identical score files",
+                         rf"start-up saved per merged stage: -?{NUMBER} s CPU"),
     "merge_speed.py": (rf"^ +500 +{NUMBER} +{NUMBER} +{NUMBER} +{NUMBER}$",),
     # the baseline cli_speed.py runs beside `probmed score-official`, not a benchmark of its own
     "original_calculate_score.py": (rf"modality {{\"acc\": {NUMBER}", rf"scored 900 records in {NUMBER} s"),

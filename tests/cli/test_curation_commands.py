@@ -77,3 +77,22 @@ def test_identical_curations_write_identical_reports(shared_data: Path, repo_roo
     keys = json.dumps(json.loads(first)).lower()
     assert not [k for k in TIMING_KEYS if f'"{k}"' in keys]
     assert " s); excluded" in capsys.readouterr().out  # the timing is still shown, in the log line
+
+
+def test_one_curate_names_several_sources_and_writes_what_each_alone_writes(shared_data: Path, repo_root: Path,
+                                                                            tmp_path: Path, capsys) -> None:
+    """The main job's one curate stage: `probmed curate A B` is `probmed curate A` then `probmed curate B`."""
+    params = ["--params", str(repo_root / "params.yaml"), "--image-root", str(shared_data)]
+    folders = {"vqarad": "vqa-rad", "medicat": "medicat-sample"}
+    for src, folder in folders.items():
+        assert main(["curate", src, "--data", str(shared_data / folder), "--out", str(tmp_path / "alone" / f"{src}.parquet"),
+                     *params]) == 0
+    data = [f"curate.{src}.data={shared_data / folder}" for src, folder in folders.items()]
+    assert main(["curate", "vqarad", "medicat", "vqarad", f"curate.records_dir={tmp_path / 'together'}", *data, *params]) == 0
+    assert capsys.readouterr().out.count(" records -> ") == 4  # each source once in the run of both
+    for src in folders:
+        together, alone = (read_image_records(tmp_path / run / f"{src}.parquet") for run in ("together", "alone"))
+        assert len(together) > 0 and together == alone
+        assert (tmp_path / "together" / f"{src}.report.json").read_bytes() == (tmp_path / "alone" / f"{src}.report.json").read_bytes()
+    assert main(["curate", "vqarad", "medicat", "--out", str(tmp_path / "x.parquet"), *params]) == 2
+    assert "--out/--data apply to a single source, not 2 (vqarad, medicat)" in capsys.readouterr().err

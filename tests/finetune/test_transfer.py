@@ -104,3 +104,16 @@ def test_one_renderer_draws_the_study_and_the_report_layouts() -> None:
     finally:
         plt.close(study)
         plt.close(report)
+
+
+def test_both_models_answer_on_the_configured_threads(repo_root) -> None:
+    """torch's default (a thread per core) stalled every forward pass on a shared 2-core CPU: 4x the stage's time."""
+    from probmed.core.config import load_params, to_plain
+    from probmed.core.params_schema import parse_params
+    from probmed.finetune.train import finetune_params
+    from probmed.finetune.transfer import backend_config
+
+    fcfg = finetune_params(parse_params(to_plain(load_params(repo_root / "params.yaml"))))
+    assert fcfg.transfer.threads == 1
+    assert backend_config(fcfg, "m", None, None)["threads"] == 1
+    assert backend_config(fcfg, "m", None, "adapter")["threads"] == 1

@@ -225,3 +225,30 @@ def test_scoring_twice_writes_byte_identical_outputs_and_logs_its_time_outside_t
     log = work_log_path(tmp_path / "build" / "scores" / "second")
     assert log == tmp_path / "build" / "logs" / "scores" / "second.work.json"
     assert set(read_work_log(tmp_path / "build" / "scores" / "second")["scoring"]) == {"started_at", "finished_at"}
+
+
+def test_predict_with_score_dir_scores_as_probmed_score_does(files, tmp_path: Path, capsys) -> None:
+    """The main job's predict stages score in their own process: the same files as a `probmed score` stage."""
+    qfile, _ = files
+    params = ["--params", str(Path(__file__).resolve().parents[2] / "params.yaml"), "score.bootstrap_resamples=20"]
+    pred = tmp_path / "pred.parquet"
+    assert main(["predict", "--questions", str(qfile), "--out", str(pred), "--no-progress", "model=random",
+                 "setting=vanilla", f"predict.store_dir={tmp_path / 'answers'}", "--score-dir", str(tmp_path / "in"),
+                 "--score-name", "random (vanilla)", *params]) == 0
+    assert "accuracy with adversarial pairs" in capsys.readouterr().out
+    assert main(["score", str(qfile), str(pred), "--out-dir", str(tmp_path / "apart"), "--name", "random (vanilla)",
+                 *params]) == 0
+    written = sorted(p.name for p in (tmp_path / "in").iterdir())
+    assert "metrics.json" in written and written == sorted(p.name for p in (tmp_path / "apart").iterdir())
+    assert json.loads((tmp_path / "in" / "metrics.json").read_text())["meta"]["bootstrap_resamples"] == 20
+    for name in written:
+        assert (tmp_path / "in" / name).read_bytes() == (tmp_path / "apart" / name).read_bytes(), name
+
+
+def test_predict_refuses_score_dir_with_a_shard(files, tmp_path: Path, capsys) -> None:
+    qfile, _ = files
+    assert main(["predict", "--questions", str(qfile), "--out", str(tmp_path / "p.parquet"), "model=random",
+                 "setting=vanilla", "--shard", "0/2", "--score-dir", str(tmp_path / "s"),
+                 "--params", str(Path(__file__).resolve().parents[2] / "params.yaml")]) == 2
+    assert "--score-dir with --shard 0/2" in capsys.readouterr().err
+    assert not (tmp_path / "s").exists()

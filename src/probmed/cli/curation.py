@@ -75,11 +75,13 @@ def curate_one(cfg: Params, source: str, data: str | None, out: str | None, imag
 
 
 def cmd_curate(args: argparse.Namespace) -> int:
-    """Curate one source, or every source of curate.all."""
+    """Curate the named sources (`all`: every source of curate.all) one after another in one process: the main
+    job's one curate stage names them all, one start-up instead of one DVC stage and one process per source."""
     cfg = params_of(args)
-    sources = [SOURCES.check(s, "curate.all") for s in cfg.curate.all] if args.source == "all" else [args.source]
+    named = [SOURCES.check(s, "curate.all") for s in cfg.curate.all] if "all" in args.source else args.source
+    sources = list(dict.fromkeys(named))
     if len(sources) > 1 and (args.out or args.data):
-        raise UserError("--out/--data apply to a single source, not 'all'")
+        raise UserError(f"--out/--data apply to a single source, not {len(sources)} ({', '.join(sources)})")
     for s in sources:
         curate_one(cfg, s, args.data, args.out, args.image_root)
     return 0
@@ -352,7 +354,8 @@ def cmd_import_release(args: argparse.Namespace) -> int:
 def register(sub: argparse._SubParsersAction) -> None:
     """Add the benchmark-construction commands to the command line."""
     p = sub.add_parser("curate", help="raw source -> image records (Parquet) + exclusion report")
-    p.add_argument("source", choices=(*SOURCES.kinds, "all"))
+    p.add_argument("source", nargs="+", choices=(*SOURCES.kinds, "all"),
+                   help="one or more sources (curate.<source>), or all (curate.all)")
     p.add_argument("--data", help="source directory (default curate.<source>.data)")
     p.add_argument("--out", help="record table (default curate.records_dir/<source>.parquet)")
     p.add_argument("--image-root", help="image paths are written relative to this (default curate.image_root)")

@@ -50,6 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("predict", help="answer a question table with a model (resumable, cached)")
     _common(p)
     p.add_argument("--out", help="prediction table to write; default predict.out_dir/<model>-<setting>.parquet")
+    p.add_argument("--score-dir", help="then score the table into this directory, as `probmed score --out-dir` "
+                   "does (params score.*): the main job's predict stages score in the same process")
+    p.add_argument("--score-name", help="with --score-dir: the row label in the tables (as `probmed score --name`)")
     p.set_defaults(func=cmd_predict)
 
     d = sub.add_parser("describe", help="generate (cached) image descriptions with the describer model")
@@ -166,6 +169,9 @@ def _predict(args: argparse.Namespace) -> int:
     name = inputs.params.model
     if not name:
         raise ConfigError("params: key 'model' is missing (e.g. model=tiny)")
+    if args.score_dir and args.shard:
+        raise UserError(f"--score-dir with --shard {args.shard}: a shard's table is part of the set; merge the "
+                        "shards (`probmed merge`), then `probmed score` the merged table")
     questions = _read_questions(inputs.questions_path)
     backend = _backend(inputs.params.models, name, inputs.context)
     describer = None
@@ -180,6 +186,10 @@ def _predict(args: argparse.Namespace) -> int:
     out = args.out or str(Path(inputs.predict.out_dir) / f"{name}-{inputs.setting.name}{inputs.shard.suffix}.parquet")
     _write_predictions_and_log(result.predictions, out)
     print(json.dumps({"model": name, "setting": inputs.setting.name, "out": out, **result.summary()}, default=str))
+    if args.score_dir:
+        from probmed.cli.scoring import score_to_dir
+
+        score_to_dir(inputs.questions_path, out, args.score_dir, args.score_name, inputs.params.score)
     return 1 if result.n_failed else 0
 
 

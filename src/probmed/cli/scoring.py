@@ -17,18 +17,24 @@ def _score_section(args: argparse.Namespace) -> Score:
 
 def cmd_score(args: argparse.Namespace) -> int:
     """`probmed score`: metrics.json and the paper's tables for one prediction table, with warnings for gaps."""
+    score_to_dir(args.questions, args.predictions, args.out_dir, args.name, _score_section(args))
+    return 0
+
+
+def score_to_dir(questions_path: str, predictions_path: str, out_dir: str, name: str | None, score: Score) -> None:
+    """Score one prediction table into out_dir and print its line: `probmed score`, and `probmed predict
+    --score-dir` (the main job scores in the predict stage's own process: one stage and one start-up fewer)."""
     from probmed.core.records import read_predictions_for
     from probmed.core.release_format import read_questions_any
     from probmed.infra.clock import iso_time
     from probmed.scoring.run import score_run, write_run, write_work
 
-    score = _score_section(args)
     started = iso_time()
-    questions = read_questions_any(args.questions)
-    predictions = read_predictions_for(args.predictions, questions, args.questions)
-    scored = score_run(questions, predictions, score, name=args.name)
-    write_run(scored.result, args.out_dir, label=args.name, per_image_sums=scored.per_image)
-    write_work(args.out_dir, started)
+    questions = read_questions_any(questions_path)
+    predictions = read_predictions_for(predictions_path, questions, questions_path)
+    scored = score_run(questions, predictions, score, name=name)
+    write_run(scored.result, out_dir, label=name, per_image_sums=scored.per_image)
+    write_work(out_dir, started)
     o = scored.result.overall
     model = scored.result.meta.model if scored.result.meta else None
     print(
@@ -36,16 +42,15 @@ def cmd_score(args: argparse.Namespace) -> int:
         f"(original weighting), {o['accuracy_adv_pairs_question_weighting']:.2f}% (question weighting); "
         f"averaged accuracy {o['averaged_accuracy']:.2f}%; failed {o['failed']}, missing {o['missing']} of "
         f"{o['n_questions']}; "
-        f"written to {args.out_dir}"
+        f"written to {out_dir}"
         if o["accuracy_adv_pairs_original_weighting"] is not None and o["averaged_accuracy"] is not None
-        else f"scored {o['n_questions']} questions; written to {args.out_dir}"
+        else f"scored {o['n_questions']} questions; written to {out_dir}"
     )
     if o["missing"]:
         print(f"warning: {o['missing']} questions have no prediction (scored wrong)", file=sys.stderr)
     if o["failed"]:
         print(f"warning: {o['failed']} questions failed after every retry (scored wrong; re-run predict to ask them "
               "again)", file=sys.stderr)
-    return 0
 
 
 def cmd_score_responses(args: argparse.Namespace) -> int:

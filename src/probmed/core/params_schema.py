@@ -431,6 +431,8 @@ class Transfer(Section):
     batch_size: PositiveInt = 64
     """Questions per forward pass (logit mode)."""
     device: str = "cpu"
+    threads: PositiveInt | None = 1
+    """Torch CPU threads of both models (None: torch's default, one per core); as models.tiny.threads."""
     bootstrap_resamples: NonNegativeInt = 200
     max_images_per_group: PositiveInt | None = 20
     """Held-out images probed per (source, modality, organ); None = all."""

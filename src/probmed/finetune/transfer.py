@@ -81,6 +81,7 @@ def backend_config(fcfg: FinetuneProfile, model_id: str, revision: str | None, a
         "adapter": adapter,
         "dtype": fcfg.dtype or "float32",
         "device": fcfg.transfer.device,
+        "threads": fcfg.transfer.threads,
         "mode": "logits",
     }
 
