@@ -13,6 +13,7 @@ from probmed.core.records import PREDICTION_COLUMNS
 from probmed.inference.answer_record import (
     COLUMN_OF_FIELD,
     STORE_FIELDS,
+    TIMING_FIELDS,
     AnswerRecord,
     DescriptionRecord,
     prediction_table,
@@ -42,8 +43,31 @@ def test_a_record_is_a_valid_store_line_and_round_trips_through_the_store(tmp_pa
     with AnswerStore(tmp_path / "s", writer=True) as store:
         store.append([line])
     text = (tmp_path / "s" / "answers.jsonl").read_text()
-    assert text == json.dumps(line, ensure_ascii=False, sort_keys=True) + "\n"
+    stored = {k: v for k, v in line.items() if k not in TIMING_FIELDS}  # timings: the timing log's
+    assert text == json.dumps(stored, ensure_ascii=False, sort_keys=True) + "\n"
     assert AnswerStore(tmp_path / "s").get("k1") == line
+
+
+def test_timings_go_to_a_log_outside_the_store_so_two_runs_write_identical_stores(tmp_path):
+    """A store is a DVC output: the same answers at other times and speeds must give the same bytes."""
+    for run, (arrived, took) in enumerate([(1.0, 0.25), (99.0, 3.5)]):
+        with AnswerStore(tmp_path / f"run{run}" / "s", writer=True) as store:
+            store.append([record(time=arrived, latency_s=took).to_line()])
+    first, second = ((tmp_path / f"run{i}" / "s" / "answers.jsonl").read_bytes() for i in (0, 1))
+    assert first == second and b"latency_s" not in first and b'"time"' not in first
+    assert [p.name for p in (tmp_path / "run1" / "s").iterdir()] == ["answers.jsonl"]
+    log_line = json.loads((tmp_path / "run1" / "logs" / "s" / "answers.times.jsonl").read_text())
+    assert log_line == {"key": "k1", "latency_s": 3.5, "time": 99.0}
+    got = AnswerStore(tmp_path / "run1" / "s").get("k1")
+    assert got is not None and (got["time"], got["latency_s"]) == (99.0, 3.5)
+
+
+def test_a_store_written_before_the_timing_log_keeps_its_inline_timings(tmp_path):
+    (tmp_path / "s").mkdir()
+    line = record(time=7.0).to_line()
+    (tmp_path / "s" / "answers.jsonl").write_text(json.dumps(line, sort_keys=True) + "\n")
+    got = AnswerStore(tmp_path / "s").get("k1")
+    assert got is not None and got["time"] == 7.0
 
 
 def test_description_records_share_the_store_fields():

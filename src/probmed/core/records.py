@@ -273,7 +273,7 @@ PREDICTION_COLUMNS: tuple[str, ...] = (
     "label",  # yes | no | refusal | unparsed (parsed from response or from p_yes)
     "p_yes",  # P(yes) / (P(yes) + P(no)) in logit mode; NaN otherwise
     # no latency_s: a timing differs between two runs of the same questions, and the table is a DVC output
-    # that must not; each answer's latency stays in its answer-store line (answer_record.AnswerRecord)
+    # that must not; each answer's latency goes to its store's timing log (answer_store.timing_log_dir)
     "prompt_tokens",
     "completion_tokens",
     "cost_usd",

@@ -11,6 +11,9 @@ column dtypes following the same field types.
 A line holds a field only when its writer set it (lines of older stores lack
 some), so validation checks the fields a line has and requires only ``key``;
 fields not declared here are kept as they are (a later format may add some).
+The :data:`TIMING_FIELDS` of a record go to the store's timing log, not its
+line: a store is a DVC output, byte-identical across two runs of the same
+questions (lines of older stores keep them inline and still read).
 """
 
 from __future__ import annotations
@@ -79,6 +82,7 @@ class DescriptionRecord:
 
 
 StoreRecord = AnswerRecord | DescriptionRecord
+TIMING_FIELDS = ("latency_s", "time")  # when an answer arrived and how long it took: the timing log's, not the line's
 
 
 def _line(record: StoreRecord) -> dict[str, Any]:

@@ -47,8 +47,9 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Mapping
 
 from probmed.core.errors import DiskFullError, StoreLockedError
-from probmed.inference.answer_record import validate_line
+from probmed.inference.answer_record import TIMING_FIELDS, validate_line
 from probmed.inference.store_lock import ShardingLock, sharding_of
+from probmed.infra.clock import work_log_path
 from probmed.infra.filelock import FileLock
 
 if TYPE_CHECKING:
@@ -58,6 +59,7 @@ log = logging.getLogger(__name__)
 
 STORE_FORMAT = 1
 QUARANTINE_SUFFIX = ".quarantine"
+TIMES_SUFFIX = ".times.jsonl"
 _SURROGATE = re.compile(r"[\ud800-\udfff]")
 
 
@@ -135,6 +137,42 @@ def encode_records(records: Iterable[Mapping[str, Any]]) -> tuple[list[dict[str,
         out.append(rec)
         lines.append(line + "\n")
     return out, "".join(lines).encode("utf-8")
+
+
+def timing_log_dir(store_dir: Path) -> Path:
+    """Where a store's timing logs go: ``build/logs/<its folder below build>/`` (``logs/<folder>`` beside it
+    elsewhere), never inside the store, which is a DVC output that must not change with the clock."""
+    return work_log_path(store_dir).with_name(store_dir.name)
+
+
+def split_timing(rec: Mapping[str, Any]) -> tuple[dict[str, Any], dict[str, Any] | None]:
+    """A record as its store line (no :data:`TIMING_FIELDS`) and its timing-log line (None without timings)."""
+    line = {k: v for k, v in rec.items() if k not in TIMING_FIELDS}
+    timing = {k: rec[k] for k in TIMING_FIELDS if k in rec}
+    return line, ({"key": rec.get("key"), **timing} if timing else None)
+
+
+def read_timings(store_dir: Path) -> dict[str, dict[str, Any]]:
+    """Each key's latest timing (``latency_s``, ``time``) from every timing log of a store ({} without logs).
+    A timing is not an answer: an unreadable line is skipped."""
+    timings: dict[str, dict[str, Any]] = {}
+    folder = timing_log_dir(store_dir)
+    for path in sorted(folder.glob(f"*{TIMES_SUFFIX}")) if folder.is_dir() else []:
+        for raw in path.read_bytes().splitlines():
+            try:
+                line = json.loads(raw)
+            except ValueError:
+                continue
+            if isinstance(line, dict) and isinstance(line.get("key"), str):
+                timings[line["key"]] = {k: line[k] for k in TIMING_FIELDS if k in line}
+    return timings
+
+
+def with_timings(records: Iterable[dict[str, Any]], timings: Mapping[str, Mapping[str, Any]]) -> None:
+    """Give each record read from a store its timing, where its line does not hold one (in place)."""
+    for rec in records:
+        for k, v in timings.get(rec["key"], {}).items():
+            rec.setdefault(k, v)
 
 
 def repair_tail(path: Path) -> None:
@@ -261,6 +299,7 @@ class AnswerStore:
                 old = self._records.get(rec["key"])
                 if old is None or (old.get("error") and not rec.get("error")):
                     self._records[rec["key"]] = rec
+        with_timings(self._records.values(), read_timings(self.dir))
         self._load_shared()
 
     def _load_shared(self) -> None:
@@ -268,10 +307,14 @@ class AnswerStore:
         repaired, since another process owns them; an invalid line there is just not used."""
         self._shared, self._shared_used = {}, {}
         for directory in self.shared_dirs:
+            found: dict[str, dict[str, Any]] = {}
             for path in sorted(directory.glob("*.jsonl")):
                 for rec in read_store_file(path)[0]:
                     if not rec.get("error"):
-                        self._shared.setdefault(rec["key"], rec)
+                        found.setdefault(rec["key"], rec)
+            with_timings(found.values(), read_timings(directory))
+            for key, rec in found.items():
+                self._shared.setdefault(key, rec)
 
     def _quarantine_if_owned(self, path: Path, bad: list[dict[str, Any]]) -> bool:
         """Quarantine bad lines of our own file (we hold its lock) or of an idle writer's file."""
@@ -369,8 +412,10 @@ class AnswerStore:
         """Append records as one write (flushed; fsynced when `sync`); a failed write leaves no partial line.
 
         Records become visible to `get` only once written: an answer is never acknowledged before it is on disk.
+        Their timings go to the store's timing log after the answers are written (:func:`split_timing`).
         """
-        recs, data = encode_records(records)
+        split = [split_timing(rec) for rec in records]
+        recs, data = encode_records(line for line, _ in split)
         if not recs:
             return 0
         self._start_writing()
@@ -388,6 +433,9 @@ class AnswerStore:
             if exc.errno in (errno.ENOSPC, errno.EDQUOT, errno.EFBIG):
                 raise DiskFullError(f"disk full writing the answer store {self.path} ({exc.strerror})") from None
             raise
+        timings = [timing for _, timing in split if timing is not None]
+        self._log_timings(timings)
+        with_timings(recs, {t["key"]: t for t in timings})
         for rec in recs:
             old = self._records.get(rec["key"])
             if old is None or old.get("error"):  # a success is never replaced
@@ -395,6 +443,18 @@ class AnswerStore:
         if sync:
             self.sync()
         return len(recs)
+
+    def _log_timings(self, timings: list[dict[str, Any]]) -> None:
+        """Append timings to this file's timing log (not fsynced; a failed write loses only timings)."""
+        if not timings:
+            return
+        path = timing_log_dir(self.dir) / (self.path.stem + TIMES_SUFFIX)
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            with open(path, "a", encoding="utf-8") as fh:
+                fh.write("".join(json.dumps(t, sort_keys=True) + "\n" for t in timings))
+        except OSError as exc:
+            log.warning("answer store %s: timings not logged (%s)", self.path, exc.strerror)
 
     def sync(self) -> None:
         """Fsync the file this process appends to (once per batch)."""

@@ -370,7 +370,7 @@ def _predictions(part: pd.DataFrame, keys: list[str], store: AnswerStore, model:
 def answering_interval(records: list[dict[str, Any]]) -> dict[str, str]:
     """When the answers of a table were asked: the first request's start to the last answer (ISO 8601, UTC).
 
-    Store records keep the time each answer arrived and its latency; a cached
+    Store records carry the time each answer arrived and its latency (from the store's timing log); a cached
     answer keeps the time it was first asked, so the interval is the work's, not
     this call's. Empty when no record carries a time (stores written before it).
     """

@@ -468,16 +468,18 @@ def test_a_prediction_table_holds_no_time_and_its_answering_goes_to_the_work_log
 @pytest.mark.slow
 def test_two_runs_asking_every_question_again_give_byte_identical_tables(tmp_path, repo_root, qfile, shared_data,
                                                                         tiny_dir):
-    """Each run asks the tiny model afresh (its own empty store), so every latency differs; the table, a DVC
-    output, holds none and is the same bytes. The latency stays in each run's answer store."""
-    tables = []
+    """Each run asks the tiny model afresh (its own empty store), so every latency differs; the table and the
+    answer store, DVC outputs, hold none and are the same bytes. The latencies go to the store's timing log."""
+    tables, stores = [], []
     for run in ("one", "two"):
         args = base_args(repo_root, qfile, shared_data, tmp_path / run, "model=tiny", f"models.tiny.model_id={tiny_dir}")
         out = tmp_path / run / "tiny-vanilla.parquet"
         assert run_cli(["predict", *args, "--out", str(out)]) == 0
         tables.append(out.read_bytes())
-        lines = [json.loads(line) for path in (tmp_path / run / "answers").rglob("*.jsonl")
-                 for line in path.read_text().splitlines()]
-        assert len(lines) == 15 and all(line["latency_s"] > 0 for line in lines)
+        (store_file,) = (p for p in (tmp_path / run / "answers").rglob("*.jsonl") if not p.name.endswith(".times.jsonl"))
+        stores.append(store_file.read_bytes())
+        timings = [json.loads(line) for path in (tmp_path / run / "answers").rglob("*.times.jsonl")
+                   for line in path.read_text().splitlines()]
+        assert len(timings) == 15 and all(t["latency_s"] > 0 for t in timings)
         assert "latency_s" not in pd.read_parquet(out).columns
-    assert tables[0] == tables[1]
+    assert tables[0] == tables[1] and stores[0] == stores[1] and b"latency_s" not in stores[0]
