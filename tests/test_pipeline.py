@@ -333,9 +333,11 @@ def test_mlflow_server_serves_the_pipeline_runs(pipeline_repo, tmp_path):
         assert {t["key"]: t["value"] for t in exp["tags"]}["mlflow.experimentKind"] == "custom_model_development"
         found = httpx.post(f"{base}/runs/search", json={"experiment_ids": [exp_id], "max_results": 100}).json()
         runs = {r["info"]["run_id"]: r for r in found["runs"]}
-        ids = json.loads((repo / "build/tracking/runs.json").read_text())
+        ids = json.loads((repo / "build/logs/tracking/run_ids.json").read_text())
         assert set(ids.values()) <= set(runs)
         tags = lambda r: {t["key"]: t["value"] for t in r["data"].get("tags", [])}  # noqa: E731
+        keys = json.loads((repo / "build/tracking/runs.json").read_text())  # the DVC output: run keys, no ids
+        assert keys == {name: tags(runs[run_id])["probmed.run_key"] for name, run_id in ids.items()}
         params = lambda r: {p["key"]: p["value"] for p in r["data"].get("params", [])}  # noqa: E731
         metrics = lambda r: {m["key"]: m["value"] for m in r["data"].get("metrics", [])}  # noqa: E731
         names = [r["info"]["run_name"] for r in runs.values()]
@@ -472,7 +474,7 @@ def test_an_experiment_creates_its_own_mlflow_runs_and_leaves_the_baselines(pipe
                 else shutil.copy2(repo / kept, work / kept)
     client = MlflowClient(tracking_uri=f"sqlite:///{work / 'mlflow.db'}")
     exp_id = client.get_experiment_by_name("probmed").experiment_id
-    ids = json.loads((work / "build/tracking/runs.json").read_text())
+    ids = json.loads((work / "build/logs/tracking/run_ids.json").read_text())
 
     def state(run_id: str) -> tuple:
         run = client.get_run(run_id)

@@ -27,6 +27,9 @@ if TYPE_CHECKING:
     from probmed.core.params_schema import Params, Tracking
     from probmed.reporting.tracking import Tracker
 
+# the MLflow run ids `probmed track` logged: random per tracking store, so outside DVC's outputs (build/logs/)
+RUN_IDS = "build/logs/tracking/run_ids.json"
+
 
 def _params(p: argparse.ArgumentParser) -> None:
     add_params_arguments(p, "tracking.experiment=demo")
@@ -61,7 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--scores-root", default="build/scores")
     t.add_argument("--predictions-root", default="build/predictions")
     t.add_argument("--questions-root", default="build/questions")
-    t.add_argument("--out", default="build/tracking/runs.json", help="run ids written here")
+    t.add_argument("--out", default="build/tracking/runs.json",
+                   help="each evaluation's run key (MLflow tag probmed.run_key): the same in every clone")
+    t.add_argument("--ids", default=RUN_IDS, help="each evaluation's MLflow run id (random per tracking store, "
+                   "so kept out of DVC's outputs)")
     t.set_defaults(func=cmd_track)
 
     r = sub.add_parser("report", help="paper tables, figures and an HTML page across all scored runs")
@@ -70,8 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="<set>/<model>/<setting>/metrics.json root; repeat to join several (default build/scores)")
     r.add_argument("--questions-root", default="build/questions", help="question tables for Table 1")
     r.add_argument("--out-dir", default="build/report")
-    r.add_argument("--runs", help="run ids by evaluation (`probmed track --out`): visual reliance goes onto these "
-                   "vanilla runs (default: the newest vanilla run of each model)")
+    r.add_argument("--runs", default=RUN_IDS, help="run ids by evaluation (`probmed track --ids`): visual "
+                   "reliance goes onto these vanilla runs (absent: the newest vanilla run of each model)")
     r.add_argument("--headline", help="write the evaluation headline metrics here (dvc: metrics/evaluation.json)")
     r.add_argument("--audit", action="append", metavar="NAME=DIR",
                    help="a `probmed audit` directory shown as the set's benchmark-validity table; repeat for several")
@@ -224,6 +230,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     cfg, params = _cfg(args), params_of(args)
     if not params.tracking.enabled:
         write_json_atomic({}, args.out)
+        write_json_atomic({}, args.ids)
         print(json.dumps({"runs": 0, "tracking": "disabled"}))
         return 0
     by_model: dict[tuple[str, str], list[RunSpec]] = {}
@@ -243,12 +250,15 @@ def cmd_track(args: argparse.Namespace) -> int:
         )
         by_model.setdefault((ev.question_set, ev.model), []).append(spec)
     ids: dict[str, str] = {}
+    keys: dict[str, str] = {}
     with _tracker(params.tracking) as tracker:  # one `track` at a time; a run killed half-written is completed here
         for (qset, model), specs in by_model.items():
             for setting, run_id in log_model_runs(tracker, specs).items():
                 ids[f"{qset}-{model}-{setting}"] = run_id
+                keys[f"{qset}-{model}-{setting}"] = tracker.run_key_of(run_id)
         experiment_id = tracker.experiment_id
-    write_json_atomic(ids, args.out)
+    write_json_atomic(ids, args.ids)
+    write_json_atomic(keys, args.out)
     from probmed.reporting.tracking import runs_table_url
 
     # the link opens the runs table with the headline metrics (`mlflow ui` serves on port 5000)

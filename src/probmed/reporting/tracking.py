@@ -281,6 +281,10 @@ class Tracker:
         """The newest active run carrying all the given ``probmed.*`` tags, or None."""
         return find_run(self.client, self.experiment_id, {f"{TAG_PREFIX}{k}": v for k, v in tags.items()})
 
+    def run_key_of(self, run_id: str) -> str:
+        """A run's key (:func:`run_key`, tag ``probmed.run_key``): what made it, the same in every clone."""
+        return str(self.client.get_run(run_id).data.tags.get(f"{TAG_PREFIX}run_key", ""))
+
     def log(self, spec: RunSpec, repo_dir: str | Path = ".", parent_id: str | None = None) -> str:
         """The run of ``spec``: found by its key (FINISHED: left as it is) or written; returns its run id.
 
