@@ -118,9 +118,9 @@ def run_pipeline(work: Path) -> None:
     make_data(SHARED_DATA, work / "data")
     for source, folder in (("chestxray14", "chestxray14"), ("vqarad", "vqa-rad"), ("medicat", "medicat-sample")):
         _probmed("curate", source, "curate.chestxray14.images_dir=build/images/chestxray14",
-                 "curate.chestxray14.workers=1", "--data", f"data/{folder}", "--out", f"build/records/{source}.parquet")
+                 "curate.images.workers=1", "--data", f"data/{folder}", "--out", f"build/records/{source}.parquet")
     for source, folder in NEW_SOURCES.items():
-        _probmed("curate", source, f"curate.{source}.workers=1", "--data", f"data/{folder}",
+        _probmed("curate", source, "curate.images.workers=1", "--data", f"data/{folder}",
                  "--out", f"build/records/{source}.parquet")
     q = "build/questions"
     _probmed("generate", "--records", "build/records/chestxray14.parquet", "build/records/vqarad.parquet",

@@ -193,10 +193,12 @@ def test_every_default_equals_the_value_params_yaml_gives(repo_root):
 def test_a_partial_section_merges_into_the_default_standing_at_its_place():
     from probmed.core.params_schema import parse_params
 
-    params = parse_params({"curate": {"vqarad": {}, "roco_images": {"image_size": 128}}, "score": {"seed": 7}})
+    params = parse_params({"curate": {"vqarad": {}, "roco_images": {"images_dir": "x"}, "images": {"image_size": 128}},
+                           "score": {"seed": 7}})
     assert params.curate.vqarad.data == "data/vqa-rad"
     assert params.curate.medicat.data == "data/medicat-sample"
-    assert (params.curate.roco_images.image_size, params.curate.roco_images.data) == (128, "data/roco-images")
+    assert (params.curate.roco_images.images_dir, params.curate.roco_images.data) == ("x", "data/roco-images")
+    assert (params.curate.images.image_size, params.curate.images.fit) == (128, "long_side")
     assert (params.score.seed, params.score.bootstrap_resamples) == (7, 1000)
     assert params.finetune.pretrain.epochs == 8 and params.finetune.adapt.epochs == 3
 

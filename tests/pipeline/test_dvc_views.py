@@ -99,9 +99,12 @@ def _leaves(tree, prefix=""):
         yield prefix
 
 
-# measured: 614 columns on the layout before models.yaml (401 params); the bounds leave room for a few new keys
-MAX_PARAM_COLUMNS = 240
+# measured: 614 columns on the layout before models.yaml (401 params), 423 (211 params, 91 deps) before one image
+# policy for every source and one dependency folder each for records, images and the reporting package (178, 67);
+# the bounds leave room for a few new keys
+MAX_PARAM_COLUMNS = 190
 MAX_METRIC_COLUMNS = 120
+MAX_DEP_COLUMNS = 75
 
 
 @pytest.mark.slow
@@ -127,6 +130,12 @@ def test_exp_show_lists_declared_params_and_no_outside_path(repo_root, tmp_path)
     assert 0 < len(metrics) <= MAX_METRIC_COLUMNS
     outside = [dep for dep in shown["deps"] if "shared" in dep or dep.startswith("..")]
     assert not outside, outside
+    assert len(shown["deps"]) <= MAX_DEP_COLUMNS, len(shown["deps"])
+    # the first screen: metric columns come first, in stage order, and the evaluation's headline leads
+    assert next(iter(shown["metrics"])) == "metrics/evaluation.json", list(shown["metrics"])
+    # one image policy (curate.images), not a copy per source: a source's folders are layout, not params
+    assert not [key for file, key in columns if key.startswith("curate.") and not key.startswith(
+        ("curate.images.", "curate.image_root"))], sorted(key for _, key in columns if key.startswith("curate."))
 
 
 def _declared_values(repo: Path) -> dict[str, dict]:

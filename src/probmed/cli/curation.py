@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def _common(p: argparse.ArgumentParser) -> None:
-    add_params_arguments(p, "curate.chestxray14.image_size=224")
+    add_params_arguments(p, "curate.images.image_size=224")
 
 
 def _extractor(section: Extract, method: str) -> CaptionExtractor:
@@ -59,7 +59,7 @@ def curate_one(cfg: Params, source: str, data: str | None, out: str | None, imag
     data_dir = data or options.data
     if not data_dir:
         raise ConfigError(f"params: curate.{source}.data is missing (or pass --data)")
-    context = SourceContext(source, Path(data_dir), Path(image_root or cfg.curate.image_root), options,
+    context = SourceContext(source, Path(data_dir), Path(image_root or cfg.curate.image_root), options, cfg.curate.images,
                             make_extractor=lambda: _extractor(cfg.extract, cfg.extract.method))
     t0 = time.perf_counter()
     res = loader(context)

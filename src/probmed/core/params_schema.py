@@ -125,28 +125,25 @@ Resample = Literal["lanczos", "bicubic", "bilinear", "nearest", "box", "hamming"
 
 
 @section
-class CurateChestXray14(Section):
-    """ChestX-ray14: the box list and label table, every image re-written by one policy."""
+class CurateImagePolicy(Section):
+    """How every curated image is written (curation.images): decode, grayscale, one size and filter, PNG.
 
-    data: str = "data/chestxray14"
-    images_dir: str = "build/images/chestxray14"
-    """Curated PNGs (decode, grayscale, square, one filter)."""
+    One policy for every source, so a model sees CT, MRI and radiographs prepared alike
+    (ChestX-ray14's images are square: always fit square)."""
+
     image_size: PositiveInt = 256
+    """Long side (fit long_side) or side (fit square) of the curated PNG."""
+    fit: Literal["long_side", "square"] = "long_side"
     resample: Resample = "lanczos"
     workers: PositiveInt = 2
 
 
 @section
 class CurateImages(Section):
-    """A source curated by one image policy (probmed.benchmark.sources.tabular.ImagePolicy)."""
+    """A source whose images are curated (curate.images): its folder and where its PNGs go."""
 
     data: str
     images_dir: str
-    image_size: PositiveInt = 256
-    """Long side (fit long_side) or side (fit square) of the curated PNG."""
-    fit: Literal["long_side", "square"] = "long_side"
-    resample: Resample = "lanczos"
-    workers: PositiveInt = 2
 
 
 def _images(name: str, folder: str) -> Any:
@@ -164,7 +161,10 @@ class Curate(Section):
     all: list[str] = default(["chestxray14", "vqarad", "medicat", "roco", "roco_images", "roco_extended", "covid_ct",
                               "figshare", "brats"])
     """Sources `probmed curate all` reads."""
-    chestxray14: CurateChestXray14 = default(CurateChestXray14())
+    images: CurateImagePolicy = default(CurateImagePolicy())
+    """The image policy of every source with images."""
+    chestxray14: CurateImages = _images("chestxray14", "chestxray14")
+    """The box list and label table."""
     vqarad: CurateSource = default(CurateSource(data="data/vqa-rad"))
     medicat: CurateSource = default(CurateSource(data="data/medicat-sample"))
     roco: CurateSource = default(CurateSource(data="data/roco-captions"))
@@ -633,6 +633,8 @@ class Params(Section):
 PARAM_FILES: dict[str, tuple[str, ...]] = {
     "models.yaml": ("models", "model_profiles", "pricing", "finetune.profiles"),
     "layout.yaml": ("paths", "model", "setting", "curate.records_dir", "curate.all", "curate.roco", "curate.dicom",
+                    *(f"curate.{name}" for name in ("chestxray14", "vqarad", "medicat", "roco_images", "roco_extended",
+                                                    "covid_ct", "figshare", "brats")),
                     "questions.records", "questions.out", "questions.official", "questions.report",
                     "questions.stats_dir", "questions.vqarad_adversarial.out", "questions.vqarad_adversarial.official",
                     "questions.vqarad_adversarial.report", "questions.review", "predict.questions",
@@ -641,8 +643,8 @@ PARAM_FILES: dict[str, tuple[str, ...]] = {
                     "datasets.sources", "release.out_dir"),
 }
 """Registry files beside params.yaml and the keys each keeps (dotted: ``finetune.profiles`` within
-``finetune``): models.yaml the model registry, layout.yaml what no DVC stage reads (folders, the files of
-by-hand runs, their default model). A self-contained parameter file (a test's) may write them in params.yaml
+``finetune``): models.yaml the model registry, layout.yaml what no DVC stage declares (folders, the files
+of by-hand runs, their default model; each source's folders, which dvc.yaml names as curate's deps and outs). A self-contained parameter file (a test's) may write them in params.yaml
 instead."""
 
 

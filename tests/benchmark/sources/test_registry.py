@@ -11,7 +11,7 @@ from probmed.benchmark.sources.registry import SOURCES
 from probmed.benchmark.sources.vqarad import load_vqarad
 from probmed.cli import build_parser
 from probmed.core.errors import ConfigError
-from probmed.core.params_schema import CurateImages
+from probmed.core.params_schema import CurateSource
 
 
 def test_every_loader_takes_one_context():
@@ -34,8 +34,8 @@ def test_a_registered_loader_reads_real_data_like_the_direct_call(shared_data, r
 
 
 def test_a_missing_section_names_its_key(tmp_path):
-    context = SourceContext("chestxray14", tmp_path, tmp_path, CurateImages(data="x", images_dir="y"))
-    with pytest.raises(ConfigError, match=r"curate\.chestxray14 is missing or not a CurateChestXray14 section"):
+    context = SourceContext("chestxray14", tmp_path, tmp_path, CurateSource(data="x"))
+    with pytest.raises(ConfigError, match=r"curate\.chestxray14 is missing or not a CurateImages section"):
         SOURCES.load("chestxray14")(context)
 
 

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, TypeVar
 
 from probmed.core.errors import ConfigError, SourceError
-from probmed.core.params_schema import Section
+from probmed.core.params_schema import CurateImagePolicy, Section
 from probmed.core.records import ImageRecord
 
 S = TypeVar("S", bound=Section)
@@ -30,12 +30,14 @@ def _rule_extractor() -> CaptionExtractor:
 
 @dataclass(frozen=True)
 class SourceContext:
-    """Everything a loader may need; `options` is the source's typed params section (`curate.<name>`)."""
+    """Everything a loader may need; `options` is the source's typed params section (`curate.<name>`),
+    `images` the image policy every source shares (`curate.images`)."""
 
     name: str
     data_dir: Path
     image_root: Path
     options: Section | None = None
+    images: CurateImagePolicy = field(default_factory=CurateImagePolicy)
     make_extractor: Callable[[], CaptionExtractor] = _rule_extractor
 
     def options_as(self, kind: type[S]) -> S:

@@ -136,10 +136,10 @@ def load_brats_sample(data_dir: Path, policy: ImagePolicy, image_root: Path, wri
 
 
 def load_figshare(context: SourceContext) -> SourceResult:
-    """The registry's loader for `figshare` (image policy from `curate.figshare`)."""
+    """The registry's loader for `figshare` (image policy `curate.images`, folders `curate.figshare`)."""
     return load_figshare_brain_tumor(context.data_dir, ImagePolicy.from_context(context), context.image_root)
 
 
 def load_brats(context: SourceContext) -> SourceResult:
-    """The registry's loader for `brats` (image policy from `curate.brats`)."""
+    """The registry's loader for `brats` (image policy `curate.images`, folders `curate.brats`)."""
     return load_brats_sample(context.data_dir, ImagePolicy.from_context(context), context.image_root)

@@ -38,7 +38,7 @@ from probmed.benchmark.sources.base import (
 )
 from probmed.core.errors import SourceError
 from probmed.core.licences import CHESTXRAY14 as LICENCE
-from probmed.core.params_schema import CurateChestXray14
+from probmed.core.params_schema import CurateImagePolicy, CurateImages
 from probmed.core.records import Finding, ImageRecord
 
 SOURCE = "ChestX-ray14"
@@ -189,7 +189,7 @@ def _normal_record(name: str, src: Path, row: dict[str, str], dst: Path, image_r
     )
 
 
-_DEFAULT = CurateChestXray14()  # the loader's defaults are the params section's
+_DEFAULT = CurateImagePolicy()  # the loader's defaults are the params section's (curate.images)
 
 
 def load_chestxray14(
@@ -263,7 +263,8 @@ def load_chestxray14(
 
 
 def load(context: SourceContext) -> SourceResult:
-    """The registry's loader: section `curate.chestxray14` (`images_dir`, `image_size`, `resample`, `workers`)."""
-    options = context.options_as(CurateChestXray14)
+    """The registry's loader: `curate.chestxray14.images_dir` and the policy `curate.images` (square: the images are)."""
+    options = context.options_as(CurateImages)
+    policy = context.images
     return load_chestxray14(context.data_dir, Path(options.images_dir), context.image_root,
-                            options.image_size, options.resample, options.workers)
+                            policy.image_size, policy.resample, policy.workers)

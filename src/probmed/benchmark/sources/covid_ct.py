@@ -157,5 +157,5 @@ def load_covid_ct(data_dir: Path, policy: ImagePolicy, image_root: Path, write: 
 
 
 def load(context: SourceContext) -> SourceResult:
-    """The registry's loader: the image policy from `curate.covid_ct`."""
+    """The registry's loader: the image policy `curate.images` (folders `curate.covid_ct`)."""
     return load_covid_ct(context.data_dir, ImagePolicy.from_context(context), context.image_root)

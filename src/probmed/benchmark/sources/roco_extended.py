@@ -17,7 +17,7 @@ from probmed.benchmark.sources.tabular import ImagePolicy
 
 
 def load(context: SourceContext) -> SourceResult:
-    """The registry's loader: the image policy from `curate.roco_extended`, the configured caption extractor
+    """The registry's loader: the image policy `curate.images` (folders `curate.roco_extended`), the configured caption extractor
     (the rules read each caption in the extended profile; an LLM extractor's answer keeps every extended value)."""
     return load_roco_images(context.data_dir, ImagePolicy.from_context(context), context.image_root, context.extractor(),
                             profile=EXTENDED, folder="roco-extended")

@@ -124,5 +124,5 @@ def load_roco_images(
 
 
 def load(context: SourceContext) -> SourceResult:
-    """The registry's loader: the image policy from `curate.roco_images`, the configured caption extractor."""
+    """The registry's loader: the image policy `curate.images` (folders `curate.roco_images`), the configured caption extractor."""
     return load_roco_images(context.data_dir, ImagePolicy.from_context(context), context.image_root, context.extractor())

@@ -16,7 +16,7 @@ from probmed.benchmark.curation.images import fitted_size, normalise_many
 from probmed.benchmark.curation.positions import Box
 from probmed.benchmark.sources.base import SourceContext, SourceResult, require_file
 from probmed.core.errors import SourceError
-from probmed.core.params_schema import CurateImages
+from probmed.core.params_schema import CurateImagePolicy, CurateImages
 from probmed.core.records import ImageRecord
 
 
@@ -45,7 +45,7 @@ def parse_box(text: str) -> Box | None:
     return Box(x, y, w, h)
 
 
-_DEFAULT = CurateImages(data="", images_dir="")  # the policy's defaults are the params section's
+_DEFAULT = CurateImagePolicy()  # the policy's defaults are the params section's (curate.images)
 
 
 @dataclass(frozen=True)
@@ -62,14 +62,14 @@ class ImagePolicy:
         return f"decode, grayscale, {self.fit} {self.size} px ({self.resample}), PNG"
 
     @classmethod
-    def of(cls, options: CurateImages) -> "ImagePolicy":
-        """The policy a source's section `curate.<source>` states: `images_dir`, `image_size`, `resample`, `fit`, `workers`."""
-        return cls(Path(options.images_dir), options.image_size, options.resample, options.fit, options.workers)
+    def of(cls, options: CurateImages, images: CurateImagePolicy) -> "ImagePolicy":
+        """The policy of one source: its `curate.<source>.images_dir` and the shared `curate.images`."""
+        return cls(Path(options.images_dir), images.image_size, images.resample, images.fit, images.workers)
 
     @classmethod
     def from_context(cls, context: SourceContext) -> "ImagePolicy":
         """The policy of the context's source (its section is a :class:`CurateImages`)."""
-        return cls.of(context.options_as(CurateImages))
+        return cls.of(context.options_as(CurateImages), context.images)
 
 
 def write_images(
