@@ -131,8 +131,13 @@ def test_exp_show_lists_declared_params_and_no_outside_path(repo_root, tmp_path)
     outside = [dep for dep in shown["deps"] if "shared" in dep or dep.startswith("..")]
     assert not outside, outside
     assert len(shown["deps"]) <= MAX_DEP_COLUMNS, len(shown["deps"])
-    # the first screen: metric columns come first, in stage order, and the evaluation's headline leads
+    # the first screen: metric columns come first, in stage order, and the evaluation's headline leads with the
+    # overall of the plan's first run (the committed file was made by the current code)
     assert next(iter(shown["metrics"])) == "metrics/evaluation.json", list(shown["metrics"])
+    first_run = next(iter(yaml.safe_load((repo_root / "params.yaml").read_text())["pipeline"]["runs"].values()))
+    first_metric = next(_leaves(shown["metrics"]["metrics/evaluation.json"]["data"]))
+    assert first_metric == (f"{first_run['question_set']}.{first_run['model']}/{first_run['setting']}"
+                            ".overall_paper_weighted"), first_metric
     # one image policy (curate.images), not a copy per source: a source's folders are layout, not params
     assert not [key for file, key in columns if key.startswith("curate.") and not key.startswith(
         ("curate.images.", "curate.image_root"))], sorted(key for _, key in columns if key.startswith("curate."))

@@ -320,5 +320,5 @@ def _write_evaluation_headline(params: Params, roots: list[str], path: str) -> N
     from probmed.reporting.report import discover_runs
 
     planned = params.pipeline.runs
-    evaluated = {(e.question_set, e.model, e.setting) for e in evaluations(params)} if planned else None
+    evaluated = [(e.question_set, e.model, e.setting) for e in evaluations(params)] if planned else None
     write_headline(evaluation_headline(discover_runs(roots), evaluated), path)

@@ -11,9 +11,8 @@ writes stays an artifact under build/ (and in MLflow).
 
 The files (dvc.yaml lists each under its stage's ``metrics:``):
 
-- ``metrics/evaluation.json`` (report): strict accuracy per category and overall
-  for every evaluated (question set, model/setting); visual-reliance headlines of
-  the image ablations join it as further groups;
+- ``metrics/evaluation.json`` (report): strict accuracy overall and per category
+  for every evaluated (question set, model/setting), in the plan's order;
 - ``metrics/audit.json`` (audit): the question set's validity headline;
 - ``metrics/transfer.json`` (finetune-transfer): base vs adapted model.
 """
