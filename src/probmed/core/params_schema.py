@@ -630,11 +630,11 @@ class Params(Section):
     release: Release = default(Release())
 
 
+CURATE_PARAMS = ("image_root", "images")  # the keys of `curate` params.yaml keeps: the rest is where things are
+
 PARAM_FILES: dict[str, tuple[str, ...]] = {
     "models.yaml": ("models", "model_profiles", "pricing", "finetune.profiles"),
-    "layout.yaml": ("paths", "model", "setting", "curate.records_dir", "curate.all", "curate.roco", "curate.dicom",
-                    *(f"curate.{name}" for name in ("chestxray14", "vqarad", "medicat", "roco_images", "roco_extended",
-                                                    "covid_ct", "figshare", "brats")),
+    "layout.yaml": ("paths", "model", "setting", *(f"curate.{f.name}" for f in dataclasses.fields(Curate) if f.name not in CURATE_PARAMS),
                     "questions.records", "questions.out", "questions.official", "questions.report",
                     "questions.stats_dir", "questions.vqarad_adversarial.out", "questions.vqarad_adversarial.official",
                     "questions.vqarad_adversarial.report", "questions.review", "predict.questions",
