@@ -25,6 +25,7 @@ pytestmark = [pytest.mark.slow, pytest.mark.timeout(5400)]  # the tiny main job 
 
 # command prefix -> why this test does not run it
 NOT_RUN: dict[str, str] = {
+    "bash .ci/install-test-tools": "installs qemu-user, a system package (the CI script runs it)",
     "bash .ci/install": "installs the environment this test runs in (the CI script runs it)",
     ". .venv/bin/activate": "shell: the test puts the environment's bin first on PATH",
     ".venv/bin/": "the linters and the test suite itself (the CI script runs them)",

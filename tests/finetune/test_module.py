@@ -122,3 +122,9 @@ def test_adapter_save_reload_gives_identical_logits(tmp_path, tiny_model_dir, ba
         again = reloaded(**inputs).logits
     assert torch.equal(trained, again)
     assert not torch.allclose(trained, base_logits)  # the adapter changed the model
+
+
+def test_the_optimizer_is_the_fused_kernel(tiny_model_dir):
+    """Only the fused AdamW keeps MKL's CPU-dependent vector math out of the update."""
+    optimizer = VisionLanguageFineTuner(load_base_model(tiny_model_dir), "full", lr=1e-3).configure_optimizers()
+    assert optimizer.defaults["fused"] is True

@@ -16,7 +16,13 @@ What differs between CPUs, and what fixes it (``finetune.trainer.cpu_kernels: po
 - intra-op threads split reductions by the number of cores: one thread
   (``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` / ``torch.set_num_threads(1)``);
 - oneDNN (mkldnn) has CPU-specific kernels of its own: disabled; deterministic
-  algorithms on (Lightning's ``deterministic``).
+  algorithms on (Lightning's ``deterministic``);
+- MKL's vector math (VML), which ATen calls for ``sqrt``, ``exp``, ``log``... on large
+  tensors, still depends on the CPU under ``MKL_CBWR=COMPATIBLE``: Adam's
+  ``exp_avg_sq.sqrt()`` alone made an AMD EPYC and an Intel Xeon train other weights.
+  The trainer uses the fused AdamW kernel (ATen's own, correctly rounded ``sqrt``);
+  the forward and backward passes call no VML function whose result moved.
+  tests/finetune/test_cpu_portability.py trains on an emulated AMD EPYC to keep it so.
 
 ARM CPUs (and GPUs) run other kernels and other BLAS libraries: portable here
 means across x86-64 CPUs, the same torch and the same MKL.
