@@ -21,10 +21,10 @@ pytestmark = pytest.mark.slow
 
 STEPS = """
 import hashlib, json, sys
-from probmed.finetune.cpu_kernels import PORTABLE, configure_torch, use_portable_kernels
+from probmed.infra.cpu_kernels import PORTABLE, configure_torch, use_portable_kernels
 assert use_portable_kernels(PORTABLE) == PORTABLE
 import torch
-configure_torch(PORTABLE)
+configure_torch()
 from PIL import Image
 from transformers import AutoProcessor
 from probmed.finetune.module import VisionLanguageFineTuner, load_base_model

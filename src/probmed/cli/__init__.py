@@ -24,7 +24,7 @@ import sys
 import traceback
 from typing import Sequence
 
-from probmed.cli.options import add_params_arguments, load_checked_params, split_overrides
+from probmed.cli.options import add_params_arguments, check_models, load_checked_params, split_overrides
 from probmed.core.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USER_ERROR, ProbmedError
 from probmed.infra.stopping import ParentExited
 
@@ -105,6 +105,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         # a command that reads no parameter (score-official) stays instant: params are checked when given
         reads = getattr(args, "reads_params", True) or args.params or args.overrides
         args.cfg = load_checked_params(args.params, args.overrides) if reads else None
+        _select_cpu_kernels(args)  # before the models' check below loads numpy
+        if args.cfg is not None:
+            check_models(args.cfg)
         result = args.func(args)
     except ProbmedError as exc:
         kind = "environment error" if exc.exit_code == EXIT_ENVIRONMENT else "error"
@@ -125,6 +128,18 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"probmed {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(result or 0)
+
+
+def _select_cpu_kernels(args: argparse.Namespace) -> None:
+    """A command that computes with a model names the key that picks its CPU kernels (`cpu_kernels_of`);
+    they are put in force here, before its handler imports torch or numpy (probmed.infra.cpu_kernels)."""
+    kernels_of = getattr(args, "cpu_kernels_of", None)
+    if kernels_of is None or args.cfg is None:
+        return
+    from probmed.cli.options import params_of
+    from probmed.infra.cpu_kernels import use_portable_kernels
+
+    args.cpu_kernels = use_portable_kernels(kernels_of(params_of(args)))
 
 
 def _one_line(exc: BaseException) -> str:

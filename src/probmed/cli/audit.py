@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, params_of
+from probmed.cli.options import add_params_arguments, answering_kernels, params_of
 from probmed.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -114,4 +114,4 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--name", help="question-set name in MLflow (default: the file's stem)")
     p.add_argument("--headline", help="also write the headline numbers here, under the set's name (dvc: metrics/audit.json)")
     add_params_arguments(p, "audit.max_oracle_margin=3")
-    p.set_defaults(func=cmd_audit)
+    p.set_defaults(func=cmd_audit, cpu_kernels_of=answering_kernels)

@@ -11,9 +11,9 @@ import argparse
 import json
 from pathlib import Path
 
-from probmed.cli.options import add_params_arguments, params_of
+from probmed.cli.options import add_params_arguments, answering_kernels, params_of
 from probmed.core.errors import MissingFileError
-from probmed.core.params_schema import Params
+from probmed.core.params_schema import Params, selected_finetune
 from probmed.finetune.stages import STAGES
 
 
@@ -31,14 +31,19 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.add_argument("--stage", required=True, choices=STAGES,
                    help="pretrain: brief full training on the general split; adapt: LoRA on finetune.domain")
     f.add_argument("--records", nargs="+", help="image record tables (Parquet); default finetune.records")
-    f.set_defaults(func=cmd_finetune)
+    f.set_defaults(func=cmd_finetune, cpu_kernels_of=training_kernels)
 
     t = sub.add_parser("transfer", help="probe base vs adapted model on every held-out (source, modality, organ) group")
     _common(t)
     t.add_argument("--transfer-dir", help="output directory; default <out-dir>/transfer")
     t.add_argument("--no-progress", action="store_true", help="no progress bar")
     t.add_argument("--headline", help="write the headline metrics here (dvc: metrics/transfer.json)")
-    t.set_defaults(func=cmd_transfer)
+    t.set_defaults(func=cmd_transfer, cpu_kernels_of=answering_kernels)
+
+
+def training_kernels(params: Params) -> str:
+    """The CPU kernels `probmed finetune` trains with: the selected profile's ``finetune.trainer.cpu_kernels``."""
+    return selected_finetune(params.finetune).trainer.cpu_kernels
 
 
 def _paths(args: argparse.Namespace, params: Params) -> tuple[str, str, Path]:
@@ -55,13 +60,9 @@ def _paths(args: argparse.Namespace, params: Params) -> tuple[str, str, Path]:
 
 def cmd_finetune(args: argparse.Namespace) -> int:
     """`probmed finetune`: train one stage and print its summary (without the metrics) as JSON."""
-    from probmed.core.params_schema import selected_finetune
-    from probmed.finetune.cpu_kernels import use_portable_kernels
+    from probmed.finetune.train import finetune_params, run_stage
 
     params = params_of(args)
-    # before torch loads (the trainer imports it): the kernels that give the same weights on every x86-64 CPU
-    use_portable_kernels(selected_finetune(params.finetune).trainer.cpu_kernels)
-    from probmed.finetune.train import finetune_params, run_stage
 
     questions, image_root, out_dir = _paths(args, params)
     records = args.records or finetune_params(params).records

@@ -83,7 +83,8 @@ def load_checked_params(path: str | None, overrides: Sequence[str]) -> Any:
 
     Without ``--params`` a missing params.yaml is fine for commands that read
     no parameter (they get None); overrides without a file to apply them to
-    are an error.
+    are an error. The `models:` entries are checked apart (:func:`check_models`): that check loads
+    the backends, numpy with them, and the CPU kernels are chosen before numpy loads.
     """
     file = Path(path or DEFAULT_PARAMS)
     if path is None and not file.exists():
@@ -92,15 +93,14 @@ def load_checked_params(path: str | None, overrides: Sequence[str]) -> Any:
         return None
     cfg = load_params(file, overrides)
     check_config(cfg)
-    _check_models(to_plain(cfg.get("models")) or {})
     return cfg
 
 
-def _check_models(models: dict[str, Any]) -> None:
+def check_models(cfg: Any) -> None:
     """Every `models:` entry: a registered backend, and only keys of the right type that its typed config takes."""
     from probmed.inference.models.registry import check_model_entries
 
-    check_model_entries(models)
+    check_model_entries(to_plain(cfg.get("models")) or {})
 
 
 def command_params(args: argparse.Namespace) -> Any:
@@ -124,3 +124,9 @@ def params_of(args: argparse.Namespace) -> Params:
         typed = parse_params(to_plain(command_params(args)))
         args.typed_params = typed
     return typed
+
+
+def answering_kernels(params: Params) -> str:
+    """The CPU kernels of a command whose models answer questions (`cpu_kernels_of` of predict, describe,
+    audit and transfer): ``predict.cpu_kernels``."""
+    return params.predict.cpu_kernels

@@ -180,8 +180,9 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str, setting: str 
 
     The model entry with its weights' fingerprint (a local directory is hashed by content, so a model
     trained differently on another machine shows here), the prompts and their version, the describer of
-    the `described` setting, the seed, the sampling strategy, the question set's entry and the scorer's
-    params (`score.*`: the bootstrap behind every interval). Read as params.yaml states them."""
+    the `described` setting, the seed, the sampling strategy, the question set's entry, the scorer's
+    params (`score.*`: the bootstrap behind every interval) and the CPU kernels the models answered with
+    (`predict.cpu_kernels`: P(yes) moves in its last bits under native ones). Read as params.yaml states them."""
     settings = cfg.get("settings") or {}
     models = cfg.get("models") or {}
     qset = ((cfg.get("datasets") or {}).get("question_sets") or {}).get(question_set) or {}
@@ -195,6 +196,7 @@ def run_params(cfg: dict[str, Any], model: str, question_set: str, setting: str 
         "sampling_strategy": (cfg.get("questions") or {}).get("strategy"),
         "dataset": qset,
         "score": cfg.get("score") or {},
+        "cpu_kernels": (cfg.get("predict") or {}).get("cpu_kernels"),
     }
     from probmed.core.settings import SETTINGS
 

@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, params_of
+from probmed.cli.options import add_params_arguments, answering_kernels, params_of
 from probmed.core.errors import ConfigError, UserError
 from probmed.core.settings import Setting, get_setting
 
@@ -53,13 +53,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--score-dir", help="then score the table into this directory, as `probmed score --out-dir` "
                    "does (params score.*): the main job's predict stages score in the same process")
     p.add_argument("--score-name", help="with --score-dir: the row label in the tables (as `probmed score --name`)")
-    p.set_defaults(func=cmd_predict)
+    p.set_defaults(func=cmd_predict, cpu_kernels_of=answering_kernels)
 
     d = sub.add_parser("describe", help="generate (cached) image descriptions with the describer model")
     _common(d)
     d.add_argument("--describer", help="model name; default settings.describer")
     d.add_argument("--out", help="description table (Parquet); default predict.describe_dir/<describer>.parquet")
-    d.set_defaults(func=cmd_describe)
+    d.set_defaults(func=cmd_describe, cpu_kernels_of=answering_kernels)
 
     m = sub.add_parser("merge", help="merge shard prediction tables into one, checking coverage")
     m.add_argument("questions", help="question table (Parquet)")
@@ -185,7 +185,8 @@ def _predict(args: argparse.Namespace) -> int:
             describer.close()
     out = args.out or str(Path(inputs.predict.out_dir) / f"{name}-{inputs.setting.name}{inputs.shard.suffix}.parquet")
     _write_predictions_and_log(result.predictions, out)
-    print(json.dumps({"model": name, "setting": inputs.setting.name, "out": out, **result.summary()}, default=str))
+    print(json.dumps({"model": name, "setting": inputs.setting.name, "out": out, **result.summary(),
+                      "cpu_kernels": args.cpu_kernels}, default=str))
     if args.score_dir:
         from probmed.cli.scoring import score_to_dir
 

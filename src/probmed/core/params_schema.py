@@ -299,6 +299,8 @@ class Predict(Section):
     """Kept beside each store, freed for the answers in flight on a full disk."""
     max_response_chars: PositiveInt | None = 32000
     """Longer responses are cut (the original length is recorded)."""
+    cpu_kernels: Literal["portable", "native"] = "portable"
+    """portable: the same answers and P(yes) on every x86-64 CPU (probmed.infra.cpu_kernels); native: this CPU's own kernels."""
 
 
 @section
@@ -421,7 +423,7 @@ class Trainer(Section):
     num_workers: NonNegativeInt = 0
     log_every_n_steps: PositiveInt = 10
     cpu_kernels: Literal["portable", "native"] = "portable"
-    """portable: the same weights on every x86-64 CPU (probmed.finetune.cpu_kernels); native: this CPU's own kernels, this machine only."""
+    """portable: the same weights on every x86-64 CPU (probmed.infra.cpu_kernels); native: this CPU's own kernels, this machine only."""
 
 
 @section

@@ -16,7 +16,7 @@ Outputs (all under `finetune.out_dir`):
 - `pretrain.run.json` / `adapt.run.json`: what does differ (the MLflow run id, the training seconds), untracked.
 
 CPU training is bit-reproducible across x86-64 CPUs with ``finetune.trainer.cpu_kernels: portable``
-(probmed.finetune.cpu_kernels, put in force by `probmed finetune` before torch loads).
+(probmed.infra.cpu_kernels, put in force by `probmed finetune` before torch loads).
 """
 
 from __future__ import annotations
@@ -42,8 +42,8 @@ from probmed.core.records import (
     read_questions,
 )
 from probmed.finetune import data
-from probmed.finetune.cpu_kernels import configure_torch, portable_in_force
 from probmed.finetune.stages import BASE_STAGE, StageSpec, run_file, stage_spec
+from probmed.infra.cpu_kernels import configure_torch, kernels_in_force
 from probmed.infra.io import write_json_atomic, write_parquet
 
 PARENT_TAG = "probmed.parent_training_run"
@@ -195,7 +195,7 @@ class StageResult:
     total_params: int
     epochs: int
     metrics: dict[str, float] = field(default_factory=dict)
-    cpu_kernels: str = ""  # probmed.finetune.cpu_kernels: portable | native
+    cpu_kernels: str = ""  # probmed.infra.cpu_kernels: portable | native
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -384,7 +384,7 @@ def run_stage(
     if not spec.owns_split:
         check_same_split(frame, out_dir)
     quiet_lightning()
-    configure_torch(fcfg.trainer.cpu_kernels if portable_in_force() else "native")
+    configure_torch()
     L.seed_everything(seed_of(fcfg), workers=True, verbose=False)
     staging = _atomic_dir(out_dir / spec.output)
     try:
@@ -432,7 +432,7 @@ def _train_stage(spec: StageSpec, fcfg: FinetuneProfile, tracking: Tracking, fra
     trainer = make_trainer(fcfg, scfg.epochs, logger)
     seconds = _fit(trainer, module, dm, logger)
     counts = (len(train_rows), len(val_rows), trainable, total, scfg.epochs)
-    kernels = "portable" if portable_in_force() and fcfg.trainer.cpu_kernels == "portable" else "native"
+    kernels = kernels_in_force()
     if not trainer.is_global_zero:  # multi-GPU: rank 0 alone saves, publishes and logs
         return StageResult(stage, "", "", round(seconds, 2), *counts, {}, kernels)
     metrics = {k: float(v) for k, v in trainer.callback_metrics.items() if v.numel() == 1}

@@ -23,6 +23,7 @@ import pandas as pd
 from probmed.core.errors import ConfigError
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.models.config import BackendConfig, answer_field
+from probmed.infra.cpu_kernels import configure_torch
 from probmed.scoring import baselines as scoring_baselines
 
 
@@ -104,6 +105,7 @@ def embed_questions(texts: list[str], batch_size: int = 64) -> np.ndarray:
     (a question set repeats a few templates thousands of times)."""
     from sentence_transformers import SentenceTransformer
 
+    configure_torch()  # the portable kernels' torch half, when `probmed` put them in force
     unique = sorted(set(texts))
     model = SentenceTransformer(str(embedder_path()), device="cpu", local_files_only=True)
     vectors = np.asarray(

@@ -46,6 +46,7 @@ from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.models.config import BackendConfig, answer_field, run_field
 from probmed.inference.models.families import GENERIC, Family, family_of, load_processor, processor_images
 from probmed.inference.models.hub import is_hub_id, pin_problem
+from probmed.infra.cpu_kernels import configure_torch
 
 # auto: the shared-prefix path where the family is verified; on: the same, and an error where it cannot run
 PREFIX_CACHE_MODES = ("auto", "on", "off")
@@ -218,6 +219,7 @@ class HFBackend(Backend):
             raise ConfigError(f"models.{self.name}.dtype = {dtype_name!r} is not a torch dtype")
         device = self.config.device
         threads = self.config.threads
+        configure_torch()  # the portable kernels' torch half, when `probmed` put them in force
         if threads:  # on a shared CPU, oversubscribed intra-op threads stall for seconds per call
             torch.set_num_threads(int(threads))
         kwargs: dict[str, Any] = {"dtype": dtype, **self._hub_kwargs()}
