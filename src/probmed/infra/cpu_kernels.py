@@ -21,16 +21,19 @@ What differs between CPUs, and what fixes it (``portable``):
   too: ``NPY_DISABLE_CPU_FEATURES`` keeps them on numpy's baseline (x86-64-v2);
 - intra-op threads split reductions by the number of cores: one thread
   (``OMP_NUM_THREADS`` / ``MKL_NUM_THREADS`` / ``OPENBLAS_NUM_THREADS`` / ``torch.set_num_threads(1)``);
-- oneDNN (mkldnn) has CPU-specific kernels of its own: disabled (:func:`configure_torch`);
+- oneDNN (mkldnn) has CPU-specific kernels of its own: disabled (:func:`configure_torch`); the
+  trainer also turns on deterministic algorithms (Lightning's ``deterministic``);
 - MKL's vector math (VML), which ATen calls for ``sqrt``, ``exp``, ``log``... on large
   tensors, still depends on the CPU under ``MKL_CBWR=COMPATIBLE``: Adam's
   ``exp_avg_sq.sqrt()`` alone made an AMD EPYC and an Intel Xeon train other weights.
   The trainer uses the fused AdamW kernel (ATen's own, correctly rounded ``sqrt``).
 
-tests/finetune/test_cpu_portability.py and tests/inference/models/test_blind_portability.py
-train and answer on an emulated CPU of the other vendor to keep it so. ARM CPUs (and GPUs)
-run other kernels and other BLAS libraries: portable here means across x86-64 CPUs with the
-same wheels.
+tests/finetune/test_cpu_portability.py trains on an emulated AMD EPYC and
+tests/inference/models/test_cpu_kernels_in_force.py answers under the kernels another CPU
+would pick, to keep it so. Portable here means across x86-64 CPUs with AVX2 and FMA, the same
+wheels and the same glibc: glibc's libm picks FMA variants of ``exp``, ``log``... by the CPU, so a
+CPU without FMA gives other last bits (seen emulating a Nehalem). ARM CPUs (and GPUs) run other
+kernels and other BLAS libraries.
 """
 
 from __future__ import annotations

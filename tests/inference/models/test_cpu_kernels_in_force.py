@@ -8,11 +8,13 @@ import os
 import subprocess
 import sys
 
+import pandas as pd
 import pytest
 
 from probmed.cli import build_parser
 from probmed.cli.options import answering_kernels
-from probmed.core.records import write_questions
+from probmed.core.records import read_predictions, write_questions
+from probmed.infra.cpu_kernels import PORTABLE_ENV
 
 COMMANDS_WITH_MODELS = {"predict", "describe", "audit", "transfer", "finetune"}
 
@@ -29,7 +31,7 @@ def test_every_command_that_computes_with_a_model_names_its_kernels():
 def test_predict_answers_with_the_kernels_params_name(tmp_path, repo_root, questions, shared_data, mode):
     qfile = tmp_path / "q.parquet"
     write_questions(questions, qfile)
-    env = {k: v for k, v in os.environ.items() if k not in ("ATEN_CPU_CAPABILITY", "OPENBLAS_CORETYPE", "MKL_CBWR")}
+    env = {k: v for k, v in os.environ.items() if k not in PORTABLE_ENV}
     proc = subprocess.run(
         [sys.executable, "-m", "probmed", "predict", "--params", str(repo_root / "params.yaml"), "--questions",
          str(qfile), "--image-root", str(shared_data), "--no-progress", "--out", str(tmp_path / "p.parquet"),
@@ -39,3 +41,32 @@ def test_predict_answers_with_the_kernels_params_name(tmp_path, repo_root, quest
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = json.loads(proc.stdout.strip().splitlines()[-1])
     assert summary["cpu_kernels"] == mode and summary["asked"] == len(questions)
+
+
+def _blind_p_yes(tmp_path, repo_root, qfile, mode: str, **knobs: str) -> list[float]:
+    out = tmp_path / f"{mode}-{len(knobs)}.parquet"
+    env = {**{k: v for k, v in os.environ.items() if k not in KNOBS}, **knobs}
+    proc = subprocess.run(
+        [sys.executable, "-m", "probmed", "predict", "--params", str(repo_root / "params.yaml"), "--questions",
+         str(qfile), "--no-progress", "--out", str(out), f"predict.store_dir={tmp_path / mode / str(len(knobs))}",
+         "model=blind", f"predict.cpu_kernels={mode}"],
+        capture_output=True, text=True, env=env, timeout=600)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return read_predictions(out).sort_values("qid")["p_yes"].tolist()
+
+
+KNOBS = {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Sandybridge"}  # what another CPU would pick
+
+
+@pytest.mark.slow
+@pytest.mark.skipif("OPENBLAS_CORETYPE" not in PORTABLE_ENV, reason="x86-64 only: OpenBLAS and numpy run other kernels on ARM")
+def test_the_blind_baseline_gives_the_same_p_yes_whatever_kernels_the_cpu_would_pick(tmp_path, repo_root):
+    """The kernels an Intel Xeon and an AMD EPYC pick differ (SkylakeX vs Haswell OpenBLAS, AVX-512 vs AVX2 ATen);
+    here the knobs that pick them stand in for the other CPU, on the smoke pipeline's real question set. Native
+    kernels must give other P(yes) (the control: the knobs reach a CPU-dependent path); portable ones the same."""
+    frame = pd.read_csv(repo_root / "tests" / "golden" / "questions" / "probmed.parquet.csv", keep_default_na=False)
+    frame["contrast_id"] = frame["contrast_id"].replace("", None)  # the CSV writes a missing id as ""
+    qfile = tmp_path / "questions.parquet"
+    write_questions(frame, qfile)
+    assert _blind_p_yes(tmp_path, repo_root, qfile, "native") != _blind_p_yes(tmp_path, repo_root, qfile, "native", **KNOBS)
+    assert _blind_p_yes(tmp_path, repo_root, qfile, "portable") == _blind_p_yes(tmp_path, repo_root, qfile, "portable", **KNOBS)
