@@ -27,32 +27,27 @@ def test_every_command_that_computes_with_a_model_names_its_kernels():
     assert sub.choices["predict"].get_default("cpu_kernels_of") is answering_kernels
 
 
-@pytest.mark.parametrize("mode", ["portable", "native"])
-def test_predict_answers_with_the_kernels_params_name(tmp_path, repo_root, questions, shared_data, mode):
-    qfile = tmp_path / "q.parquet"
-    write_questions(questions, qfile)
-    env = {k: v for k, v in os.environ.items() if k not in PORTABLE_ENV}
+def _predict_blind(tmp_path, repo_root, qfile, mode: str, **knobs: str) -> tuple[dict, list[float]]:
+    """`probmed predict model=blind` in its own process, with no kernel choice inherited but ``knobs``:
+    its summary line and its P(yes) by qid."""
+    run = tmp_path / f"{mode}-{'-'.join(knobs) or 'plain'}"
+    env = {**{k: v for k, v in os.environ.items() if k not in PORTABLE_ENV}, **knobs}
     proc = subprocess.run(
         [sys.executable, "-m", "probmed", "predict", "--params", str(repo_root / "params.yaml"), "--questions",
-         str(qfile), "--image-root", str(shared_data), "--no-progress", "--out", str(tmp_path / "p.parquet"),
-         f"predict.store_dir={tmp_path / 'answers'}", "model=blind", "models.blind.folds=2",
-         f"predict.cpu_kernels={mode}"],
-        capture_output=True, text=True, env=env, timeout=600)
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    summary = json.loads(proc.stdout.strip().splitlines()[-1])
-    assert summary["cpu_kernels"] == mode and summary["asked"] == len(questions)
-
-
-def _blind_p_yes(tmp_path, repo_root, qfile, mode: str, **knobs: str) -> list[float]:
-    out = tmp_path / f"{mode}-{len(knobs)}.parquet"
-    env = {**{k: v for k, v in os.environ.items() if k not in KNOBS}, **knobs}
-    proc = subprocess.run(
-        [sys.executable, "-m", "probmed", "predict", "--params", str(repo_root / "params.yaml"), "--questions",
-         str(qfile), "--no-progress", "--out", str(out), f"predict.store_dir={tmp_path / mode / str(len(knobs))}",
+         str(qfile), "--no-progress", "--out", str(run / "predictions.parquet"), f"predict.store_dir={run}",
          "model=blind", f"predict.cpu_kernels={mode}"],
         capture_output=True, text=True, env=env, timeout=600)
     assert proc.returncode == 0, proc.stderr[-2000:]
-    return read_predictions(out).sort_values("qid")["p_yes"].tolist()
+    summary = json.loads(proc.stdout.strip().splitlines()[-1])
+    return summary, read_predictions(run / "predictions.parquet").sort_values("qid")["p_yes"].tolist()
+
+
+@pytest.mark.parametrize("mode", ["portable", "native"])
+def test_predict_answers_with_the_kernels_params_name(tmp_path, repo_root, questions, mode):
+    qfile = tmp_path / "q.parquet"
+    write_questions(questions, qfile)
+    summary, _ = _predict_blind(tmp_path, repo_root, qfile, mode)
+    assert summary["cpu_kernels"] == mode and summary["asked"] == len(questions)
 
 
 KNOBS = {"ATEN_CPU_CAPABILITY": "avx2", "OPENBLAS_CORETYPE": "Sandybridge"}  # what another CPU would pick
@@ -68,5 +63,7 @@ def test_the_blind_baseline_gives_the_same_p_yes_whatever_kernels_the_cpu_would_
     frame["contrast_id"] = frame["contrast_id"].replace("", None)  # the CSV writes a missing id as ""
     qfile = tmp_path / "questions.parquet"
     write_questions(frame, qfile)
-    assert _blind_p_yes(tmp_path, repo_root, qfile, "native") != _blind_p_yes(tmp_path, repo_root, qfile, "native", **KNOBS)
-    assert _blind_p_yes(tmp_path, repo_root, qfile, "portable") == _blind_p_yes(tmp_path, repo_root, qfile, "portable", **KNOBS)
+    p_yes = {(mode, bool(knobs)): _predict_blind(tmp_path, repo_root, qfile, mode, **knobs)[1]
+             for mode in ("native", "portable") for knobs in ({}, KNOBS)}
+    assert p_yes["native", False] != p_yes["native", True]
+    assert p_yes["portable", False] == p_yes["portable", True]
