@@ -24,8 +24,9 @@ import sys
 import traceback
 from typing import Sequence
 
-from probmed.cli.options import add_params_arguments, check_models, load_checked_params, split_overrides
+from probmed.cli.options import add_params_arguments, check_models, load_checked_params, params_of, split_overrides
 from probmed.core.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USER_ERROR, ProbmedError
+from probmed.infra.cpu_kernels import use_portable_kernels
 from probmed.infra.stopping import ParentExited
 
 # OS errors that say the machine cannot go on (exit 3), not that an input is wrong.
@@ -136,9 +137,6 @@ def _select_cpu_kernels(args: argparse.Namespace) -> None:
     kernels_of = getattr(args, "cpu_kernels_of", None)
     if kernels_of is None or args.cfg is None:
         return
-    from probmed.cli.options import params_of
-    from probmed.infra.cpu_kernels import use_portable_kernels
-
     args.cpu_kernels = use_portable_kernels(kernels_of(params_of(args)))
 
 
