@@ -216,16 +216,18 @@ def make_logger(fcfg: FinetuneProfile, tracking: Tracking, run_name: str, tags: 
 
     from probmed.infra.tracking_store import (
         DVC_EXPERIMENT_TAG,
-        check_tracking_db,
         dvc_experiment,
         ensure_experiment,
+        open_tracking_db,
+        tracking_lock,
         unique_run_name,
     )
 
     m = fcfg.mlflow
-    check_tracking_db(tracking.uri)  # an empty or corrupt tracking DB is refused, never replaced
     client = MlflowClient(tracking_uri=tracking.uri)
-    experiment_id = ensure_experiment(client, m.experiment, tracking.artifact_root)
+    with tracking_lock(tracking.uri):
+        open_tracking_db(tracking.uri, tracking.artifact_root)  # never replaced; follows a moved project
+        experiment_id = ensure_experiment(client, m.experiment, tracking.artifact_root)
     extra = {DVC_EXPERIMENT_TAG: dvc_experiment()} if dvc_experiment() else {}
     return MLFlowLogger(
         experiment_name=m.experiment,

@@ -389,10 +389,10 @@ def log_transfer_runs(
     """
     from mlflow import MlflowClient
 
-    from probmed.infra.tracking_store import check_tracking_db, tracking_lock
+    from probmed.infra.tracking_store import open_tracking_db, tracking_lock
 
     with tracking_lock(tracking.uri):
-        check_tracking_db(tracking.uri)  # an empty or corrupt tracking DB is refused, never replaced
+        open_tracking_db(tracking.uri, tracking.artifact_root)  # never replaced; follows a moved project
         return _log_transfer_runs(MlflowClient(tracking_uri=tracking.uri), fcfg, tracking, out_dir, scores, meta,
                                   headline, started)
 

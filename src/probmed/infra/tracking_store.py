@@ -7,6 +7,8 @@ rules of the store are one set, kept here once:
   existing sqlite file that is empty, not SQLite, corrupt or not MLflow's stops
   the command (:func:`check_tracking_db`, exit 3) before MLflow could
   initialise a new one over it;
+- artifacts go to the configured artifact root of this checkout, also after the
+  project was moved or copied (:func:`follow_moved_store`);
 - one writer at a time: every writer holds :func:`tracking_lock`
   (``<db>.lock``);
 - experiments carry ``mlflow.experimentKind = custom_model_development``, so
@@ -92,6 +94,76 @@ def check_tracking_db(tracking_uri: str) -> None:
     missing = [t for t in MLFLOW_TABLES if t not in tables]
     if missing:
         raise DatabaseError(f"tracking database {path} is not an MLflow database (no table {missing[0]!r}): {keep}")
+
+
+def open_tracking_db(tracking_uri: str, artifact_root: str | Path) -> None:
+    """What every writer does first, holding :func:`tracking_lock`: refuse a database MLflow would replace
+    (:func:`check_tracking_db`), and follow a store that was moved or copied (:func:`follow_moved_store`)."""
+    check_tracking_db(tracking_uri)
+    old = follow_moved_store(tracking_uri, artifact_root)
+    if old is not None:
+        print(f"probmed: the MLflow store was moved from {old}: its artifacts now go to "
+              f"{Path(artifact_root).resolve()}", file=sys.stderr, flush=True)
+
+
+def follow_moved_store(tracking_uri: str, artifact_root: str | Path) -> str | None:
+    """Point the artifact locations of a sqlite store that was moved or copied at its new artifact root.
+
+    MLflow fixes an experiment's artifact location as an absolute ``file://`` URI when it is created, so a
+    project copied or moved elsewhere would go on writing its artifacts into the old checkout's folder. The
+    store moved when its locations are ``<X>/<rel>`` for another folder ``X``, where ``rel`` is the artifact
+    root seen from the database's folder (``mlruns`` beside ``mlflow.db``): those locations, and the runs'
+    artifact URIs under them, are rewritten to the current root. A database shared by several checkouts keeps
+    its locations (theirs do not end in the same relative path). Returns the old root, or None when nothing moved.
+    Call it holding :func:`tracking_lock`.
+    """
+    db = sqlite_path(tracking_uri)
+    if db is None or not db.exists():
+        return None
+    root = Path(artifact_root).resolve()
+    try:
+        rel = os.path.relpath(root, db.resolve().parent)
+    except ValueError:  # another drive (Windows): nothing relative to follow
+        return None
+    con = sqlite3.connect(db)
+    try:
+        locations = [r[0] for r in con.execute("SELECT artifact_location FROM experiments")]
+        old = _moved_root(locations, root, rel)
+        if old is None:
+            return None
+        with con:  # one transaction: every location moves, or none
+            for table, column in (("experiments", "artifact_location"), ("runs", "artifact_uri")):
+                # as a file URI (what probmed creates) and as a plain path (MLflow's own Default experiment)
+                for before, after in ((Path(old).as_uri(), root.as_uri()), (old, str(root))):
+                    con.execute(f"UPDATE {table} SET {column} = ? || substr({column}, ?) "  # noqa: S608
+                                f"WHERE {column} = ? OR {column} LIKE ? ESCAPE '\\'",
+                                (after, len(before) + 1, before, _like_prefix(before + "/")))
+    finally:
+        con.close()
+    return old
+
+
+def _moved_root(locations: list[str], root: Path, rel: str) -> str | None:
+    """The old artifact root among ``locations``: a local folder ending in ``rel`` that is not ``root``, or None."""
+    from urllib.parse import unquote, urlparse
+
+    tail = Path(rel).parts
+    if not tail or ".." in tail:  # the root lies outside the database's folder: nothing moved with it
+        return None
+    for location in locations:
+        parsed = urlparse(location or "")
+        if parsed.scheme not in ("file", "") or not parsed.path.startswith("/"):
+            continue  # a remote store (s3://, mlflow-artifacts:) or a relative path does not move with the project
+        path = Path(unquote(parsed.path) if parsed.scheme else location)
+        for candidate in (path, path.parent):  # an experiment's location is the root, or root/<experiment id>
+            if candidate != root and candidate.parts[-len(tail):] == tail:
+                return str(candidate)
+    return None
+
+
+def _like_prefix(prefix: str) -> str:
+    """A LIKE pattern matching strings that start with ``prefix`` (its own % and _ escaped)."""
+    return prefix.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_") + "%"
 
 
 def tracking_lock(tracking_uri: str, wait_s: float | None = None) -> FileLock:

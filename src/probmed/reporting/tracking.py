@@ -76,10 +76,10 @@ from probmed.infra.clock import epoch_ms, read_work_log
 from probmed.infra.tracking_store import (
     TAG_PREFIX,
     RunIdentity,
-    check_tracking_db,
     dvc_experiment_tags,
     ensure_experiment,
     find_run,
+    open_tracking_db,
     tracking_lock,
     writing_run,
 )
@@ -261,7 +261,7 @@ class Tracker:
                  lock_wait_s: float | None = None) -> None:
         self._lock = tracking_lock(tracking_uri, lock_wait_s).acquire()
         try:
-            check_tracking_db(tracking_uri)
+            open_tracking_db(tracking_uri, artifact_root)
             self.client = MlflowClient(tracking_uri=tracking_uri)
             self.experiment_id = ensure_experiment(self.client, experiment, artifact_root)
         except BaseException:
