@@ -184,7 +184,7 @@ def _predict(args: argparse.Namespace) -> int:
         if describer is not None:
             describer.close()
     out = args.out or str(Path(inputs.predict.out_dir) / f"{name}-{inputs.setting.name}{inputs.shard.suffix}.parquet")
-    _write_predictions_and_log(result.predictions, out)
+    _write_predictions_and_log(result.predictions, out, result.run_info)
     print(json.dumps({"model": name, "setting": inputs.setting.name, "out": out, **result.summary(),
                       "cpu_kernels": args.cpu_kernels}, default=str))
     if args.score_dir:
@@ -194,16 +194,18 @@ def _predict(args: argparse.Namespace) -> int:
     return 1 if result.n_failed else 0
 
 
-def _write_predictions_and_log(frame: Any, out: str) -> None:
-    """The table without its answering interval (a DVC output stays the same across runs of the same inputs);
-    the interval goes to its work log under build/logs/, where `probmed track` reads it."""
+def _write_predictions_and_log(frame: Any, out: str, run_info: dict[str, Any]) -> None:
+    """The table without its answering interval or how it was answered (a DVC output stays the same across
+    runs of the same inputs, whatever was cached); both go to its work log under build/logs/, where
+    `probmed track` reads the interval."""
     from probmed.core.records import write_predictions
     from probmed.infra.clock import write_work_log
 
     answering = frame.attrs.pop("answering", None)
     write_predictions(frame, out)
-    if answering:
-        write_work_log(out, {"answering": answering})
+    work = {key: value for key, value in (("answering", answering), ("run_info", run_info)) if value}
+    if work:
+        write_work_log(out, work)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:

@@ -57,7 +57,9 @@ class RunResult:
     cost_usd: float = 0.0
     elapsed_s: float = 0.0
     backend_stats: dict[str, Any] = field(default_factory=dict)
-    run_info: dict[str, Any] = field(default_factory=dict)  # also in predictions.attrs["run_info"]
+    # how the backend answered (model family, prompt path, counted yes/no tokens): it depends on what was cached,
+    # so it goes to the predictions' work log, never into the table (a DVC output equal across runs)
+    run_info: dict[str, Any] = field(default_factory=dict)
 
     def summary(self) -> dict[str, Any]:
         extra = {"run_info": self.run_info} if self.run_info else {}
@@ -336,9 +338,6 @@ def run_predictions(questions: pd.DataFrame, backend: Backend, job: PredictJob, 
         preds = _predictions(part, plan.keys, store, backend.name, job.setting.name)
     finally:
         store.close()
-    run_info = backend.run_info()
-    if run_info:  # travels with the table: Parquet keeps DataFrame.attrs
-        preds.attrs["run_info"] = run_info
     return RunResult(
         predictions=preds,
         n_questions=len(part),
@@ -349,7 +348,7 @@ def run_predictions(questions: pd.DataFrame, backend: Backend, job: PredictJob, 
         cost_usd=sink.cost,
         elapsed_s=time.perf_counter() - t_start,
         backend_stats=backend.stats(),
-        run_info=run_info,
+        run_info=backend.run_info(),
     )
 
 

@@ -483,3 +483,19 @@ def test_two_runs_asking_every_question_again_give_byte_identical_tables(tmp_pat
         assert len(timings) == 15 and all(t["latency_s"] > 0 for t in timings)
         assert "latency_s" not in pd.read_parquet(out).columns
     assert tables[0] == tables[1] and stores[0] == stores[1] and b"latency_s" not in stores[0]
+
+
+@pytest.mark.slow
+def test_a_rerun_from_a_warm_store_writes_the_same_table(tmp_path, repo_root, qfile, shared_data, tiny_dir):
+    """How the backend answered (the prompt path, which depends on what was cached) goes to the work log, not
+    the table: a `dvc repro` that re-runs a predict stage over its warm store must not change `dvc.lock`."""
+    from probmed.infra.clock import read_work_log
+
+    args = base_args(repo_root, qfile, shared_data, tmp_path, "model=tiny", f"models.tiny.model_id={tiny_dir}")
+    asked, cached = tmp_path / "build" / "asked.parquet", tmp_path / "build" / "cached.parquet"
+    assert run_cli(["predict", *args, "--out", str(asked)]) == 0
+    assert run_cli(["predict", *args, "--out", str(cached)]) == 0
+    assert asked.read_bytes() == cached.read_bytes()
+    assert "run_info" not in pd.read_parquet(asked).attrs
+    paths = [read_work_log(p)["run_info"]["path"] for p in (asked, cached)]
+    assert paths[0] != paths[1]  # the runs did answer differently (asked vs all from the store)
