@@ -36,13 +36,11 @@ def add_params_arguments(p: argparse.ArgumentParser, example: str = "seed=1") ->
 def seed_option(text: str) -> int:
     """The type of every ``--seed`` option: an integer in the params schema's seed range (params_schema.Seed), so a
     seed numpy refuses stops the command at once (argparse: exit 2) instead of deep inside it."""
-    from probmed.core.params_schema import Seed, check_value, describe
+    from probmed.core.params_schema import Seed, conforms, describe
 
-    try:
-        value = int(text)
-        check_value(value, Seed, "--seed")
-    except ValueError:  # not an integer, or out of range (ConfigError is a ValueError)
-        raise argparse.ArgumentTypeError(f"{text!r}: expected {describe(Seed)}") from None
+    value = int(text) if text.strip().lstrip("+-").isdigit() else None
+    if value is None or not conforms(value, Seed):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {describe(Seed)}")
     return value
 
 

@@ -768,6 +768,15 @@ def check_value(value: Any, hint: Any, key: str) -> None:
     _check(value, hint, key)
 
 
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether one value has its declared type and range (a command-line option typed like a parameter)."""
+    try:
+        _check(value, hint, "")
+    except ConfigError:
+        return False
+    return True
+
+
 def _check(value: Any, hint: Any, key: str, shown: Any = None) -> None:
     """Check `value` against `hint`; `shown` is the type a message names (the whole union, not one option)."""
     origin = typing.get_origin(hint)
