@@ -16,6 +16,7 @@ import pytest  # noqa: E402
 from probmed.core.errors import MissingFileError  # noqa: E402
 from probmed.infra.io import (  # noqa: E402
     atomic_path,
+    folder_for,
     remove_stale_temps,
     require_file,
     write_json_atomic,
@@ -76,3 +77,20 @@ def test_files_get_the_usual_permissions(tmp_path):
 def test_a_missing_input_names_itself(tmp_path):
     with pytest.raises(MissingFileError, match=r"question table .*nope\.parquet not found"):
         require_file(tmp_path / "nope.parquet", "question table")
+
+
+def test_folder_for_removes_only_the_empty_folders_it_made_when_the_block_fails(tmp_path):
+    (tmp_path / "kept").mkdir()
+    with pytest.raises(RuntimeError):
+        with folder_for(tmp_path / "kept" / "a" / "b") as folder:
+            assert folder.is_dir()
+            raise RuntimeError("refused")
+    assert [p.name for p in tmp_path.iterdir()] == ["kept"] and not list((tmp_path / "kept").iterdir())
+    with pytest.raises(RuntimeError):
+        with folder_for(tmp_path / "kept" / "a" / "b"):
+            (tmp_path / "kept" / "a" / "note").write_text("another writer's")
+            raise RuntimeError("refused")
+    assert sorted(p.name for p in (tmp_path / "kept" / "a").iterdir()) == ["note"]  # b removed, a not empty: kept
+    with folder_for(tmp_path / "new" / "c") as folder:
+        (folder / "done").write_text("x")
+    assert (tmp_path / "new" / "c" / "done").is_file()  # a block that ends well keeps what it made

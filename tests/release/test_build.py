@@ -8,6 +8,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -177,7 +178,106 @@ def test_a_missing_image_is_named_and_nothing_is_written(small_set, repo_root, t
     assert release(small_set, tmp_path / "out", repo_root, questions=broken) == 2
     err = capsys.readouterr().err
     assert q["image_id"].iat[0] in err and "not found" in err
-    assert not (tmp_path / "out" / "broken").exists() or not list((tmp_path / "out" / "broken").iterdir())
+    assert not (tmp_path / "out").exists()  # no empty <out>/broken/ left behind, and no --out-dir it made
+
+
+def test_a_failed_release_into_an_existing_folder_leaves_it_as_it_was(small_set, repo_root, tmp_path, capsys):
+    """A release refused after writing began (other content under the version) leaves the set's folder as it was:
+    its versions, no staging folder, no lock file beside it."""
+    out = tmp_path / "out"
+    assert release(small_set, out, repo_root) == 0
+    before = tree(out)
+    q = small_set["frame"]
+    fewer = tmp_path / "small.parquet"
+    write_questions(q[q["image_id"] != q["image_id"].iat[0]].reset_index(drop=True), fewer)
+    assert release(small_set, out, repo_root, questions=fewer) == 2
+    assert "exists with other content" in capsys.readouterr().err
+    assert tree(out) == before and sorted(p.name for p in out.rglob(".*")) == []
+
+
+@pytest.mark.parametrize("name", ["../../evil", "..", ".", "a/b", "<tmp>/abs", "a\nb", 'a"b', "a'b", ".hidden", "-x",
+                                  "", "x" * 101])
+def test_a_name_that_is_not_one_folder_name_is_refused_and_nothing_is_written(name, small_set, repo_root, tmp_path,
+                                                                              capsys):
+    """The probe's `--name ../../evil` wrote a whole release two levels above --out-dir (exit 0); an absolute name
+    (here one inside the test's folder) wrote there."""
+    name = name.replace("<tmp>", str(tmp_path))
+    out = tmp_path / "a" / "b" / "out"
+    out.mkdir(parents=True)
+    assert release(small_set, out, repo_root, f"--name={name}") == 2
+    err = capsys.readouterr().err
+    assert f"--name = {name!r}: expected a name of ASCII letters" in err and err.count("\n") == 1
+    assert sorted(p.relative_to(tmp_path).as_posix() for p in tmp_path.rglob("*")) == ["a", "a/b", "a/b/out"]
+
+
+def test_a_file_name_that_is_not_a_folder_name_needs_a_name(small_set, repo_root, tmp_path, capsys):
+    odd = tmp_path / "my set.parquet"
+    odd.write_bytes(small_set["questions"].read_bytes())
+    assert release(small_set, tmp_path / "out", repo_root, questions=odd) == 2
+    assert f"the set's name (the stem of {odd}; --name gives another) = 'my set'" in capsys.readouterr().err
+    assert release(small_set, tmp_path / "out", repo_root, "--name", "my-set", questions=odd) == 0
+    assert (tmp_path / "out" / "my-set" / VERSION / "release.json").is_file()
+
+
+@pytest.mark.parametrize("version", ["1.0", "1", "v1.0.0", "1.0.0/..", "../1.0.0"])
+def test_a_version_that_is_not_a_semantic_version_is_refused(version, small_set, repo_root, tmp_path, capsys):
+    """The probe's `release.version=1.0` (a YAML float) ended in an AttributeError, exit 4."""
+    assert release(small_set, tmp_path / "out", repo_root, f"release.version={version}") == 2
+    assert "params: release.version = " in capsys.readouterr().err and not (tmp_path / "out").exists()
+
+
+RUN = "import sys; from probmed.cli import run; sys.argv = ['probmed', *sys.argv[1:]]; run()"
+HELD = ("import pathlib, sys, time; import probmed.release.build as b; describe = b.describe\n"
+        "gate = pathlib.Path(sys.argv[1])\n"
+        "def held(*args):\n"
+        "    gate.with_suffix('.inside').touch()\n"
+        "    while not gate.exists():\n"
+        "        time.sleep(0.05)\n"
+        "    describe(*args)\n"
+        "b.describe = held\n"
+        "from probmed.cli import run; sys.argv = ['probmed', *sys.argv[2:]]; run()")
+
+
+def wait_for(test, what: str, timeout_s: float = 180) -> None:
+    deadline = time.monotonic() + timeout_s
+    while not test():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.1)
+
+
+def test_two_releases_of_one_version_at_once_both_end_cleanly(small_set, repo_root, tmp_path):
+    """Two real `probmed release` processes of one version: the first is held in the middle of its release (content
+    written, not yet described) while the second starts. The second waits for the first, then finds the version
+    written with the same content (nothing to do). Before, the second removed the first's staging folder and the
+    first crashed (FileNotFoundError, exit 4)."""
+    out = tmp_path / "out"
+    gate = tmp_path / "go"
+    args = ["release", str(small_set["questions"]), "--out-dir", str(out), "--image-root", str(small_set["image_root"]),
+            "--audit", str(small_set["passing_audit"]), "--params", str(repo_root / "params.yaml")]
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)}
+    logs = {name: (tmp_path / f"{name}.out", tmp_path / f"{name}.err") for name in ("first", "second")}
+    with open(logs["first"][0], "w") as o1, open(logs["first"][1], "w") as e1:
+        first = subprocess.Popen([sys.executable, "-c", HELD, str(gate), *args], env=env, stdout=o1, stderr=e1)
+        try:
+            wait_for(lambda: gate.with_suffix(".inside").exists() or first.poll() is not None, "the first release")
+            with open(logs["second"][0], "w") as o2, open(logs["second"][1], "w") as e2:
+                second = subprocess.Popen([sys.executable, "-c", RUN, *args], env=env, stdout=o2, stderr=e2)
+                try:
+                    wait_for(lambda: "waiting for release" in logs["second"][1].read_text() or second.poll() is not None,
+                             "the second release to wait or end")
+                    gate.touch()
+                    codes = first.wait(timeout=300), second.wait(timeout=300)
+                finally:
+                    second.kill()
+        finally:
+            gate.touch()
+            first.kill()
+    out1, err1, out2, err2 = (path.read_text() for pair in logs.values() for path in pair)
+    assert "Traceback" not in err1 + err2 and codes == (0, 0), err1 + err2
+    assert f"waiting for release {out / 'small' / VERSION}, held by pid {first.pid}" in err2
+    assert json.loads(out1)["created"] is True and json.loads(out2)["created"] is False
+    assert sorted(p.name for p in (out / "small").iterdir()) == [VERSION] and not list(out.glob(".*"))
+    assert json.loads((out / "small" / VERSION / "release.json").read_text())["version"].startswith(VERSION + "+")
 
 
 def test_the_harness_folder_and_the_vlmevalkit_tsv(released, small_set):

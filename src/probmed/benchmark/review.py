@@ -23,7 +23,8 @@ from typing import Any
 import pandas as pd
 
 from probmed.core.errors import RecordError
-from probmed.infra.io import require_file, write_text_atomic
+from probmed.infra.io import write_text_atomic
+from probmed.infra.tables import read_csv
 
 SHEET_COLUMNS = ["image_id", "image_path", "qid", "category", "qa_type", "question", "answer", "valid", "comment"]
 TRUE = {"1", "y", "yes", "true", "valid", "ok"}
@@ -60,7 +61,7 @@ def export_review(questions: pd.DataFrame, out_dir: Path, n_images: int = 100, s
 
 def read_verdicts(sheet_path: Path) -> pd.DataFrame:
     """The filled sheet with ``valid`` parsed to bool; an unfilled or unknown verdict is an error naming the row."""
-    sheet = pd.read_csv(require_file(sheet_path, "review sheet"), dtype=str, keep_default_na=False)
+    sheet = read_csv(sheet_path, "review sheet", dtype=str, keep_default_na=False)
     missing = [c for c in ("qid", "valid") if c not in sheet.columns]
     if missing:
         raise RecordError(f"{sheet_path}: missing column(s) {missing}")
@@ -132,7 +133,7 @@ def truth_sample(questions: pd.DataFrame, n_questions: int, seed: int) -> pd.Dat
 
 def read_truth_sheet(path: Path) -> pd.DataFrame:
     """A judged truth sheet; every verdict must be true / doubtful / false, and a doubtful or false one needs a reason."""
-    sheet = pd.read_csv(require_file(path, "truth review sheet"), dtype=str, keep_default_na=False)
+    sheet = read_csv(path, "truth review sheet", dtype=str, keep_default_na=False)
     missing = [c for c in TRUTH_COLUMNS if c not in sheet.columns]
     if missing:
         raise RecordError(f"{path}: missing column(s) {missing}")

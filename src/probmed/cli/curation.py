@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from probmed.benchmark.sources.registry import SOURCES
-from probmed.cli.options import add_params_arguments, params_of
+from probmed.cli.options import add_params_arguments, params_of, seed_option
 from probmed.core.errors import ConfigError, UserError
 from probmed.infra.io import write_json_atomic, write_text_atomic
 
@@ -368,7 +368,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--official", help="original-format question file (default questions.official)")
     p.add_argument("--report", help="generation report JSON (default questions.report)")
     p.add_argument("--strategy", choices=("balanced", "random", "popular", "adversarial"))
-    p.add_argument("--seed", type=int)
+    p.add_argument("--seed", type=seed_option)
     p.add_argument("--audit-dir", help="where the gate's audit.md / audit.json go (default: <out>.audit/)")
     p.add_argument("--question-set", help="sample images per image type under datasets.question_sets.<set>.image_types first")
     _common(p)
@@ -423,7 +423,7 @@ def _register_review(sub: Any) -> None:
     e = rs.add_parser("export")
     e.add_argument("--questions")
     e.add_argument("--n", type=int, help="images to sample")
-    e.add_argument("--seed", type=int)
+    e.add_argument("--seed", type=seed_option)
     e.add_argument("--out")
     _common(e)
     i = rs.add_parser("import")
@@ -434,7 +434,7 @@ def _register_review(sub: Any) -> None:
     t = rs.add_parser("truth", help="a stratified sample of questions to judge true / doubtful / false by eye")
     t.add_argument("--questions", help="question table (default predict.questions; the README samples the full set)")
     t.add_argument("--n", type=int, help="questions to sample")
-    t.add_argument("--seed", type=int)
+    t.add_argument("--seed", type=seed_option)
     t.add_argument("--out")
     _common(t)
     r = rs.add_parser("rates", help="true / doubtful / false counts of a judged truth sheet")

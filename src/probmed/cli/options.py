@@ -33,6 +33,17 @@ def add_params_arguments(p: argparse.ArgumentParser, example: str = "seed=1") ->
     p.add_argument("--params", default=None, help=f"parameter file (default {DEFAULT_PARAMS})")
 
 
+def seed_option(text: str) -> int:
+    """The type of every ``--seed`` option: an integer in the params schema's seed range (params_schema.Seed), so a
+    seed numpy refuses stops the command at once (argparse: exit 2) instead of deep inside it."""
+    from probmed.core.params_schema import Seed, conforms, describe
+
+    value = int(text) if text.strip().lstrip("+-").isdigit() else None
+    if value is None or not conforms(value, Seed):
+        raise argparse.ArgumentTypeError(f"{text!r}: expected {describe(Seed)}")
+    return value
+
+
 def _subparsers(parser: argparse.ArgumentParser) -> argparse._SubParsersAction | None:
     return next((a for a in parser._actions if isinstance(a, argparse._SubParsersAction)), None)
 

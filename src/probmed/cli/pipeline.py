@@ -125,9 +125,9 @@ def cmd_subset(args: argparse.Namespace) -> int:
     if qset.exclude_training_images:
         if not args.splits or not Path(args.splits).is_file():
             raise UserError(f"{key}.exclude_training_images is set but no split table was given (--splits)")
-        import pandas as pd
+        from probmed.infra.tables import read_parquet
 
-        pool = drop_training_images(full, pd.read_parquet(args.splits))
+        pool = drop_training_images(full, read_parquet(args.splits, "split table"))
     if qset.commercial_only:  # drop the images whose licence forbids commercial use (core.licences)
         from probmed.core.licences import commercial_use
 
@@ -304,11 +304,10 @@ def cmd_report(args: argparse.Namespace) -> int:
         with _tracker(params.tracking) as tracker:
             report_run = tracker.log_report(args.out_dir, started_ms)  # once, in its own run
             if reliance.is_file():
-                import pandas as pd
-
+                from probmed.infra.tables import read_csv
                 from probmed.reporting.comparisons import reliance_metrics
 
-                tracker.log_reliance(reliance_metrics(pd.read_csv(reliance)), tracked)
+                tracker.log_reliance(reliance_metrics(read_csv(reliance, "visual reliance table")), tracked)
     print(json.dumps({"runs": len(manifest["runs"]), "plots": len(manifest["files"]["plots"]),
                       "out": args.out_dir, "headline": args.headline, "mlflow_run": report_run}))
     return 0

@@ -17,8 +17,9 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, answering_kernels, params_of
+from probmed.cli.options import add_params_arguments, answering_kernels, params_of, seed_option
 from probmed.core.errors import ConfigError, UserError
+from probmed.core.names import checked_name
 from probmed.core.settings import Setting, get_setting
 
 if TYPE_CHECKING:  # annotations only: `probmed --help` must not import the inference stack
@@ -77,7 +78,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     t = sub.add_parser("build-tiny-model", help="build the tiny offline LLaVA (untrained) into a directory")
     t.add_argument("--out", required=True, help="model directory")
-    t.add_argument("--seed", type=int, default=0)
+    t.add_argument("--seed", type=seed_option, default=0)
     t.add_argument("--questions", help="question table whose words join the vocabulary")
     t.add_argument("--family", default="tiny", help="tiny (the default word-level LLaVA) or a model family to build "
                    "with random weights and a sub-word tokenizer: " + ", ".join(BUILDERS))
@@ -222,7 +223,7 @@ def _describe(args: argparse.Namespace) -> int:
     from probmed.infra.progress import progress
 
     inputs = _setup(args)
-    name = args.describer or inputs.prompts.describer
+    name = checked_name(args.describer, "--describer") if args.describer else inputs.prompts.describer
     questions = shard_questions(_read_questions(inputs.questions_path), inputs.shard)
     images = resolve_images(questions, Path(inputs.predict.image_root))
     store = open_store(Path(inputs.predict.describe_dir) / name, inputs.shard.file_name, inputs.predict)

@@ -44,7 +44,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("questions", help="question table (.parquet) or original-format question file (.json)")
     p.add_argument("--audit", help="the set's audit.json or its folder (default: <questions>.audit/, the gate's audit)")
     p.add_argument("--out-dir", help="releases go to OUT_DIR/<set>/<version>/ (default release.out_dir)")
-    p.add_argument("--name", help="the set's name in the release (default: the file's stem)")
+    p.add_argument("--name", help="the set's name in the release, a folder name: letters, digits, ., _, - "
+                   "(default: the file's stem)")
     p.add_argument("--image-root", help="image paths are relative to this (default curate.image_root)")
     p.add_argument("--allow-unaudited", action="store_true",
                    help="release a set that failed its audit gate or has none (the card's first line says so)")

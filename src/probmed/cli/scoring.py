@@ -6,7 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from probmed.cli.options import add_params_arguments, params_of
+from probmed.cli.options import add_params_arguments, params_of, seed_option
 from probmed.core.params_schema import Score
 
 
@@ -164,5 +164,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("kind", choices=("random", "always-yes", "always-no"))
     p.add_argument("questions", help="question set (Parquet or original-format JSON)")
     p.add_argument("--out", required=True, help="prediction table to write (Parquet)")
-    p.add_argument("--seed", type=int, default=0, help="seed of the random baseline")
+    p.add_argument("--seed", type=seed_option, default=0, help="seed of the random baseline")
     p.set_defaults(func=cmd_baseline)

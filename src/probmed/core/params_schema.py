@@ -35,12 +35,14 @@ from __future__ import annotations
 
 import copy
 import dataclasses
+import re
 import types
 import typing
 from dataclasses import dataclass, field
 from typing import Annotated, Any, Callable, Literal, Mapping, TypeVar, Union
 
 from probmed.core.errors import ConfigError
+from probmed.core.names import NAME_RULE, is_safe_name
 
 
 @dataclass(frozen=True)
@@ -70,6 +72,9 @@ NonNegativeFloat = Annotated[float, Check(lambda v: v >= 0, "a number >= 0")]
 Fraction = Annotated[float, Check(lambda v: 0 <= v < 1, "a number in [0, 1)")]
 OpenUnit = Annotated[float, Check(lambda v: 0 < v < 1, "a number in (0, 1)")]
 UnitInterval = Annotated[float, Check(lambda v: 0 < v <= 1, "a number in (0, 1]")]
+Seed = Annotated[int, Check(lambda v: 0 <= v < 2**32, "an integer in [0, 2**32) (a seed numpy accepts)")]
+Name = Annotated[str, Check(is_safe_name, NAME_RULE)]
+"""A name that becomes a file or folder name (probmed.core.names): as a value, or as the keys of a map."""
 
 
 class Section:
@@ -196,7 +201,7 @@ class Review(Section):
     n_images: PositiveInt = 100
     n_questions: PositiveInt = 120
     """Questions in the by-eye truth sample (`probmed review truth`), stratified by source, category, image type."""
-    seed: int = 0
+    seed: Seed = 0
     out_dir: str = "build/review"
 
 
@@ -210,7 +215,7 @@ class Questions(Section):
     records: list[str] = default([f"build/records/{name}.parquet" for name in RECORD_TABLES])
     strategy: Literal["balanced", "random", "popular", "adversarial"] = "balanced"
     """balanced (each text answered yes as often as no) | random | popular | adversarial (POPE)."""
-    seed: int | None = None
+    seed: Seed | None = None
     """None: the top-level seed."""
     out: str = "build/questions/questions.parquet"
     official: str | None = "build/questions/test.json"
@@ -237,7 +242,7 @@ class Audit(Section):
     """The oracle learns each text's majority answer on the other folds of images."""
     alpha: OpenUnit = 0.05
     """A text's training answers show a majority when a binomial test rejects a fair coin."""
-    seed: int = 0
+    seed: Seed = 0
     """Cross-validation seed of the pixel-statistics leak check."""
     pixel_folds: AtLeastTwo = 5
     log_to_mlflow: bool = True
@@ -314,7 +319,7 @@ class Settings(Section):
     describe: str = "Describe the medical image: its modality, the body part, and any abnormal findings with their location."
     with_description: str = "Description of the image: {description}\n{question} Answer with a single word: yes or no."
     describe_max_new_tokens: PositiveInt = 64
-    describer: str = "tiny"
+    describer: Name = "tiny"
     """The model that writes descriptions for setting=described (paper: gpt-4o)."""
 
 
@@ -345,11 +350,11 @@ class Score(Section):
     bootstrap_resamples: NonNegativeInt = 1000
     """Images resampled with replacement for the intervals (0: none)."""
     ci_level: OpenUnit = 0.95
-    seed: int = 0
+    seed: Seed = 0
     """Bootstrap seed."""
     subset_fractions: list[UnitInterval] = default([0.2, 0.4, 0.6, 0.8, 1.0])
     """Appendix C subset robustness."""
-    subset_seed: int = 0
+    subset_seed: Seed = 0
 
 
 # --- fine-tuning -----------------------------------------------------------------------
@@ -414,7 +419,7 @@ class Trainer(Section):
     """Passed to lightning.Trainer."""
 
     accelerator: str = "cpu"
-    devices: PositiveInt | str | list[int] = 1
+    devices: PositiveInt | str | list[NonNegativeInt] = 1
     strategy: str = "auto"
     precision: str = "32-true"
     accumulate_grad_batches: PositiveInt = 1
@@ -463,7 +468,7 @@ class FinetuneProfile(Section):
     revision: str | None = None
     dtype: str | None = None
     """torch dtype for loading (None: the checkpoint's default)."""
-    seed: int | None = None
+    seed: Seed | None = None
     """None: the top-level seed."""
     domain: Domain = default(Domain())
     split: Split = default(Split())
@@ -526,33 +531,33 @@ class QuestionSet(Section):
     scope: Literal["extended", "paper"] = "extended"
     """extended: every askable modality and organ (core.vocab.SCOPES); paper: only the paper's 12 image types,
     asked about its 3 modalities and 4 organs, so numbers compare with its tables."""
-    seed: int | None = None
+    seed: Seed | None = None
 
 
 @section
 class Datasets(Section):
     """The raw sources and the question sets built from them."""
 
-    sources: dict[str, DataSource] = default({})
-    question_sets: dict[str, QuestionSet] = default({})
+    sources: dict[Name, DataSource] = default({})
+    question_sets: dict[Name, QuestionSet] = default({})
 
 
 @section
 class Run(Section):
     """One evaluation: a question set, a model and a setting."""
 
-    question_set: str
-    model: str
-    setting: str
+    question_set: Name
+    model: Name
+    setting: Name
 
 
 @section
 class Pipeline(Section):
     """What `dvc repro` evaluates."""
 
-    runs: dict[str, Run] = default({})
-    described_runs: dict[str, Run] = default({})
-    describe: list[str] = default([])
+    runs: dict[Name, Run] = default({})
+    described_runs: dict[Name, Run] = default({})
+    describe: list[Name] = default([])
     """Question sets whose images settings.describer describes."""
 
 
@@ -588,8 +593,10 @@ class Report(Section):
     log_to_mlflow: bool = True
 
 
-SemVer = Annotated[str, Check(lambda v: len(v.split(".")) == 3 and all(p.isascii() and p.isdigit() for p in v.split(".")),
-                              "a semantic version MAJOR.MINOR.PATCH (e.g. 1.0.0)")]
+_SEMVER = re.compile(r"(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)")
+SemVer = Annotated[str, Check(lambda v: isinstance(v, str) and _SEMVER.fullmatch(v) is not None,
+                              "a semantic version MAJOR.MINOR.PATCH, written as a string (e.g. '1.0.0'; "
+                              "YAML reads 1.0 as a number)")]
 
 
 @section
@@ -607,18 +614,18 @@ class Params(Section):
     """params.yaml as a whole."""
 
     paths: Paths = default(Paths())
-    seed: int = 0
+    seed: Seed = 0
     curate: Curate = default(Curate())
     questions: Questions = default(Questions())
     audit: Audit = default(Audit())
     extract: Extract = default(Extract())
-    model: str = "tiny"
+    model: Name = "tiny"
     """A name under `models:`."""
-    setting: str = "vanilla"
+    setting: Name = "vanilla"
     """A name of probmed.core.settings.SETTINGS."""
     predict: Predict = default(Predict())
     settings: Settings = default(Settings())
-    models: dict[str, dict[str, Any]] = default({})
+    models: dict[Name, dict[str, Any]] = default({})
     """Each entry: its backend's typed config (probmed.inference.models)."""
     model_profiles: dict[str, dict[str, ProfileModel]] = default({})
     pricing: dict[str, Pricing] = default({})
@@ -756,6 +763,20 @@ def _join(prefix: str, key: Any) -> str:
     return f"{prefix}.{key}" if prefix else str(key)
 
 
+def check_value(value: Any, hint: Any, key: str) -> None:
+    """One value against its declared type and range; ConfigError names `key` (a backend config's field too)."""
+    _check(value, hint, key)
+
+
+def conforms(value: Any, hint: Any) -> bool:
+    """Whether one value has its declared type and range (a command-line option typed like a parameter)."""
+    try:
+        _check(value, hint, "")
+    except ConfigError:
+        return False
+    return True
+
+
 def _check(value: Any, hint: Any, key: str, shown: Any = None) -> None:
     """Check `value` against `hint`; `shown` is the type a message names (the whole union, not one option)."""
     origin = typing.get_origin(hint)
@@ -786,11 +807,21 @@ def _check(value: Any, hint: Any, key: str, shown: Any = None) -> None:
     elif origin is dict:
         if not isinstance(value, Mapping):
             _wrong(value, shown or hint, key)
-        _, item = typing.get_args(hint)
+        name_hint, item = typing.get_args(hint)
         for name, element in value.items():
+            _check_name(name, name_hint, key)
             _check(element, item, _join(key, name))
     elif not _shallow_match(value, hint):
         _wrong(value, shown or hint, key)
+
+
+def _check_name(name: Any, hint: Any, key: str) -> None:
+    """A key of a free map against the map's key type (``dict[Name, Run]``: each key a safe name)."""
+    if typing.get_origin(hint) is not Annotated:
+        return
+    for check in typing.get_args(hint)[1:]:
+        if isinstance(check, Check) and not check.test(name):
+            raise ConfigError(f"params: {key} has the key {name!r}, expected {check.expected}{_kept_in(key)}")
 
 
 def _check_section(value: Any, section: type[Section], key: str) -> None:

@@ -21,7 +21,8 @@ import pandas as pd
 from probmed.core.categories import CATEGORIES
 from probmed.core.errors import MissingFileError, RecordError
 from probmed.core.vocab import LABELS, MODALITIES, ORGANS, POLARITIES
-from probmed.infra.io import require_file, write_parquet
+from probmed.infra.io import write_parquet
+from probmed.infra.tables import read_parquet
 
 
 @dataclass(frozen=True)
@@ -94,7 +95,7 @@ def write_image_records(records: Iterable[ImageRecord], path: str | Path) -> Non
 
 def read_image_records(path: str | Path) -> list[ImageRecord]:
     """Read a record table; a missing file is named."""
-    return image_records_from_frame(pd.read_parquet(require_file(path, "record table")))
+    return image_records_from_frame(read_parquet(path, "record table"))
 
 
 # --- Questions -----------------------------------------------------------------
@@ -260,7 +261,7 @@ def read_questions(path: str | Path) -> pd.DataFrame:
     """Read a question table, checked strictly (:func:`validate_question_frame`)."""
     if not Path(path).is_file():
         raise missing_questions(path)
-    return validate_question_frame(pd.read_parquet(path), str(path))
+    return validate_question_frame(read_parquet(path, "question table"), str(path))
 
 
 # --- Predictions ---------------------------------------------------------------
@@ -287,9 +288,13 @@ def write_predictions(frame: pd.DataFrame, path: str | Path) -> None:
     write_parquet(frame[list(PREDICTION_COLUMNS)], path)
 
 
+PREDICTIONS_HINT = ("; a prediction table is the Parquet file `probmed predict` writes (an original-format response "
+                    "file is scored with `probmed score-responses`)")
+
+
 def read_predictions(path: str | Path) -> pd.DataFrame:
     """Read a prediction table; RecordError names a missing column or the first unknown label."""
-    frame = pd.read_parquet(require_file(path, "prediction table"))
+    frame = read_parquet(path, "prediction table", PREDICTIONS_HINT)
     missing = [c for c in ("qid", "label") if c not in frame.columns]
     if missing:
         raise RecordError(f"{path}: missing column(s) {missing}")

@@ -51,6 +51,7 @@ from probmed.core.response_file import (  # noqa: F401 (re-exported: the respons
     validate_response_records,
 )
 from probmed.infra.io import write_json_atomic
+from probmed.infra.tables import read_parquet
 
 log = logging.getLogger(__name__)
 
@@ -247,7 +248,7 @@ def questions_to_official(frame: pd.DataFrame, with_category: bool = False) -> l
 
 def read_question_file(path: str | Path) -> pd.DataFrame:
     """Read an original-format question file into a validated question table (strict)."""
-    return questions_from_official(load_json_list(path), str(path))
+    return questions_from_official(load_json_list(path, "question file"), str(path))
 
 
 def write_question_file(frame: pd.DataFrame, path: str | Path, with_category: bool = False) -> None:
@@ -375,8 +376,4 @@ def read_questions_any(path: str | Path) -> pd.DataFrame:
         raise missing_questions(path)
     if path.suffix.lower() == ".json":
         return read_question_file(path)
-    try:
-        frame = pd.read_parquet(path)
-    except Exception as exc:  # pyarrow raises several types for a non-Parquet file
-        raise RecordError(f"{path}: not a readable Parquet question table ({exc.__class__.__name__}: {exc})") from None
-    return validate_question_table(frame, str(path))
+    return validate_question_table(read_parquet(path, "question table"), str(path))

@@ -10,31 +10,20 @@ of the release format (question files, conversions to tables) is in
 
 from __future__ import annotations
 
-import json
-import sys
 from operator import itemgetter
 from pathlib import Path
 from typing import Any
 
-from probmed.core.errors import MissingFileError, RecordError
+from probmed.core.errors import RecordError
+from probmed.infra.tables import read_json
 
 RESPONSE_FILE_FIELDS: tuple[str, ...] = ("id", "image_type", "qa_type", "question", "gt_ans", "response")
 
 
-def load_json_list(path: str | Path) -> list[Any]:
-    """A file holding a JSON list; a clear error for a missing file, bad JSON, too deep a nesting or another type."""
-    path = Path(path)
-    if not path.exists():
-        raise MissingFileError(f"{path}: no such file")
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except RecursionError:  # the decoder's depth bound (the interpreter's recursion limit): records are 2 deep
-        raise RecordError(f"{path}: JSON nested deeper than {sys.getrecursionlimit()} levels; "
-                          "expected a list of flat records") from None
-    except json.JSONDecodeError as exc:
-        raise RecordError(f"{path}: not valid JSON ({exc})") from None
-    except UnicodeDecodeError as exc:
-        raise RecordError(f"{path}: not UTF-8 text ({exc})") from None
+def load_json_list(path: str | Path, what: str = "JSON file", *, text_only: bool = True) -> list[Any]:
+    """A file holding a JSON list; a clear error for a missing file, bad JSON or text (probmed.infra.tables.read_json:
+    too deep a nesting, a lone surrogate unless not `text_only`) or another type."""
+    data = read_json(path, what, text_only=text_only)
     if not isinstance(data, list):
         raise RecordError(f"{path}: expected a JSON list of records, got {type(data).__name__}")
     return data
@@ -103,4 +92,4 @@ def _raise_for_record(rec: Any, idx: int, where: str) -> None:
 
 def read_response_file(path: str | Path) -> list[dict[str, Any]]:
     """Read an original-format response file (structure validated only)."""
-    return validate_response_records(load_json_list(path), str(path))
+    return validate_response_records(load_json_list(path, "response file"), str(path))

@@ -51,11 +51,14 @@ class FileLock:
     def acquire(self) -> "FileLock":
         if self._fd is not None:
             return self
-        self.path.parent.mkdir(parents=True, exist_ok=True)
         deadline = None if self.wait_s is None else time.monotonic() + float(self.wait_s)
         told = False
         while True:
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            self.path.parent.mkdir(parents=True, exist_ok=True)  # each time: a failed holder removes a folder it made
+            try:
+                fd = os.open(self.path, os.O_RDWR | os.O_CREAT, 0o644)
+            except FileNotFoundError:  # removed between the two calls: make it again
+                continue
             try:
                 fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
             except BlockingIOError:

@@ -43,6 +43,24 @@ def atomic_path(path: str | Path) -> Iterator[Path]:
         tmp.unlink(missing_ok=True)
 
 
+@contextmanager
+def folder_for(path: str | Path) -> Iterator[Path]:
+    """`path` made (with its missing parents) for a block that writes into it; when the block fails, the folders
+    made here are removed again if they are empty, so a refused or failed writer leaves no empty folder behind."""
+    path = Path(path)
+    made = [p for p in (path, *path.parents) if not p.exists()]  # deepest first: the order they are removed in
+    path.mkdir(parents=True, exist_ok=True)
+    try:
+        yield path
+    except BaseException:
+        for folder in made:
+            try:
+                folder.rmdir()
+            except OSError:  # not empty (another writer's, or what this one keeps): leave it and its parents
+                break
+        raise
+
+
 def remove_stale_temps(directory: str | Path) -> list[Path]:
     """Delete the hidden temporary files a killed writer left under `directory` (ours only: hidden,
     ending in .tmp), so no half-written file lingers in a DVC output; returns what was removed."""

@@ -19,8 +19,9 @@ from typing import Any
 import pandas as pd
 
 from probmed.core.errors import ProbmedError, RecordError
+from probmed.core.names import checked_name
 from probmed.core.release_format import read_questions_any, write_question_file
-from probmed.infra.io import write_json_atomic, write_text_atomic
+from probmed.infra.io import folder_for, write_json_atomic, write_text_atomic
 from probmed.release import publish
 from probmed.release.images import copy_images, image_sources
 from probmed.release.manifest import ConfigInfo, Release
@@ -130,29 +131,37 @@ def describe(release: Release, folder: Path, images: dict[str, Path], prompt: st
     write_json_atomic(release.to_json(), folder / "release.json")
 
 
+def release_name(opts: ReleaseOptions) -> str:
+    """The set's name in the release, a folder name under ``out_dir``: checked before anything is read or written."""
+    if opts.name is not None:
+        return checked_name(opts.name, "--name")
+    return checked_name(opts.questions.stem, f"the set's name (the stem of {opts.questions}; --name gives another)")
+
+
 def build_release(opts: ReleaseOptions) -> ReleaseResult:
-    """Release one question set (module docstring); nothing is left under the version's name unless complete."""
+    """Release one question set (module docstring); nothing is left under the version's name unless complete, and
+    nothing at all when it fails (no folder it made, no staging folder)."""
+    name = release_name(opts)
     questions = read_questions_any(opts.questions)
     if questions.empty:
         raise RecordError(f"{opts.questions}: no questions to release")
     audit = load_audit(audit_path(opts))
     verdict, unaudited = check_gate(opts, audit)
-    name = opts.name or opts.questions.stem
-    parent = opts.out_dir / name
-    staging = publish.staging_folder(parent, opts.semver)
-    try:
-        configs, omitted, images = write_content(questions, staging, opts.image_root)
-        files = publish.content_manifest(staging)
-        digest = publish.content_hash(files)
-        release = Release(name=name, semver=opts.semver, digest=digest, version=publish.version_string(opts.semver, digest),
-                          questions=questions, configs=configs, files=files,
-                          file_sizes={p: (staging / p).stat().st_size for p in files}, audit=audit, gate=verdict,
-                          unaudited_reason=unaudited, omitted_configs=omitted)
-        describe(release, staging, images, opts.prompt)
-    except BaseException:
-        import shutil
+    with folder_for(opts.out_dir / name) as parent, publish.version_lock(opts.out_dir, name, opts.semver):
+        staging = publish.staging_folder(parent, opts.semver)
+        try:
+            configs, omitted, images = write_content(questions, staging, opts.image_root)
+            files = publish.content_manifest(staging)
+            digest = publish.content_hash(files)
+            release = Release(name=name, semver=opts.semver, digest=digest,
+                              version=publish.version_string(opts.semver, digest), questions=questions,
+                              configs=configs, files=files, file_sizes={p: (staging / p).stat().st_size for p in files},
+                              audit=audit, gate=verdict, unaudited_reason=unaudited, omitted_configs=omitted)
+            describe(release, staging, images, opts.prompt)
+        except BaseException:
+            import shutil
 
-        shutil.rmtree(staging, ignore_errors=True)
-        raise
-    created = publish.publish(staging, parent / opts.semver, digest)
+            shutil.rmtree(staging, ignore_errors=True)
+            raise
+        created = publish.publish(staging, parent / opts.semver, digest)
     return ReleaseResult(folder=parent / opts.semver, release=release, created=created)

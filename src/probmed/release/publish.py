@@ -3,7 +3,11 @@
 A release is written whole into a hidden staging folder beside its final place
 (``.<version>.<random>.tmp``, ignored by git and DVC) and renamed onto
 ``<set>/<version>/`` only when complete, so a killed release leaves the previous
-versions as they were and no half folder under a version name. The content
+versions as they were and no half folder under a version name. One process at a
+time releases a version (:func:`version_lock`, a lock file beside the set's
+folder): a second release of it waits, then finds the version written (the
+same content: nothing to do; other content: refused), and a release clears only
+the staging folders its own version's killed runs left, never a running one's. The content
 hash covers the data (Parquet files, images, test.json), not the card, Croissant
 or CITATION.cff that describe it and carry the version; a version that exists
 with other content is refused (bump ``release.version``); one that exists with
@@ -17,15 +21,16 @@ import hashlib
 import os
 import re
 import shutil
+import sys
 from pathlib import Path
 
 from probmed.core.errors import ProbmedError
+from probmed.infra.filelock import FileLock
 from probmed.infra.io import TEMP_SUFFIX
 
 CONTENT_DIRS: tuple[str, ...] = ("data", "images")
 CONTENT_FILES: tuple[str, ...] = ("test.json",)
 HASH_DIGITS = 12  # of the content hash, in the version string (1.0.0+<12 hex digits>)
-_STAGING = re.compile(rf"^\..+\.[0-9a-f]{{8}}{re.escape(TEMP_SUFFIX)}$")
 
 
 class ReleaseExistsError(ProbmedError):
@@ -64,11 +69,20 @@ def version_string(semver: str, digest: str) -> str:
     return f"{semver}+{digest[:HASH_DIGITS]}"
 
 
+def version_lock(out_dir: Path, name: str, version: str) -> FileLock:
+    """The lock one release of ``<out_dir>/<name>/<version>`` holds (the kernel drops it when its holder dies);
+    a second release waits for it, saying which process it waits for."""
+    return FileLock(out_dir / f".{name}@{version}.release.lock", f"release {out_dir / name / version}", wait_s=None,
+                    on_wait=lambda msg: print(f"probmed release: {msg}", file=sys.stderr, flush=True))
+
+
 def staging_folder(parent: Path, version: str) -> Path:
-    """A fresh hidden folder beside ``parent/version``; stale ones a killed release left are removed first."""
+    """A fresh hidden folder beside ``parent/version``; the ones a killed release of this version left are removed
+    first (under the version's lock: no other process is writing them)."""
     parent.mkdir(parents=True, exist_ok=True)
+    own = re.compile(rf"^{re.escape(f'.{version}.')}[0-9a-f]{{8}}{re.escape(TEMP_SUFFIX)}$")
     for stale in parent.iterdir():
-        if stale.is_dir() and _STAGING.match(stale.name):
+        if stale.is_dir() and own.match(stale.name):
             shutil.rmtree(stale, ignore_errors=True)
     staging = parent / f".{version}.{os.urandom(4).hex()}{TEMP_SUFFIX}"
     staging.mkdir()

@@ -24,6 +24,7 @@ from typing import Iterable, Sequence
 import pandas as pd
 
 from probmed.core.settings import ABLATIONS, BASE_SETTING, IMAGE_CONTROLS
+from probmed.infra.tables import read_parquet
 from probmed.reporting.runs import Run
 from probmed.scoring.compare import Bootstrap, accuracies, paired_differences, visual_reliance, without_looking
 
@@ -48,7 +49,7 @@ def per_image(run: Run) -> pd.DataFrame | None:
     if run.path is None:
         return None
     path = Path(run.path).parent / PER_IMAGE_FILE
-    return pd.read_parquet(path) if path.is_file() else None
+    return read_parquet(path, "per-image score table") if path.is_file() else None
 
 
 @dataclass

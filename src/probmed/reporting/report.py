@@ -48,6 +48,7 @@ from probmed.core.markdown import is_missing, markdown_table, number_cell
 from probmed.core.params_schema import Report
 from probmed.core.settings import SETTING_NAMES
 from probmed.infra.io import remove_stale_temps, write_json_atomic, write_text_atomic
+from probmed.infra.tables import read_parquet
 from probmed.reporting.comparisons import (
     Comparisons,
     compare_runs,
@@ -391,7 +392,7 @@ def paper_tables(runs: list[Run], question_frames: Mapping[str, pd.DataFrame],
         tables[f"table1_{slug(name)}_vs_paper"] = (
             f"Table 1: the full generated set '{name}' per image type, beside the paper's shares "
             "(images %, questions %, yes % of the paper's Table 1; four image counts unreadable in the paper's text)",
-            table1_vs_paper(pd.read_parquet(path)),
+            table1_vs_paper(read_parquet(path, "question table")),
         )
     tables["table2_adversarial_drop"] = (
         f"Table 2: averaged accuracy vs accuracy with adversarial pairs, both overall as pooled units: "
@@ -486,7 +487,7 @@ def build_report(
     remove_stale_temps(out)  # what a killed report left behind (hidden .tmp files) never stays in its outputs
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "plots").mkdir(parents=True, exist_ok=True)
-    question_frames = {name: pd.read_parquet(path) for name, path in (questions or {}).items()}
+    question_frames = {name: read_parquet(path, "question table") for name, path in (questions or {}).items()}
     comp = compare_runs(runs, bootstrap or Bootstrap(), report.model_comparisons)
 
     tables = paper_tables(runs, question_frames, full_questions)

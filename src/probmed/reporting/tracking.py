@@ -213,11 +213,12 @@ def headline_view(metric_keys: Iterable[str]) -> dict[str, Any]:
 def log_question_set(client: MlflowClient, run_id: str, path: str | Path, name: str, digest: str) -> None:
     """The question table as the run's MLflow dataset input: name, digest (its DVC hash), source, schema."""
     import mlflow.data
-    import pandas as pd
     from mlflow.entities import DatasetInput, InputTag
     from mlflow.utils.mlflow_tags import MLFLOW_DATASET_CONTEXT
 
-    frame = pd.read_parquet(path)
+    from probmed.infra.tables import read_parquet
+
+    frame = read_parquet(path, "question table")
     with warnings.catch_warnings():  # MLflow registers the local source twice and says so; either is right
         warnings.filterwarnings("ignore", message="The specified dataset source can be interpreted in multiple ways")
         dataset = mlflow.data.from_pandas(frame, source=str(path), name=name, digest=digest)

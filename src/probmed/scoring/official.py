@@ -286,7 +286,7 @@ def score_official_file(path: str | Path) -> dict[str, Any]:
     record's id, image type, qa_type, gt_ans and response and fails on a record it cannot use; only then is the
     file checked record by record, for the error that names the record and field. What the walk cannot notice
     (a missing 'question', an id that is not a string or number) is checked before it."""
-    records = load_json_list(path)
+    records = load_json_list(path, "response file", text_only=False)  # it writes no record's text: as the original
     if not unread_fields_valid(records):
         validate_response_records(records, str(path))
     try:

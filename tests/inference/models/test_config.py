@@ -7,6 +7,7 @@ the configs were typed, so answers already stored stay valid.
 from __future__ import annotations
 
 import shutil
+import typing
 
 import pytest
 
@@ -87,12 +88,13 @@ def test_only_answer_fields_change_the_key(kind, tiny_dir, monkeypatch):
     names = {f.name for f in dataclasses.fields(config_class)}
     base = {k: v for k, v in base.items() if k == "backend" or k in names}
     reference = build_backend({"m": base}, "m").fingerprint()
-    changed = {int: 7, float: 0.25, bool: True, str: "other"}
+    changed = {int: 7, float: 0.25, bool: True, str: "other"}  # within every numeric field's range
+    hints = typing.get_type_hints(config_class)  # the types without their ranges (PositiveInt -> int)
     for f in dataclasses.fields(config_class):
         if f.name in ("enabled", "model_id", "adapter", "mode", "dtype", "base_url_env", "api_key_env",
                       "prefix_cache"):
             continue  # values that must name something real or one of a few (test_shared_prefix: prefix_cache)
-        kind_of = next(t for t in changed if t.__name__ in str(f.type))
+        kind_of = next(t for t in changed if t.__name__ in str(hints[f.name]))
         fp = build_backend({"m": {**base, f.name: changed[kind_of]}}, "m").fingerprint()
         assert (fp != reference) == bool(f.metadata["answer"]), (kind, f.name)
 

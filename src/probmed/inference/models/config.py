@@ -14,13 +14,16 @@ re-asks its questions.
 from __future__ import annotations
 
 import dataclasses
+import functools
 import hashlib
+import operator
 import types
 import typing
 from pathlib import Path
-from typing import Any, ClassVar, Mapping, TypeVar
+from typing import Annotated, Any, ClassVar, Mapping, TypeVar
 
 from probmed.core.errors import ConfigError
+from probmed.core.params_schema import check_value
 
 C = TypeVar("C", bound="BackendConfig")
 # Files that define what a local checkpoint answers: weights, configs, tokenizer, chat template, and the
@@ -63,6 +66,15 @@ def directory_fingerprint(path: Path) -> str:
     return h.hexdigest()
 
 
+def _without_checks(hint: Any) -> Any:
+    """A field's type without its range (``PositiveInt | None`` -> ``int | None``): what `_coerce` converts to."""
+    if typing.get_origin(hint) is Annotated:
+        return typing.get_args(hint)[0]
+    if typing.get_origin(hint) in (typing.Union, types.UnionType):
+        return functools.reduce(operator.or_, (_without_checks(option) for option in typing.get_args(hint)))
+    return hint
+
+
 def _coerce(value: Any, hint: Any, key: str) -> Any:
     """`value` as the field's declared type (int, float, bool, str, optional of those, Any)."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
@@ -102,8 +114,11 @@ class BackendConfig:
 
     @classmethod
     def from_entry(cls: type[C], name: str, entry: Mapping[str, Any]) -> C:
-        """The typed config of `models.<name>`; ConfigError names an unknown, missing or mistyped key."""
-        hints = typing.get_type_hints(cls)
+        """The typed config of `models.<name>`; ConfigError names an unknown, missing, mistyped or out-of-range key.
+
+        A numeric field states its range in its type, as the params schema does (``timeout_s: PositiveFloat``),
+        and the schema's own check applies it."""
+        hints = typing.get_type_hints(cls, include_extras=True)
         known = {f.name: f for f in dataclasses.fields(cls)}
         values = {}
         for key, value in entry.items():
@@ -114,7 +129,8 @@ class BackendConfig:
                     f"params: models.{name}.{key} is not a parameter of backend {entry.get('backend')!r}; "
                     f"it takes: {', '.join(['backend', *known])}"
                 )
-            values[key] = _coerce(value, hints[key], f"models.{name}.{key}")
+            values[key] = _coerce(value, _without_checks(hints[key]), f"models.{name}.{key}")
+            check_value(values[key], hints[key], f"models.{name}.{key}")
         for f in known.values():
             if f.name not in values and f.default is dataclasses.MISSING and f.default_factory is dataclasses.MISSING:
                 raise ConfigError(f"params: models.{name}.{f.name} is required")

@@ -40,6 +40,7 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from probmed.core.errors import BackendError, ConfigError, MissingFileError
+from probmed.core.params_schema import PositiveInt
 from probmed.inference.models import shared_prefix
 from probmed.inference.models.answer_tokens import AnswerTokens, answer_tokens
 from probmed.inference.models.base import Answer, Backend, Item
@@ -74,10 +75,10 @@ class HFConfig(BackendConfig):
     adapter: str | None = answer_field(None, hash_as="adapter")  # a LoRA directory, keyed by its content
     dtype: str = answer_field("float32")
     mode: str = answer_field("generate")  # generate | logits
-    max_new_tokens: int = answer_field(16)
+    max_new_tokens: PositiveInt = answer_field(16)
     trust_remote_code: bool = answer_field(False, when_set=True)  # run the checkpoint's own modelling code
     device: str = run_field("cpu")  # cpu, cuda, or auto (device_map)
-    threads: int | None = run_field(None)  # torch CPU threads
+    threads: PositiveInt | None = run_field(None)  # torch CPU threads
     prefix_cache: str = run_field("auto")  # auto | on | off: the shared-prefix path (a speed detail, never a key)
 
 

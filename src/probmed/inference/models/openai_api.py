@@ -29,7 +29,7 @@ from pathlib import Path
 from typing import Any
 
 from probmed.core.errors import BackendError, ConfigError, EndpointUnreachableError, MissingFileError
-from probmed.core.params_schema import Pricing
+from probmed.core.params_schema import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Pricing
 from probmed.core.secrets import Redactor
 from probmed.inference.images import png_bytes
 from probmed.inference.models.base import Answer, AnswerCallback, Backend, Item, not_asked
@@ -104,20 +104,20 @@ class OpenAIConfig(BackendConfig):
     model_id: str = answer_field(hash_as="weights")  # the API's model name; a local directory is keyed by content
     revision: str | None = answer_field(None)
     base_url: str | None = answer_field(None, when_set=True)  # the endpoint (null: api.openai.com)
-    max_tokens: int = answer_field(64)
-    temperature: float = answer_field(0.0)
+    max_tokens: PositiveInt = answer_field(64)
+    temperature: NonNegativeFloat = answer_field(0.0)
     logprobs: bool = answer_field(False)  # read P(yes) from the first answer token's logprobs
-    max_image_side: int | None = answer_field(None)  # images are shrunk to this longest side
+    max_image_side: PositiveInt | None = answer_field(None)  # images are shrunk to this longest side
     max_tokens_param: str = run_field("max_tokens")  # or max_completion_tokens (newer OpenAI models)
     api_key_env: str | None = run_field(None)  # the environment variable holding the key
     base_url_env: str | None = run_field(None)  # the environment variable holding the endpoint
     require_key: bool = run_field(False)  # refuse to run without a key even on a local endpoint
-    concurrency: int = run_field(8)
-    rpm: float | None = run_field(0.0)  # requests per minute (0 or null: unlimited)
-    max_retries: int = run_field(5)
-    timeout_s: float = run_field(60.0)
-    backoff_base_s: float = run_field(1.0)
-    backoff_max_s: float = run_field(60.0)
+    concurrency: PositiveInt = run_field(8)
+    rpm: NonNegativeFloat | None = run_field(0.0)  # requests per minute (0 or null: unlimited)
+    max_retries: NonNegativeInt = run_field(5)
+    timeout_s: PositiveFloat = run_field(60.0)
+    backoff_base_s: NonNegativeFloat = run_field(1.0)
+    backoff_max_s: NonNegativeFloat = run_field(60.0)
 
 
 class OpenAIBackend(Backend):
