@@ -52,6 +52,7 @@ def _narrowed(extractor: CaptionExtractor, profile: Profile) -> CaptionExtractor
 def curate_one(cfg: Params, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
     """Curate one source into its record table and exclusion report; returns the report."""
     from probmed.benchmark.sources.base import SourceContext
+    from probmed.benchmark.sources.text_positions import withhold_text_positions
     from probmed.core.records import write_image_records
 
     loader = SOURCES.load(source, "curate source")  # the command line offers only registered sources
@@ -63,6 +64,7 @@ def curate_one(cfg: Params, source: str, data: str | None, out: str | None, imag
                             make_extractor=lambda: _extractor(cfg.extract, cfg.extract.method))
     t0 = time.perf_counter()
     res = loader(context)
+    withhold_text_positions(res, source, cfg.curate.positions)
     out_path = Path(out or Path(cfg.curate.records_dir) / f"{source}.parquet")
     write_image_records(res.records, out_path)
     summary = res.summary()

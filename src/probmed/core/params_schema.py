@@ -156,6 +156,21 @@ def _images(name: str, folder: str) -> Any:
 
 
 @section
+class CuratePositions(Section):
+    """When a position read from text (a caption, clinical notes, a QA pair) becomes a position question (issue 38).
+
+    A position is asked only where it is true at the goal rate: a source's text positions are kept only when
+    its extractor's held-out position precision reaches ``min_text_precision`` (tests/benchmark/sources/
+    test_text_positions.py measures it for every source listed); every other text position is withheld, the
+    record saying why (docs/positions.md)."""
+
+    text_sources: list[str] = default([])
+    """Sources whose text positions are asked (vqarad, medicat, roco, roco_images, roco_extended, covid_ct)."""
+    min_text_precision: UnitInterval = 0.9
+    """The held-out position precision a listed source's extractor must reach."""
+
+
+@section
 class Curate(Section):
     """`probmed curate`: where records go and how each source is read."""
 
@@ -168,6 +183,8 @@ class Curate(Section):
     """Sources `probmed curate all` reads."""
     images: CurateImagePolicy = default(CurateImagePolicy())
     """The image policy of every source with images."""
+    positions: CuratePositions = default(CuratePositions())
+    """Which positions read from text become questions."""
     chestxray14: CurateImages = _images("chestxray14", "chestxray14")
     """The box list and label table."""
     vqarad: CurateSource = default(CurateSource(data="data/vqa-rad"))
@@ -639,7 +656,7 @@ class Params(Section):
     release: Release = default(Release())
 
 
-CURATE_PARAMS = ("image_root", "images")  # the keys of `curate` params.yaml keeps: the rest is where things are
+CURATE_PARAMS = ("image_root", "images", "positions")  # the keys of `curate` params.yaml keeps: the rest is where things are
 
 PARAM_FILES: dict[str, tuple[str, ...]] = {
     "models.yaml": ("models", "model_profiles", "pricing", "finetune.profiles"),

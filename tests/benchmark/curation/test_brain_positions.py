@@ -45,12 +45,17 @@ def _rows(shared: Path) -> dict[str, tuple[Path, dict]]:
 
 
 def test_boxes_checked_by_eye(shared_data: Path) -> None:
+    """Every side asserted is the eye's; a box crossing the midline without straddling it is withheld (issue 38)."""
     rows = _rows(shared_data)
+    kept = 0
     for stem, expected in BY_EYE.items():
         path, row = rows[stem]
         plane = row["view"].lower() or None
         got = brain_box_position(path, _box(row), row["findings"], plane)
-        assert got.position == expected, stem
+        assert got.position in (expected, None), stem
+        assert (got.position is None) == (got.withheld is not None), stem
+        kept += got.position is not None
+    assert kept >= 13, kept  # 5 of the 18 cross the estimated midline by less than a quarter of their width
 
 
 def test_pituitary_sagittal_and_bad_boxes(shared_data: Path) -> None:

@@ -121,3 +121,24 @@ def test_bilateral_only_for_findings_that_can_be(shared_data: Path) -> None:
 def test_degenerate_box() -> None:
     with pytest.raises(ValueError):
         box_position(Box(1, 1, 0, 5), "mass")
+
+
+def test_unsure_positions_are_withheld() -> None:
+    """Issue 38: a position is asked only on a plausible located field, for a box within its side and zone."""
+    from probmed.benchmark.curation.lung_field import Lung, LungField, fixed_field
+    from probmed.benchmark.curation.positions import unsure
+
+    field = LungField(Lung(0.1, 0.76, 0.1, 0.46), Lung(0.1, 0.78, 0.54, 0.9))  # zones of ~0.22 H each
+    inside = Box(200, 650, 100, 60)  # right lower zone, well inside
+    assert unsure(inside, place_box(inside, "nodule", field=field), field) is None
+    border = Box(200, 290, 100, 80)  # its centre at 0.32 H: the upper/middle border
+    assert "not within the right" in str(unsure(border, place_box(border, "nodule", field=field), field))
+    crossing = Box(380, 500, 180, 100)  # from 0.37 to 0.55 of the width: over the midline
+    placed = place_box(crossing, "atelectasis", field=field)
+    assert placed.side == "right" and unsure(crossing, placed, field) == "the box crosses the midline"
+    frame = fixed_field("PA", "no lung found on the film: frame of the view")
+    assert str(unsure(inside, place_box(inside, "nodule", field=frame), frame)).startswith("lung field fell back")
+    short = LungField(Lung(0.1, 0.5, 0.1, 0.46), Lung(0.1, 0.5, 0.54, 0.9))
+    assert "implausibly high" in str(unsure(inside, place_box(inside, "nodule", field=short), short))
+    whole = Box(150, 120, 250, 650)  # the whole right lung: its side is all the phrase claims
+    assert unsure(whole, place_box(whole, "infiltration", field=field), field) is None

@@ -57,12 +57,15 @@ def test_labels_present_absent_and_positions(records_only) -> None:
     by_id = {r.image_id: r for r in res.records}
     rec = by_id["cxr14-00000032_037"]  # box: Infiltrate; table: Cardiomegaly|Edema|Infiltration
     conds = {f.condition: f.position for f in rec.findings}
-    # box centre x 425 of 1024: image left = patient right; the box spans the upper and middle zones of a hazy AP
-    # film whose located field (0.05-0.45 H) makes it the whole lung
-    assert conds["infiltration"] in ("right upper lung zone", "right lung")
+    # box centre x 425 of 1024: image left = patient right; a hazy AP film whose left lung is not found: the
+    # mirrored field is a guess, so the position is withheld (issue 38) and the record says why
+    assert conds["infiltration"] is None
     assert rec.provenance["lung_field"]["fallback"] == "left lung not found: mirrored from the right"
+    [withheld] = rec.provenance["positions_withheld"]
+    assert withheld["condition"] == "infiltration" and withheld["why"].startswith("lung field fell back")
     eff = by_id["cxr14-00002395_007"]  # issue 22: an effusion on the right hemidiaphragm of an AP film
-    assert [f.position for f in eff.findings if f.condition == "effusion"] in (["right base"], ["right costophrenic angle"])
+    assert [f.position for f in eff.findings if f.condition == "effusion"] == [None]  # its field's bases lie too high
+    assert eff.provenance["positions_withheld"][0]["position"] in ("right base", "right costophrenic angle")
     assert set(eff.provenance["unruled"]["effusion"]) == {"left:upper", "left:middle", "left:lower"}
     assert set(eff.provenance["unruled"]["effusion"]) <= set(eff.provenance["extents"]["effusion"])
     assert conds["cardiomegaly"] is None and conds["edema"] is None  # known present, no box
@@ -75,6 +78,28 @@ def test_labels_present_absent_and_positions(records_only) -> None:
             assert not r.findings and set(r.absent_conditions) == set(CXR14_CONDITIONS)
     b = by_id["cxr14-00000032_037"].provenance["boxes_256"][0]
     assert b["x"] == pytest.approx(339.166137566138 / 4)
+
+
+def test_no_position_rests_on_an_unsure_field_or_box(records_only) -> None:
+    """Issue 38: a position is kept only on a plausible located field (never a fallback) for a box within its zone;
+    the films the issue named are no longer asked as they were."""
+    res, _ = records_only
+    by_id = {r.image_id: r for r in res.records}
+    kept = withheld = 0
+    for r in res.records:
+        positions = [f.position for f in r.findings if f.position]
+        kept += len(positions)
+        withheld += len(r.provenance.get("positions_withheld", []))
+        if r.abnormal and r.provenance["lung_field"]["fallback"] is not None:
+            assert not positions, r.image_id
+    assert kept >= 150 and withheld >= 500, (kept, withheld)  # today: 211 kept, 692 withheld
+    reasons = res.notes["positions_withheld"]
+    assert {"lung field fell back", "lung field implausible", "the box crosses the midline"} <= set(reasons)
+    atelectasis = by_id["cxr14-00019154_002"]  # box at 12-33% of the height; the base was located at 46%
+    assert "right middle lung zone" not in {f.position for f in atelectasis.findings}
+    mass = by_id["cxr14-00001787_008"]  # the fallback frame, a box crossing the midline
+    assert [f.position for f in mass.findings] == [None]
+    assert mass.provenance["positions_withheld"][0]["why"].startswith("lung field fell back")
 
 
 @pytest.mark.slow

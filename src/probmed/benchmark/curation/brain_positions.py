@@ -6,8 +6,13 @@ Rules (radiological convention: on axial and coronal slices the image's LEFT is 
   extension is not asserted: a box without a known plane and pixel spacing cannot show it.
 * Otherwise a side is asserted only on an axial or coronal slice. The head's midline is its
   left-right mirror axis, found from the head outline (below). A box crossing the midline with at
-  least ``MIDLINE_SHARE`` of its width on each side is ``"midline"``; else its centre decides:
-  image left of the midline -> ``"right hemisphere"``, image right -> ``"left hemisphere"``.
+  least ``MIDLINE_SHARE`` of its width on each side is ``"midline"``; a box that does not cross the
+  midline (``SIDE_MARGIN``) is in one hemisphere: image left of the midline -> ``"right hemisphere"``,
+  image right -> ``"left hemisphere"``. A box between the two (crossing the midline by less than
+  ``MIDLINE_SHARE``) is in neither for sure: its position is withheld (issue 38: a position is asked
+  only where the box lies within one region). A margin clear of the midline would withhold true
+  hemispheres: of the 18 boxes checked by eye (tests/benchmark/curation/test_brain_positions.py) 2% of the width
+  withheld 8, none crossing it withholds 5, all 13 kept are right.
 * Sagittal or unknown plane: no position.
 
 Plane estimate: the head outline (thresholded, holes filled, largest component) of an axial or
@@ -32,6 +37,7 @@ from probmed.benchmark.curation.positions import Box
 
 SYMMETRIC = 0.92  # outline IoU with its mirror; every hand-labelled sagittal calibration slice is below 0.912
 MIDLINE_SHARE = 0.25  # a box with >= this share of its width on each side of the midline is "midline"
+SIDE_MARGIN = 0.0  # of the width: how far a hemisphere's box stays clear of the midline (0: it may touch, not cross)
 GRID = 96  # pixels of the square the outline is computed on
 ANGLES = tuple(sorted(range(-20, 21, 4), key=abs))  # degrees of head tilt searched, upright first
 GOOD_ENOUGH = 0.95  # stop searching tilts once the outline is this symmetric
@@ -97,8 +103,8 @@ def estimate_plane(outline: Outline) -> str:
     return "axial/coronal" if outline.symmetry >= SYMMETRIC else "unknown"
 
 
-def box_side(box: Box, width: float, height: float, outline: Outline) -> str:
-    """Right hemisphere | left hemisphere | midline for a box on an axial or coronal slice."""
+def box_side(box: Box, width: float, height: float, outline: Outline) -> str | None:
+    """Right hemisphere | left hemisphere | midline for a box on an axial or coronal slice; None: neither for sure."""
     box_mask = np.zeros((GRID, GRID))
     x0, x1 = int(box.x / width * GRID), int(np.ceil((box.x + box.w) / width * GRID))
     y0, y1 = int(box.y / height * GRID), int(np.ceil((box.y + box.h) / height * GRID))
@@ -113,7 +119,12 @@ def box_side(box: Box, width: float, height: float, outline: Outline) -> str:
     on_right = max(0.0, right - max(left, outline.axis_x))
     if span > 0 and min(on_left, on_right) >= MIDLINE_SHARE * span:
         return "midline"
-    return "right hemisphere" if on_left > on_right else "left hemisphere"  # image left = patient right
+    margin = SIDE_MARGIN * GRID
+    if right <= outline.axis_x - margin:
+        return "right hemisphere"  # image left = patient right
+    if left >= outline.axis_x + margin:
+        return "left hemisphere"
+    return None
 
 
 @dataclass(frozen=True)
@@ -123,6 +134,7 @@ class BrainPosition:
     position: str | None
     plane: str  # the plane used: given by the source, estimated, or unknown
     symmetry: float | None  # the outline symmetry when it was measured
+    withheld: str | None = None  # why a side was not asserted on an axial or coronal slice
 
 
 def brain_box_position(image_path: Path, box: Box, condition: str, plane: str | None = None) -> BrainPosition:
@@ -140,4 +152,6 @@ def brain_box_position(image_path: Path, box: Box, condition: str, plane: str | 
     used = plane if plane in ("axial", "coronal") else estimate_plane(outline)
     if used == "unknown":
         return BrainPosition(None, used, round(outline.symmetry, 4))
-    return BrainPosition(box_side(box, width, height, outline), used, round(outline.symmetry, 4))
+    side = box_side(box, width, height, outline)
+    why = None if side else "the box crosses the midline without straddling it: neither hemisphere for sure"
+    return BrainPosition(side, used, round(outline.symmetry, 4), why)

@@ -13,6 +13,17 @@ half of the film is that side's lung. A lung's apex is the top of its component 
 base the lowest row the component keeps a real width on (the costophrenic recess is a
 thin sliver below the dome); the mediastinum lies between the two lungs' medial edges.
 
+Base refined at the diaphragm (issue 38): a lung's lower part is greyer than its upper part (the
+domes, the breasts, and often the very disease that was boxed), so the dark component often stops
+short of the base (by-eye bases of 120 films, tests/fixtures/cxr_fields: the component's base lay
+0.06 of the height above the eye's on average). The base is therefore moved to the strongest
+dark-to-bright step of the lung's lateral half (the lung meeting the hemidiaphragm) within
+``BASE_SEARCH`` of the component's base; the heart's border, medial, is not searched.
+
+Plausible (``implausible``): a field is used for positions only when both lungs were located, their
+apices and bases agree between the sides, the bases lie low enough and each lung is tall enough;
+otherwise the record's positions are withheld (curation.positions, docs/positions.md).
+
 Fallback, with its reason recorded (``LungField.fallback``): a side that is not found
 (white-out, a large effusion, a tight crop) is the other side mirrored; when neither
 side is found, or the located field is implausible, the frame of the film's view
@@ -38,6 +49,14 @@ MAX_LUNG_AREA = 0.25
 MIN_FILL = 0.35  # of the component's bounding box: a lung is compact, a leak into soft tissue is not
 MIDLINE_SLACK = 0.08  # a lung may cross the film's centre by this much (rotation, a shifted mediastinum)
 MIN_HEIGHT, MAX_APEX, MIN_BASE, MAX_BASE = 0.25, 0.45, 0.40, 0.92  # a plausible lung, fractions of the height
+BASE_SEARCH = (0.03, 0.25)  # the diaphragm is searched this far above and below the component's base
+BASE_STEP_BAND = 0.05  # rows (fraction of the height) averaged on each side of a candidate base
+BASE_LATERAL = 0.5  # the lateral share of a lung's width the diaphragm step is read on (the heart is medial)
+# A field is plausible for positions when (fractions of the height) both lungs were located and:
+PLAUSIBLE_BASE_GAP = 0.10  # the two bases differ by at most this,
+PLAUSIBLE_APEX_GAP = 0.08  # the two apices by at most this,
+PLAUSIBLE_MIN_BASE = 0.60  # both bases lie at least this low (higher ones were nearly all short of the eye's),
+PLAUSIBLE_MIN_HEIGHT = 0.35  # and each lung is at least this tall.
 THRESHOLD_PERCENTILES: tuple[float, ...] = tuple(float(q) for q in range(10, 62, 3))
 # Where lungs lie when none is found on the film, per view: (top, bottom, right lung x0-x1, left lung x0-x1).
 FALLBACK_FRAMES: dict[str, tuple[float, float, tuple[float, float], tuple[float, float]]] = {
@@ -142,12 +161,11 @@ def _side_of(component: np.ndarray, where: tuple[slice, slice], lung: Lung) -> s
     return side if side is not None and _edge_share(component, where) <= EDGE_TOUCH_MAX else None
 
 
-def _find_lungs(img: np.ndarray) -> dict[str, Lung]:
+def _find_lungs(smooth: np.ndarray) -> dict[str, Lung]:
     """Per side, the largest plausible dark component over a range of thresholds.
 
     Why a range: one threshold either misses a grey lung or lets a dark one leak into the chest
     wall; the lung is the largest dark region that stays a plausible lung as the threshold rises."""
-    smooth = _normalised(img)
     c0, c1 = int(0.1 * SIZE), int(0.9 * SIZE)
     best: dict[str, tuple[int, Lung]] = {}
     for q in THRESHOLD_PERCENTILES:
@@ -165,13 +183,45 @@ def _find_lungs(img: np.ndarray) -> dict[str, Lung]:
     return {side: lung for side, (_, lung) in best.items()}
 
 
+def _refined_base(smooth: np.ndarray, lung: Lung, side: str) -> Lung:
+    """The lung with its base moved to the strongest dark-to-bright step of its lateral half near the component's base."""
+    x0, x1 = int(lung.x0 * SIZE), int(np.ceil(lung.x1 * SIZE))
+    cols = max(2, int(BASE_LATERAL * (x1 - x0)))
+    profile = smooth[:, x0:x0 + cols] if side == "right" else smooth[:, x1 - cols:x1]  # the patient's right: image left
+    rows = profile.mean(axis=1)
+    band = max(2, int(BASE_STEP_BAND * SIZE))
+    base = int(round(lung.bottom * SIZE))
+    lo = max(band, base - int(BASE_SEARCH[0] * SIZE))
+    hi = min(SIZE - band, base + int(BASE_SEARCH[1] * SIZE))
+    if hi < lo:
+        return lung
+    steps = [rows[y:y + band].mean() - rows[y - band:y].mean() for y in range(lo, hi + 1)]
+    return Lung(lung.top, (lo + int(np.argmax(steps))) / SIZE, lung.x0, lung.x1)
+
+
+def implausible(field: LungField) -> str | None:
+    """Why a lung field cannot carry positions (a fallback, or lungs no film shows), or None when it can."""
+    if field.fallback is not None:
+        return f"lung field fell back ({field.fallback})"
+    r, left = field.right, field.left
+    checks = (
+        (abs(r.bottom - left.bottom) > PLAUSIBLE_BASE_GAP, "the two lung bases disagree"),
+        (abs(r.top - left.top) > PLAUSIBLE_APEX_GAP, "the two lung apices disagree"),
+        (min(r.bottom, left.bottom) < PLAUSIBLE_MIN_BASE, "a lung base lies implausibly high"),
+        (min(r.bottom - r.top, left.bottom - left.top) < PLAUSIBLE_MIN_HEIGHT, "a lung is implausibly short"),
+    )
+    failed = [why for bad, why in checks if bad]
+    return f"lung field implausible: {', '.join(failed)}" if failed else None
+
+
 def _mirror(lung: Lung) -> Lung:
     return Lung(lung.top, lung.bottom, 1 - lung.x1, 1 - lung.x0)
 
 
 def locate(img: np.ndarray, view: str | None = None) -> LungField:
     """The lung field of a film (SIZE x SIZE floats); a side not found is the other side mirrored."""
-    lungs = _find_lungs(img)
+    smooth = _normalised(img)
+    lungs = {side: _refined_base(smooth, lung, side) for side, lung in _find_lungs(smooth).items()}
     if not lungs:
         return fixed_field(view, "no lung found on the film: frame of the view")
     if len(lungs) == 1:

@@ -42,6 +42,14 @@ Rules, applied in order:
    them to the cells no hallucinated "no" may name (a single mass, nodule or
    pneumothorax box is the finding; the heart is always there).
 
+Known well enough to ask (issue 38; ``unsure``): a placement becomes a position question only when
+the lung field is plausible (``lung_field.implausible``: never a fallback) and the box lies in what
+its phrase names with a margin: a one-sided box does not cross the located midline, and a box whose
+phrase names a zone (or an apex or base) has its centre at least ``ZONE_MARGIN`` of a zone's height
+inside that zone and ``ZONE_MIN_INSIDE`` of its height in it (the outer zones run to the film's
+edge). Otherwise the finding keeps its condition and loses its position, with the reason in the
+record (sources.chestxray14). Calibrated on 120 films read by eye (tests/fixtures/cxr_fields).
+
 Phrases: ``"right lower lung zone"``, ``"both lower lung zones"``, ``"left lung"``,
 ``"mediastinum"``, ``"cardiac silhouette"`` (vocabularies.cxr_position);
 ``"right base"``, ``"left apex"``, ``"both costophrenic angles"``, ``"left"``
@@ -52,7 +60,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from probmed.benchmark.curation.lung_field import Lung, LungField, fixed_field
+from probmed.benchmark.curation.lung_field import Lung, LungField, fixed_field, implausible
 from probmed.benchmark.curation.vocabularies import PLEURAL_CONDITIONS, cxr_position, pleural_position
 
 MEDIASTINAL_HALF_WIDTH = 0.06  # the mediastinal band: the located midline +- this (fractions of W)
@@ -62,6 +70,8 @@ WHOLE_LUNG_MIN_COVER = 0.5  # of every zone's height
 EXTENT_MIN_COVER = 0.15
 ANGLE_MAX_HEIGHT = 0.5  # of the lung's height: a taller basal effusion box is the base, not the angle
 ANGLE_BASE_SLACK = 0.05  # of the film: a box reaching this close to the lung's base reaches the angle
+ZONE_MARGIN = 0.25  # of a zone's height: an asked zone holds the box centre this far inside its borders
+ZONE_MIN_INSIDE = 0.85  # of the box's height: an asked zone holds this much of the box
 ZONES: tuple[str, ...] = ("upper", "middle", "lower")
 SIDES: tuple[str, ...] = ("right", "left")
 PA_FIELD = fixed_field("PA", "no lung field given: the PA frame")
@@ -99,6 +109,7 @@ class Placement:
     unruled: frozenset[str] = frozenset()  # the other lung of a one-sided box of a bilateral-capable condition
     side: str | None = None  # "right", "left", "both"; None for the heart and the mediastinum
     zone: str | None = None  # the box centre's third of its lung; None: the whole lung, the heart, the mediastinum
+    region: str | None = None  # what the phrase names within the side: a zone, apex, base, costophrenic angle; None: no part
 
 
 def _overlap(a0: float, a1: float, b0: float, b1: float) -> float:
@@ -210,11 +221,32 @@ def place_box(box: Box, condition: str, width: float = 1024.0, height: float = 1
         unruled = frozenset(f"{other}:{z}" for z in ZONES) - extent
     if condition in PLEURAL_CONDITIONS:
         region = _pleural_region(condition, zone, (x0, x1, y0, y1), side, field)
-        return Placement(pleural_position(side, region), frozenset(extent), unruled, side, zone)
-    return Placement(cxr_position(side, zone), frozenset(extent), unruled, side, zone)
+        return Placement(pleural_position(side, region), frozenset(extent), unruled, side, zone, region)
+    return Placement(cxr_position(side, zone), frozenset(extent), unruled, side, zone, zone)
 
 
 def box_position(box: Box, condition: str, width: float = 1024.0, height: float = 1024.0,
                  field: LungField | None = None) -> str:
     """The patient-oriented phrase for a box, e.g. ``"right lower lung zone"``."""
     return place_box(box, condition, width, height, field).position
+
+
+def unsure(box: Box, placed: Placement, field: LungField, width: float = 1024.0, height: float = 1024.0) -> str | None:
+    """Why a placement is not known well enough to become a question (module docstring), or None when it is."""
+    reason = implausible(field)
+    if reason is not None or placed.side is None:  # the heart and the mediastinum: the field's midline decides
+        return reason
+    x0, x1 = box.x / width, (box.x + box.w) / width
+    if (placed.side == "right" and x1 > field.midline) or (placed.side == "left" and x0 < field.midline):
+        return "the box crosses the midline"
+    if placed.region is None or placed.zone is None:
+        return None
+    y0, y1 = box.y / height, (box.y + box.h) / height
+    for side in SIDES if placed.side == "both" else (placed.side,):
+        lo, hi = next((lo, hi) for z, lo, hi in zone_bounds(field, side) if z == placed.zone)
+        margin = ZONE_MARGIN * (hi - lo)
+        lo, hi = (0.0 if placed.zone == ZONES[0] else lo), (1.0 if placed.zone == ZONES[-1] else hi)  # to the edge
+        inner = (lo + margin if placed.zone != ZONES[0] else lo, hi - margin if placed.zone != ZONES[-1] else hi)
+        if not inner[0] <= (y0 + y1) / 2 <= inner[1] or _overlap(y0, y1, lo, hi) < ZONE_MIN_INSIDE * (y1 - y0):
+            return f"the box is not within the {side} {placed.zone} zone with a margin"
+    return None

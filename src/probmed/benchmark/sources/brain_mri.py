@@ -4,7 +4,8 @@ meningioma, pituitary tumour; plane not recorded) and the BraTS 2015 sample (gli
 * modality MRI, organ brain, abnormal (both sets hold tumour slices only);
 * the finding is the folder's tumour class with the position of its box
   (curation.brain_positions: hemisphere on axial/coronal slices by the radiological convention,
-  the sellar region for pituitary tumours, none on sagittal or unknown planes; figshare planes are
+  the sellar region for pituitary tumours, none on sagittal or unknown planes, nor for a box touching the
+  midline without straddling it, ``provenance.positions_withheld`` saying so; figshare planes are
   estimated from the head outline, BraTS slices are axial);
 * figshare labels are a three-way classification, so the two other tumour classes are known absent;
 * pixels: every slice of a source written by one policy (curation.images: grayscale, long side
@@ -108,6 +109,9 @@ def load_brain_mri(
             continue
         rec.findings = [Finding(rec.findings[0].condition, pos.position)]
         rec.provenance.update(plane=pos.plane, outline_symmetry=pos.symmetry)
+        if pos.withheld:
+            rec.provenance["positions_withheld"] = [{"condition": rec.findings[0].condition, "position": None,
+                                                     "why": pos.withheld}]
         rec.image_path = relative_path(policy.out_dir / f"{src.stem}.png", image_root)
         pending.append((rec, src))
     write_images(pending, policy, result, write)
@@ -115,6 +119,7 @@ def load_brain_mri(
         raise SourceError(f"{data_dir}: no usable {source} image")
     result.notes["planes"] = _count(r.provenance["plane"] for r in result.records)
     result.notes["positions"] = _count(r.findings[0].position or "none" for r in result.records)
+    result.notes["positions_withheld"] = sum("positions_withheld" in r.provenance for r in result.records)
     return result
 
 

@@ -4,7 +4,9 @@
   labels (``Infiltrate`` normalised to ``infiltration``) with positions from
   positional reasoning on the 1024 px box (zones of the lung field located on
   the film itself, ``curation.lung_field``, kept in ``provenance.lung_field``
-  with the reason when it fell back to a frame; pleural findings get pleural
+  with the reason when it fell back to a frame; a position not known well enough to ask, on an
+  implausible or fallback field or a box not within its zone or side with a margin, is withheld:
+  the finding has no position and ``provenance.positions_withheld`` says why; pleural findings get pleural
   positions; the cells each condition's boxes reach, plus the other lung of a
   one-sided box of a condition that can be bilateral, which one box per label
   cannot rule out, are kept in ``provenance.extents``: no "no" names them);
@@ -23,12 +25,13 @@ from __future__ import annotations
 import csv
 import gzip
 import math
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
 from probmed.benchmark.curation.images import normalise_many
 from probmed.benchmark.curation.lung_field import LungField, fixed_field, locate_file
-from probmed.benchmark.curation.positions import Box, place_box
+from probmed.benchmark.curation.positions import Box, place_box, unsure
 from probmed.benchmark.curation.vocabularies import CXR14_CONDITIONS, CXR14_LABELS
 from probmed.benchmark.sources.base import (
     SourceContext,
@@ -135,12 +138,16 @@ def _abnormal_record(name: str, boxes: list[RawBox], row: dict[str, str], pixels
     findings: list[Finding] = []
     extents: dict[str, set[str]] = {}
     unruled: dict[str, set[str]] = {}
+    withheld: list[dict[str, str]] = []
     for b in boxes:
         condition = CXR14_LABELS[b.label]
         placed = place_box(b.box, condition, field=field)
         extents.setdefault(condition, set()).update(placed.extent | placed.unruled)
         unruled.setdefault(condition, set()).update(placed.unruled)
-        f = Finding(condition, placed.position)
+        why = unsure(b.box, placed, field)
+        if why is not None:
+            withheld.append({"condition": condition, "position": placed.position, "why": why})
+        f = Finding(condition, None if why else placed.position)
         if f not in findings:
             findings.append(f)
     boxed = {f.condition for f in findings}
@@ -169,6 +176,8 @@ def _abnormal_record(name: str, boxes: list[RawBox], row: dict[str, str], pixels
             "extents": {c: sorted(cells) for c, cells in sorted(extents.items())},
             "unruled": {c: sorted(cells) for c, cells in sorted(unruled.items()) if cells},
             "lung_field": _field_note(field),
+            # positions not known well enough to ask (curation.positions.unsure): the finding keeps its condition
+            **({"positions_withheld": withheld} if withheld else {}),
         },
     )
 
@@ -255,6 +264,8 @@ def load_chestxray14(
     fields = [r.provenance["lung_field"] for r in result.records if "lung_field" in r.provenance]
     result.notes["lung_field"] = {"located": sum(f["fallback"] is None for f in fields),
                                   "fallback": sum(f["fallback"] is not None for f in fields)}
+    result.notes["positions_withheld"] = dict(Counter(w["why"].split(":")[0].split(" (")[0] for r in result.records
+                                                      for w in r.provenance.get("positions_withheld", [])).most_common())
     result.notes["pixels"] = {
         k: sum(1 for r in result.records if r.provenance["pixels"] == k)
         for k in sorted({r.provenance["pixels"] for r in result.records})
