@@ -178,3 +178,15 @@ def test_the_committed_truth_sheet(repo_root: Path, tmp_path: Path) -> None:
     assert not sheet["image_path"].str.startswith("/").any()  # ids and repository-relative paths, no images
     assert main(["review", "rates", str(SHEET), "--out", str(tmp_path / "r.json"), "--params", str(repo_root / "params.yaml")]) == 0
 
+
+def test_the_round5_truth_sheet(repo_root: Path) -> None:
+    """Round 5 (issue 38's before round, seed 3801, 170 questions): every source, image folder, category and
+    answer judged; its counts as docs/truth.md states them."""
+    from probmed.benchmark.review import read_truth_sheet, truth_rates
+
+    sheet = read_truth_sheet(SHEET.parent / "truth_review_round5.csv")
+    rates = truth_rates(sheet)
+    assert rates["overall"] == {"true": 164, "doubtful": 6, "false": 0, "questions": 170, "true_pct": 96.5}
+    assert len(rates["by_source"]) == 7 and len(rates["by_folder"]) == 8 and len(rates["by_category"]) == 5
+    assert set(rates["by_answer"]) == {"yes", "no"}
+    assert all(r["reason"] for r in rates["not_true"])
