@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import dataclasses
 from pathlib import Path
 
 import pandas as pd
@@ -150,6 +151,9 @@ def test_cli_truth_renders(shared_data: Path, repo_root: Path, tmp_path: Path) -
     assert sorted(p.name for p in (tmp_path / "renders").iterdir()) == [f"{i:03d}_{qid}.png" for i, qid in enumerate(sheet.qid)]
     write_image_records(res.records[:1], tmp_path / "one.parquet")
     assert truth(tmp_path / "one.parquet", tmp_path / "r2") == 2  # a question without its record: a one-line error
+    moved = [dataclasses.replace(r, image_path=f"gone/{r.image_path}") for r in res.records]
+    write_image_records(moved, tmp_path / "moved.parquet")
+    assert truth(tmp_path / "moved.parquet", tmp_path / "r3") == 2  # an image not found: named, not a traceback
 
 
 def test_truth_sheet_needs_a_verdict_and_a_reason(tmp_path: Path, repo_root: Path) -> None:

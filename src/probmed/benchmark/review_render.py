@@ -19,6 +19,7 @@ from PIL import Image, ImageDraw, ImageFont
 
 from probmed.core.errors import RecordError
 from probmed.core.records import ImageRecord
+from probmed.infra.io import require_file
 from probmed.infra.progress import progress
 
 SIDE = 640  # the image's long side in the render
@@ -64,8 +65,7 @@ def _draw_lung_field(draw: ImageDraw.ImageDraw, field: dict[str, Any], size: tup
 
 def _image(rec: ImageRecord, image_root: Path) -> Image.Image:
     """The record's image at SIDE px, its boxes and (ChestX-ray14) lung field drawn on it."""
-    path = Path(image_root) / str(rec.image_path)
-    img = Image.open(path).convert("RGB")
+    img = Image.open(require_file(Path(image_root) / str(rec.image_path), f"image of {rec.image_id}")).convert("RGB")
     scale = SIDE / max(img.size)
     img = img.resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))), Image.Resampling.LANCZOS)
     draw = ImageDraw.Draw(img)
