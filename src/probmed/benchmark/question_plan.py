@@ -135,6 +135,9 @@ def _plan_modality_organ(recs: Sequence[ImageRecord], report: GenerationReport, 
         if (rec.modality, rec.organ) in organ_unseen():  # its "yes" would be false: no slot of the organ design
             report.skipped_categories[f"organ: {rec.modality} images do not show the {rec.organ}"] += 1
             continue
+        if rec.provenance.get("organ_abstained"):  # the caption's organ may be out of the figure's view
+            report.skipped_categories[f"organ: abstained, a site outside the {rec.organ}'s field named"] += 1
+            continue
         cands = truth.organ_adversaries(rec, scope.organs)
         if not cands:
             report.skipped_categories["organ: every other organ is in the field of view"] += 1

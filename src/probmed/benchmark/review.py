@@ -6,9 +6,10 @@ showing each image beside its questions. Import: the filled sheet; reports the
 validity rate (overall, per category) and, given predictions, the accuracy on
 all vs valid-only questions of the sample (Table 18's layout).
 
-Truth check (issue 22): a stratified sample of questions (``truth_sample``), each judged by eye on its image and
-record as true / doubtful / false with a reason (``read_truth_sheet``, ``truth_rates``), beside the paper's
-two-expert check (97.8% of QA correct).
+Truth check (issue 22): a stratified sample of questions (``truth_sample``: every source x image folder x category x
+answer, then more of the strata its weights favour), each judged by eye on its image and record as true / doubtful /
+false with a reason (``read_truth_sheet``, ``truth_rates``), beside the paper's two-expert check (97.8% of QA
+correct). ``review_render`` draws what each judgement looks at.
 """
 
 from __future__ import annotations
@@ -17,8 +18,9 @@ import hashlib
 import html
 import os
 import random
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Mapping
 
 import pandas as pd
 
@@ -102,7 +104,9 @@ def review_report(sheet: pd.DataFrame, predictions: pd.DataFrame | None = None) 
 TRUTH_COLUMNS = ["qid", "image_id", "image_path", "source", "category", "image_type", "question", "answer",
                  "verdict", "reason"]
 VERDICTS = ("true", "doubtful", "false")
-STRATA = ("source", "category", "image_type")
+# A stratum: the source, the folder its images come from (one source, ROCO, has two collections: roco_images and
+# roco_extended), the category and the answer (a pair's yes and no; an abnormality question's either).
+STRATA = ("source", "folder", "category", "answer")
 
 
 def _rank(seed: int, key: str) -> str:
@@ -110,21 +114,68 @@ def _rank(seed: int, key: str) -> str:
     return hashlib.sha1(f"{seed}:{key}".encode()).hexdigest()
 
 
-def truth_sample(questions: pd.DataFrame, n_questions: int, seed: int) -> pd.DataFrame:
-    """A seeded sample of questions that reaches every (source, category, image type) before taking a second of any:
-    one question per stratum in turn (strata and their questions each in a seeded hash order, so a question keeps
-    its place when others change), so a small source or category is judged at all, not only in proportion to its
-    size. Empty verdict and reason columns."""
+def _folder(path: Any) -> str:
+    """The folder an image lies in: the collection it came from (``roco_extended``, ``chestxray14``)."""
+    return Path(str(path)).parent.name if isinstance(path, str) and path else ""
+
+
+def _spread(questions: pd.DataFrame, index: list[int], seed: int) -> list[int]:
+    """A stratum's questions in a seeded hash order that takes one of every image type before a second of any."""
+    by_type: dict[str, list[int]] = {}
+    for i in sorted(index, key=lambda i: _rank(seed, str(questions.at[i, "qid"]))):
+        by_type.setdefault(str(questions.at[i, "image_type"]), []).append(i)
+    queues = [by_type[t] for t in sorted(by_type, key=lambda t: _rank(seed, t))]
+    return [q[d] for d in range(max(map(len, queues))) for q in queues if d < len(q)]
+
+
+def stratum_weight(stratum: dict[str, str], weights: Mapping[str, Mapping[str, float]]) -> float:
+    """A stratum's weight: the product of its values' weights (1 for a value not listed)."""
+    w = 1.0
+    for column, value in stratum.items():
+        w *= float(weights.get(column, {}).get(value, 1.0))
+    return w
+
+
+@dataclass
+class _Pool:
+    """A stratum's questions in the order they are drawn, and how many are taken."""
+
+    rank: str
+    weight: float
+    order: list[int]
+    taken: int = 0
+
+    @property
+    def left(self) -> bool:
+        return self.taken < len(self.order)
+
+    def take(self) -> int:
+        self.taken += 1
+        return self.order[self.taken - 1]
+
+
+def truth_sample(questions: pd.DataFrame, n_questions: int, seed: int,
+                 weights: Mapping[str, Mapping[str, float]] | None = None) -> pd.DataFrame:
+    """A seeded sample of questions to judge by eye: one question of every stratum (``STRATA``: source, image
+    folder, category, answer) before a second of any, then the rest shared out by weight (``weights``: column ->
+    value -> weight; a stratum weighs the product of its values'), each next question going to the stratum with
+    the fewest taken per unit of weight. Within a stratum image types take turns; strata and questions each come
+    in a seeded hash order, so a question keeps its place when others change. Empty verdict and reason columns."""
+    weights = weights or {}
+    frame = questions.assign(folder=[_folder(p) for p in questions["image_path"]])
     pools = []
-    for stratum, group in questions.groupby(list(STRATA), sort=True):
-        order = sorted(group.index, key=lambda i: _rank(seed, str(questions.at[i, "qid"])))
-        pools.append((_rank(seed, "|".join(map(str, stratum))), order))
-    pools.sort()
+    for key, group in frame.groupby(list(STRATA), sort=True):
+        stratum = dict(zip(STRATA, map(str, key)))
+        w = stratum_weight(stratum, weights)
+        if w > 0:
+            pools.append(_Pool(_rank(seed, "|".join(stratum.values())), w, _spread(frame, list(group.index), seed)))
+    pools.sort(key=lambda p: p.rank)
+    target = min(n_questions, sum(len(p.order) for p in pools))
     chosen: list[int] = []
-    depth = 0
-    while len(chosen) < min(n_questions, len(questions)):
-        chosen += [order[depth] for _, order in pools if depth < len(order)][: n_questions - len(chosen)]
-        depth += 1
+    for pool in pools[:target]:  # every stratum once, in the seeded order
+        chosen.append(pool.take())
+    while len(chosen) < target:
+        chosen.append(min((p for p in pools if p.left), key=lambda p: (p.taken / p.weight, p.rank)).take())
     sheet = questions.loc[sorted(chosen)].copy()
     sheet["verdict"] = ""
     sheet["reason"] = ""
@@ -146,7 +197,8 @@ def read_truth_sheet(path: Path) -> pd.DataFrame:
 
 
 def truth_rates(sheet: pd.DataFrame) -> dict[str, Any]:
-    """Counts and rates of true / doubtful / false answers, overall and per source and category."""
+    """Counts and rates of true / doubtful / false answers, overall and per source, image folder (ROCO's two
+    collections apart), category and answer."""
     def counts(frame: pd.DataFrame) -> dict[str, Any]:
         c = {v: int((frame["verdict"] == v).sum()) for v in VERDICTS}
         return {**c, "questions": len(frame), "true_pct": round(100 * c["true"] / len(frame), 1) if len(frame) else None}
@@ -155,6 +207,8 @@ def truth_rates(sheet: pd.DataFrame) -> dict[str, Any]:
         "overall": counts(sheet),
         "images": int(sheet["image_id"].nunique()),
         "by_source": {s: counts(g) for s, g in sheet.groupby("source")},
+        "by_folder": {f: counts(g) for f, g in sheet.groupby(sheet["image_path"].map(_folder))},
         "by_category": {c: counts(g) for c, g in sheet.groupby("category")},
+        "by_answer": {a: counts(g) for a, g in sheet.groupby("answer")},
         "not_true": [{"qid": r.qid, "verdict": r.verdict, "reason": r.reason} for r in sheet.itertuples() if r.verdict != "true"],
     }

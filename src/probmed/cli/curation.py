@@ -329,11 +329,19 @@ def _truth_review(args: argparse.Namespace, cfg: Any) -> int:
 
     rcfg = cfg.questions.review
     if args.action == "truth":
+        seed = rcfg.seed if args.seed is None else args.seed
         sheet = truth_sample(read_questions(args.questions or cfg.predict.questions), args.n or rcfg.n_questions,
-                             rcfg.seed if args.seed is None else args.seed)
+                             seed, rcfg.weights)
         out = Path(args.out or Path(rcfg.out_dir) / "truth_review.csv")
         write_text_atomic(sheet.to_csv(index=False), out)
-        print(f"truth sheet: {len(sheet)} questions on {sheet['image_id'].nunique()} images -> {out}")
+        print(f"truth sheet: {len(sheet)} questions on {sheet['image_id'].nunique()} images (seed {seed}) -> {out}")
+        if args.renders:
+            from probmed.benchmark.review_render import render_truth_sheet
+            from probmed.core.records import read_image_records
+
+            records = {r.image_id: r for path in (args.records or cfg.questions.records) for r in read_image_records(path)}
+            paths = render_truth_sheet(sheet, records, Path(cfg.curate.image_root), Path(args.renders))
+            print(f"renders: {len(paths)} -> {args.renders}")
         return 0
     rates = truth_rates(read_truth_sheet(Path(args.sheet)))
     print(json.dumps(rates["overall"] | {"images": rates["images"]}, indent=2))
@@ -438,6 +446,9 @@ def _register_review(sub: Any) -> None:
     t.add_argument("--n", type=int, help="questions to sample")
     t.add_argument("--seed", type=seed_option)
     t.add_argument("--out")
+    t.add_argument("--renders", help="a folder for one PNG per question: the image with its boxes and lung zones, "
+                                     "beside the question, the record and its caption")
+    t.add_argument("--records", nargs="+", help="the record tables behind the questions (default questions.records)")
     _common(t)
     r = rs.add_parser("rates", help="true / doubtful / false counts of a judged truth sheet")
     r.add_argument("sheet", help="the judged truth_review.csv")

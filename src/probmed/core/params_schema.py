@@ -216,8 +216,16 @@ class Review(Section):
     """The expert-review sheet (`probmed review export`)."""
 
     n_images: PositiveInt = 100
-    n_questions: PositiveInt = 120
-    """Questions in the by-eye truth sample (`probmed review truth`), stratified by source, category, image type."""
+    n_questions: PositiveInt = 170
+    """Questions in the by-eye truth sample (`probmed review truth`): every source x image folder x category x
+    answer once, the rest by ``weights``."""
+    weights: dict[str, dict[str, NonNegativeFloat]] = default({
+        "source": {"ChestX-ray14": 2.0, "MedICaT": 2.0, "COVID-19 IDC": 1.5, "figshare brain tumor": 1.5, "BraTS 2015": 1.5},
+        "folder": {"roco_extended": 4.0},
+        "category": {"organ": 3.0, "position": 3.0}})
+    """The truth sample's share per stratum beyond its first question: stratum column -> value -> weight (the
+    product over its columns, 1 for a value not listed): the newer sources and the organ and position questions,
+    whose truth rests on rules rather than a source's labels, are drawn more often."""
     seed: Seed = 0
     out_dir: str = "build/review"
 

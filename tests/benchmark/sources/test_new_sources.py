@@ -200,3 +200,27 @@ def test_roco_extended_is_registered_with_its_params(repo_root: Path) -> None:
     assert "build/records/roco_extended.parquet" in params.questions.records
     assert "build/records/roco_extended.parquet" in params.finetune.records
     assert "roco_extended" in params.datasets.question_sets["probmed"].sources
+
+
+def test_roco_extended_organs_come_from_the_figure_not_a_word(shared_data: Path, tmp_path: Path) -> None:
+    """Issue 38: ROCO_55096 (a coronal MRI of the back and thorax, "lesion ... under the left scapula") and ROCO_44526
+    (a scapula / chest-wall lesion, the joint not clearly in view) were asked "Does this image show the shoulder?
+    yes". The first is now left out (its region is not claimable); the second keeps its record and every other
+    question, with no organ question and its provenance saying why; a clavicle film keeps its organ question."""
+    from probmed.benchmark.curation.profiles import EXTENDED
+    from probmed.benchmark.questions import generate_questions
+
+    ids = {"ROCO_55096", "ROCO_44526", "ROCO_42037"}
+    data = make_source(shared_data, "roco-extended", tmp_path, lambda r: r["roco_id"] in ids)
+    res = load_roco_images(data, ImagePolicy(tmp_path / "img", workers=1), tmp_path, profile=EXTENDED, folder="roco-extended")
+    assert res.excluded == {"organ ambiguous": ["roco-ROCO_55096"]}
+    by_id = {r.image_id: r for r in res.records}
+    scapula, clavicle = by_id["roco-ROCO_44526"], by_id["roco-ROCO_42037"]
+    assert scapula.organ == clavicle.organ == "shoulder"
+    assert "scapula" in scapula.provenance["organ_abstained"] and "organ_abstained" not in clavicle.provenance
+    questions, report = generate_questions(res.records)
+    asked = questions[questions.image_id == "roco-ROCO_44526"]
+    assert len(asked) and "organ" not in set(asked.category)  # modality and the rest still asked
+    assert not ((questions.category == "organ") & questions.question.str.contains("shoulder")
+                & (questions.answer == "yes") & questions.image_id.isin(["roco-ROCO_44526", "roco-ROCO_55096"])).any()
+    assert report.skipped_categories["organ: abstained, a site outside the shoulder's field named"] == 1

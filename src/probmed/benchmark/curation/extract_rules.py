@@ -38,7 +38,7 @@ from probmed.benchmark.curation.profiles import (  # noqa: F401  (the paper's ta
     REGION_WEIGHT,
     Profile,
 )
-from probmed.benchmark.curation.tables import region_overlaps
+from probmed.benchmark.curation.tables import off_field_sites, region_overlaps
 from probmed.benchmark.curation.vocabularies import POSITION_REGIONS, SIDED_REGIONS, position_phrase
 
 MODALITY_PATTERNS: tuple[tuple[str, str], ...] = (
@@ -196,19 +196,63 @@ def _technique_spans(text: str, profile: Profile = PAPER) -> list[tuple[int, int
     return [m.span() for name, rx in _techniques(profile) if name in profile.modalities for m in rx.finditer(text)]
 
 
+# Words of a region that name no imaged region (issue 38: organs from the figure, not from a word). A landmark a
+# finding is placed against ("under the left scapula", "near the hip") names a structure beside it: it weighs as an
+# anatomy word and never stands with the technique. A complaint or a score ("hip pain", "Harris hip score") and the
+# patient's history or disease ("in a patient with adenocarcinoma of the prostate", "a fetus with cardiac
+# rhabdomyomas", "history of breast cancer") name none: their words are not counted (a CT of the upper abdomen
+# was read as pelvis, a fetal brain MRI as chest).
+LANDMARK = re.compile(r"\b(under|beneath|underneath|below|above|behind|near|around|adjacent to|next to|close to|deep to|"
+                      r"superficial to|(anterior|posterior|medial|lateral|inferior|superior) to)\s+(the\s+)?((left|right)\s+)?$")
+COMPLAINT = re.compile(r"\s*(pain|ache|score|tenderness|complaints?|symptoms?)\b")  # matched right after a region word
+PATIENT_CONTEXT = re.compile(r"\b(patient|man|woman|boy|girl|child|infant|fetus|foetus|neonate|newborn|female|male)s?"
+                             r"(\s*\([^()]{0,40}\))?\s+(with|who had|who has|having|suffering from|affected by|"
+                             r"diagnosed with)\b|"
+                             r"\b(history of|known|in the setting of|diagnosed with|status post)\b")
+# The history or disease ends at a punctuation mark, a verb of the image or the next phrase ("with ARDS as in Figure 6
+# with ... pneumothoraces": the disease is ARDS).
+CONTEXT_STOP = re.compile(r"[.;:,(]|\b(shows?|showing|reveals?|revealing|demonstrat\w*|depicts?|depicting|seen|noted|"
+                          r"with|as|after|before|secondary to|on|at|presented|presenting|underwent|who)\b")
+
+
+def _context_spans(text: str) -> list[tuple[int, int]]:
+    """Spans of the patient's history or disease: from the cue to the end of its phrase."""
+    spans = []
+    for m in PATIENT_CONTEXT.finditer(text):
+        stop = CONTEXT_STOP.search(text, m.end())
+        spans.append((m.start(), stop.start() if stop else len(text)))
+    return spans
+
+
+def _organ_hits(text: str, profile: Profile) -> list[tuple[int, int, str, int]]:
+    """(start, end, organ, weight) of every region and anatomy word that may name the imaged region: a region word
+    weighs REGION_WEIGHT, an anatomy word or a landmark 1; words of a complaint or of the patient's history none."""
+    region_re, anatomy_re = _organ_words(profile)
+    context = _context_spans(text)
+    hits = []
+    for weight, table in ((REGION_WEIGHT, region_re), (1, anatomy_re)):
+        for fine, rx in table:
+            for m in rx.finditer(text):
+                if any(s <= m.start() < e for s, e in context) or COMPLAINT.match(text, m.end()):
+                    continue
+                landmark = weight == REGION_WEIGHT and LANDMARK.search(text[max(0, m.start() - 40):m.start()])
+                hits.append((m.start(), m.end(), profile.organ(fine), 1 if landmark else weight))
+    return sorted(hits)
+
+
 def organ_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
     """(organ, ambiguity note): the region named next to the technique, else the largest weighted count.
 
     A tie between counts goes to the region named first; two regions next to the technique
-    ("CT of the neck and thorax") are ambiguous.
+    ("CT of the neck and thorax") are ambiguous. Landmarks, complaints and the patient's history name no
+    imaged region (``_organ_hits``).
     """
     spans = _technique_spans(text, profile)
-    region_re, anatomy_re = _organ_words(profile)
+    hits = _organ_hits(text, profile)
     near: set[str] = set()
-    hits = sorted((m.start(), m.end(), profile.organ(name)) for name, rx in region_re for m in rx.finditer(text))
     anchors = list(spans)
-    for start, end, name in hits:
-        if _adjacent(text, (start, end), anchors, len(spans)):
+    for start, end, name, weight in hits:
+        if weight == REGION_WEIGHT and _adjacent(text, (start, end), anchors, len(spans)):
             near.add(name)
             anchors.append((start, end))  # "head and neck": a region joined to an adjacent one is adjacent too
     if len(near) == 1:
@@ -217,12 +261,9 @@ def organ_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
         return "unknown", f"ambiguous organ: {' and '.join(sorted(near))} named with the technique"
     score: dict[str, int] = {}
     first: dict[str, int] = {}
-    for weight, table in ((REGION_WEIGHT, region_re), (1, anatomy_re)):
-        for fine, rx in table:
-            name = profile.organ(fine)
-            for m in rx.finditer(text):
-                score[name] = score.get(name, 0) + weight
-                first[name] = min(first.get(name, m.start()), m.start())
+    for start, _, name, weight in hits:
+        score[name] = score.get(name, 0) + weight
+        first[name] = min(first.get(name, start), start)
     if not score:
         return "unknown", None
     top = max(score.values())
@@ -230,6 +271,17 @@ def organ_of(text: str, profile: Profile = PAPER) -> tuple[str, str | None]:
     if len(winners) > 1 and profile.extended:
         return "unknown", f"ambiguous organ: {' and '.join(sorted(k for _, k in winners))} named as often"
     return winners[0][1], None
+
+
+def organ_abstention(caption: str, organ: str) -> str | None:
+    """Why the organ a caption names cannot be vouched for as the figure's field (off_field_sites.csv): the caption
+    names a site that lies outside the organ's usual field of view; None when it names none."""
+    text = normalise_text(caption)
+    for off in off_field_sites().get(organ, ()):
+        m = off.site.search(text)
+        if m:
+            return f"the caption names {m.group(0)!r}, outside the {organ}'s usual field of view"
+    return None
 
 
 def _adjacent(text: str, span: tuple[int, int], anchors: list[tuple[int, int]], techniques: int) -> bool:

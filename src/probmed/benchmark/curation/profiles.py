@@ -21,12 +21,24 @@ from probmed.core.vocab import EXTENDED_MODALITIES, EXTENDED_ORGANS, PAPER_MODAL
 # The paper's profile: region words name one of its four organs or "other"; pelvic organs are abdomen,
 # the heart is chest. A region word weighs REGION_WEIGHT organ words.
 REGION_WEIGHT = 3
+# "head" names the head only on its own: an arrow head is a pointer, the head of a bone or an organ (femoral,
+# humeral, radial, fibular, metatarsal, pancreatic head; "the head of the pancreas") is a part of it, and a muscle
+# or tendon's long or short head is no region (ROCO_52022, ROCO_47228: abdominal CTs read as brain).
+HEAD = (r"(?<!arrow )(?<!arrow-)(?<!femoral )(?<!humeral )(?<!radial )(?<!pancreatic )(?<!fibular )(?<!metatarsal )"
+        r"(?<!metacarpal )(?<!mandibular )(?<!condylar )(?<!long )(?<!short )\bhead\b"
+        r"(?! of (the )?(\w+ )?(pancrea|femur|femoral|humer|radi|fibul|metatars|metacarp|phalan|mandib|biceps|triceps|"
+        r"rib|gastrocnem|caudate|epididym))")
+# "abdominal" inside "transabdominal" is the ultrasound's approach, not the region: a transabdominal scan of the
+# uterus shows the pelvis (ROCO_51402).
+ABDOMEN = r"(?<!trans)(?<!trans-)abdom[ei]n"
+# A hilum is the lung's unless an organ's ("the renal transplant's hilum", "splenic hilum").
+HILUM = r"(?<!renal )(?<!hepatic )(?<!splenic )(?<!ovarian )(?<!'s )\bhil(um|ar)\b"
 ORGAN_REGIONS: tuple[tuple[str, str], ...] = (
     ("spine", r"\bspines?\b|\bspinal\b|vertebra[el]?|\bl-spine|\bc-spine|cervical (cord|level|vertebra)|"
               r"thoracic (spine|vertebra|cord|level)|\blumbar\b|lumbosacral|thoracolumbar|\bsacrum\b|(?<!pre)(?<!pre-)\bsacral\b"),
-    ("brain", r"\bbrain|\bhead\b|\bcrani(um|al)\b|\bskull\b|intracranial|cerebral|neurocran"),
+    ("brain", r"\bbrain|" + HEAD + r"|\bcrani(um|al)\b|\bskull\b|intracranial|cerebral|neurocran"),
     ("chest", r"\bchest\b|\bthorax\b|\blungs?\b|pulmonary|cardiac|\bheart\b|mediastin"),
-    ("abdomen", r"abdom[ei]n|\bpelvi[cs]\b|\bpelvis\b"),
+    ("abdomen", ABDOMEN + r"|\bpelvi[cs]\b|\bpelvis\b"),
     ("other", r"\bneck\b|\bface\b|facial|\borbits?\b|orbital|\bsinus(es)?\b|sinonasal|mandib|maxill|\bteeth\b|"
               r"\btooth\b|\bknee\b|\bhip\b|shoulder|\bhand\b|wrist|\bfoot\b|ankle|elbow|\bfemur\b|\btibia|radius|\bulna|clavic|scapul|patell|"
               r"calcane|\bfingers?\b|\btoes?\b|\bhumer|\bforearm|\bthigh\b|\bleg\b|\barm\b|thyroid|breast|larynx|pharyn|parotid|temporomandibular"),
@@ -38,7 +50,7 @@ ORGAN_ANATOMY: tuple[tuple[str, str], ...] = (
     ("brain", r"cerebell|(?<!left )(?<!right )ventric(le|ular)|frontal lobe|temporal lobe|parietal|occipital|hemispher|\bsellar?\b|"
               r"pituitar|basal ganglia|thalam|\bpons\b|midbrain|subdural|subarachnoid|white matter|meninge|"
               r"cortical vein|gyr(us|i)\b|sulc(us|i)\b"),
-    ("chest", r"\bthoracic\b|\bpleura|\bhil(um|ar)\b|aortic arch|bronch|trachea|pericard|\bribs?\b|"
+    ("chest", r"\bthoracic\b|\bpleura|" + HILUM + r"|aortic arch|bronch|trachea|pericard|\bribs?\b|"
               r"(upper|middle|lower) lobes?|lingula|atri(um|al)|"
               r"ventricle\b(?<!lateral ventricle)|\b(left|right) ventricular\b|pulmonary|\bcxr\b|superior vena|\bsvc\b|esophag"),
     ("abdomen", r"\bliver\b|hepat|\bkidneys?\b|renal|pancrea|\bspleen|splenic|\bbowel|colon|gall ?bladder|biliary|"
@@ -50,13 +62,13 @@ ORGAN_ANATOMY: tuple[tuple[str, str], ...] = (
 # imaged; anatomy words, structures inside it.
 EXTENDED_REGIONS: tuple[tuple[str, str], ...] = (
     ("spine", ORGAN_REGIONS[0][1]),
-    ("brain", r"calvari|\bbrain|(?<!femoral )(?<!humeral )(?<!radial )(?<!pancreatic )(?<!fibular )\bhead\b(?! (and|&) neck)"
-              r"|\bcrani(um|al)\b|\bskull\b|intracranial|cerebral|neurocran|\bneonatal head|transfontanel"),
+    ("brain", r"calvari|\bbrain|" + HEAD + r"(?! (and|&) neck)|\bcrani(um|al)\b|\bskull\b|intracranial|cerebral|neurocran|\bneonatal head|"
+              r"transfontanel"),
     ("chest", r"\bchest\b|\bthorax\b|\bthoracic\b(?! (spine|vertebra|cord|level|outlet))|\blungs?\b|pulmonary|"
               r"mediastin|hemithora|\bpleura|\bcxr\b"),
     ("heart", r"cardiac|\bheart\b|myocard|\bcmr\b|ventricular (wall|myocardium)"),
     ("breast", r"\bbreasts?\b|mammary|lactat"),
-    ("abdomen", r"abdom[ei]n|\bliver\b|hepat|\bkidneys?\b|\brenal\b|pancrea|\bspleen|splenic|gall ?bladder|"
+    ("abdomen", ABDOMEN + r"|\bliver\b|hepat|\bkidneys?\b|\brenal\b|pancrea|\bspleen|splenic|gall ?bladder|"
                 r"duoden|\bbowel|\bcolon\b|stomach|gastric"),
     ("pelvis", r"\bpelvi(s|c)\b|sacroiliac|\bglute(al|us)|\bbuttocks?|transvaginal|endovaginal|transrectal|"
                r"\buter(us|ine)\b|\bovar(y|ies|ian)|\bovaric|adnex|\bprostat|\bcervix\b|\bvagina\b|"
@@ -81,7 +93,7 @@ EXTENDED_REGIONS: tuple[tuple[str, str], ...] = (
 EXTENDED_ANATOMY: tuple[tuple[str, str], ...] = (
     ORGAN_ANATOMY[0],
     ORGAN_ANATOMY[1],
-    ("chest", r"\bhil(um|ar)\b|aortic arch|bronch|pericard|\bribs?\b|(upper|middle|lower) lobes?|lingula|"
+    ("chest", HILUM + r"|aortic arch|bronch|pericard|\bribs?\b|(upper|middle|lower) lobes?|lingula|"
               r"superior vena|\bsvc\b|esophag|diaphragm"),
     ("heart", r"atri(um|al)|ventricle\b(?<!lateral ventricle)(?<!third ventricle)(?<!fourth ventricle)|\bapical\b"),
     ("abdomen", r"\bureters?\b|\bureteral|\bureteric|biliary|append|\bile(um|al)\b|jejun|adrenal|mesenter|peritone|retroperitone|\bcecum\b|"

@@ -7,7 +7,9 @@ it is a multi-panel figure, an animal study or a non-radiology figure, when its 
 MRI or X-ray, or is not stated or ambiguous, or when its organ is not one of the four, or is not
 stated or ambiguous. Findings named in the caption are present, with their positions in the organ's
 vocabulary; silence is not evidence of absence (``abnormal`` stays unknown unless the caption names a
-finding, or says the image is normal). Licence per figure, as ROCO records it.
+finding, or says the image is normal). A figure whose caption names a site outside its organ's usual field of view
+(curation/tables/off_field_sites.csv: the scapula of a shoulder caption) keeps its organ but is asked no organ
+question: provenance ``organ_abstained`` says why. Licence per figure, as ROCO records it.
 Pixels: every figure written the same way (grayscale, long side ``image_size``, one filter, PNG).
 
 The loader takes a caption profile (curation.profiles): roco_images keeps the paper's scope
@@ -19,7 +21,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Callable
 
-from probmed.benchmark.curation.extract_rules import Extraction, normalise_finding
+from probmed.benchmark.curation.extract_rules import Extraction, normalise_finding, organ_abstention
 from probmed.benchmark.curation.extract_rules import extract as extract_rules
 from probmed.benchmark.curation.profiles import PAPER, Profile
 from probmed.benchmark.sources.base import SourceContext, SourceResult, relative_path
@@ -103,6 +105,7 @@ def load_roco_images(
                     if (n := normalise_finding(f["condition"], f.get("position"), ex.organ, profile))]
             ex.findings = list({(n["condition"], n["position"]): n for n in kept}.values())
         findings = [Finding(f["condition"], f.get("position")) for f in ex.findings]
+        abstained = organ_abstention(row["caption"], ex.organ)  # the organ kept, its question not asked
         pending.append((ImageRecord(
             image_id=image_id,
             source=SOURCE,
@@ -114,7 +117,8 @@ def load_roco_images(
             image_path=relative_path(policy.out_dir / f"{src.stem}.png", image_root),
             licence=row["licence"],
             provenance={"origin": row["file"], "roco_id": row["roco_id"], "pmc_article": row["pmc_article"],
-                        "caption": row["caption"], "keywords": row.get("keywords", ""), "flags": rules.flags},
+                        "caption": row["caption"], "keywords": row.get("keywords", ""), "flags": rules.flags,
+                        **({"organ_abstained": abstained} if abstained else {})},
         ), src))
     write_images(pending, policy, result, write)
     if not result.records:

@@ -18,6 +18,8 @@
 * ``devices.csv``: medical devices, which are not abnormalities; ``normal_anatomy.csv``: QA answers naming
   normal structures ("stomach bubble"), which are not lesions.
 * ``organ_unseen.csv``: images that do not show their organ (a skull radiograph: no "brain? yes").
+* ``off_field_sites.csv``: sites a caption names that lie outside its organ's usual field of view (the scapula
+  of a shoulder caption: no "shoulder? yes").
 * ``absent_evidence.csv``: a source whose absent labels are weaker evidence (NLP-mined: ``nlp_absent``).
 
 Lines starting with ``#`` are comments. Each loader is cached: the tables are read once.
@@ -26,6 +28,7 @@ Lines starting with ``#`` are comments. Each loader is cached: the tables are re
 from __future__ import annotations
 
 import csv
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -211,3 +214,27 @@ def normal_anatomy() -> frozenset[str]:
 def organ_unseen() -> frozenset[tuple[str, str]]:
     """(modality, organ) whose images do not show the organ: no organ question (organ_unseen.csv)."""
     return frozenset((row["modality"], row["organ"]) for _, row in _rows("organ_unseen.csv", ("modality", "organ", "why")))
+
+
+@dataclass(frozen=True)
+class OffFieldSite:
+    """A site a caption names that lies outside its organ's usual field of view, and why."""
+
+    organ: str
+    site: re.Pattern[str]
+    why: str
+
+
+@lru_cache(maxsize=None)
+def off_field_sites() -> dict[str, tuple[OffFieldSite, ...]]:
+    """Organ -> the off-field sites of its captions, from off_field_sites.csv (organ checked, pattern compiled)."""
+    out: dict[str, list[OffFieldSite]] = {}
+    for lineno, row in _rows("off_field_sites.csv", ("organ", "site", "why")):
+        if row["organ"] not in ORGANS:
+            raise TableError(f"off_field_sites.csv: line {lineno}: organ {row['organ']!r} not in {ORGANS}")
+        try:
+            site = re.compile(row["site"])
+        except re.error as err:
+            raise TableError(f"off_field_sites.csv: line {lineno}: site is not a pattern ({err})") from err
+        out.setdefault(row["organ"], []).append(OffFieldSite(row["organ"], site, row["why"]))
+    return {k: tuple(v) for k, v in out.items()}
