@@ -362,8 +362,7 @@ class OpenAIBackend(Backend):
             ans.p_yes = p_yes_from_logprobs(choice)
         return ans
 
-    async def _ask(self, client, item: Item, sem: asyncio.Semaphore) -> Answer:
-        messages = self._messages(item)
+    async def _ask(self, client, item: Item, messages: list[dict[str, Any]], sem: asyncio.Semaphore) -> Answer:
         attempt = 0
         while True:
             async with sem:
@@ -397,6 +396,9 @@ class OpenAIBackend(Backend):
         flight are awaited, each within its deadline, so every answer the server returns reaches `on_answer`;
         a second stop (ABANDON) cancels them."""
         client = self._ensure_client()
+        # every image encoded before the batch's first request: encoding while requests are in flight would block
+        # the event loop and run down their deadlines (each image once: the encoding is memoised)
+        messages = [self._messages(item) for item in items]
         sem = asyncio.Semaphore(max(1, self.concurrency))
         results: list[Answer | None] = [None] * len(items)
         errors: list[Exception] = []
@@ -404,7 +406,7 @@ class OpenAIBackend(Backend):
 
         async def one(i: int) -> None:
             try:
-                ans = await self._ask(client, items[i], sem)
+                ans = await self._ask(client, items[i], messages[i], sem)
                 results[i] = ans
                 if on_answer is not None:
                     on_answer(i, ans)
