@@ -621,3 +621,28 @@ def test_a_second_interrupt_abandons_the_requests_in_flight_cleanly(tmp_path, re
     assert proc.returncode == 130
     line = assert_one_clean_line(err)
     assert "interrupted (Ctrl-C); 0 of 15 answers stored (0 received in this run), 15 question(s) left" in line, line
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_local_model_keeps_whole_images_and_says_what_is_left(tmp_path, repo_root, shared_data, tiny_dir):
+    """A local model stops after the image it is answering (its answers stored together), with the same one line."""
+    q = make_questions(shared_data, 20)  # 100 questions, 5 per image
+    qfile = tmp_path / "q.parquet"
+    write_questions(q, qfile)
+    store_file = tmp_path / "run" / "tiny" / "answers.jsonl"
+    cmd = [sys.executable, "-m", "probmed", "predict", "--params", str(repo_root / "params.yaml"), "--questions",
+           str(qfile), "--image-root", str(shared_data), f"predict.store_dir={tmp_path / 'run'}", "model=tiny",
+           f"models.tiny.model_id={tiny_dir}", "--out", str(tmp_path / "run.parquet"), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_lines(proc, store_file, 10)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    line = assert_one_clean_line(err)
+    stored = store_keys(store_file)
+    assert len(stored) % 5 == 0 and 10 <= len(stored) < 100  # whole images only
+    assert f"interrupted (Ctrl-C); {len(stored)} of 100 answers stored" in line, line
+    assert f"{100 - len(stored)} question(s) left" in line and not (tmp_path / "run.parquet").exists()
+    resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout.strip().splitlines()[-1])["asked"] == 100 - len(stored)
