@@ -48,3 +48,13 @@ def test_a_refused_url_with_credentials_is_not_printed():
     with pytest.raises(ConfigError) as err:
         check_base_url("htp://user:pa55w0rd@h/v1", "models.x.base_url")
     assert "pa55w0rd" not in str(err.value)
+
+
+def test_every_command_refuses_a_base_url_no_request_can_use_before_any_work(repo_root, tmp_path, capsys):
+    from probmed.cli import main
+
+    out = tmp_path / "plan"
+    assert main(["plan", "--params", str(repo_root / "params.yaml"), "--out-dir", str(out),
+                 "models.gpt-4o.base_url=htp://gateway.example/v1"]) == 2
+    err = capsys.readouterr().err
+    assert "models.gpt-4o.base_url" in err and "http://" in err and not out.exists()

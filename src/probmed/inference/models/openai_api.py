@@ -38,7 +38,7 @@ import socket
 import ssl
 import time
 from pathlib import Path
-from typing import Any, Iterator
+from typing import Any, Iterator, Mapping, TypeVar
 
 from probmed.core.errors import BackendError, ConfigError, EndpointUnreachableError, MissingFileError
 from probmed.core.params_schema import Pricing
@@ -51,6 +51,7 @@ from probmed.inference.models.pricing import cost_usd
 from probmed.infra.process import ABANDON
 
 _POLL_S = 0.1  # how often waits look whether the run was asked to stop
+C = TypeVar("C", bound="OpenAIConfig")
 
 
 class _Retryable(Exception):
@@ -156,6 +157,14 @@ class OpenAIConfig(BackendConfig):
     backoff_base_s: float = run_field(1.0)
     backoff_max_s: float = run_field(60.0)
 
+    @classmethod
+    def from_entry(cls: type[C], name: str, entry: Mapping[str, Any]) -> C:
+        """The typed entry, its `base_url` checked (every command checks every entry before any work)."""
+        config = super().from_entry(name, entry)
+        if config.base_url:
+            check_base_url(config.base_url, f"models.{name}.base_url")
+        return config
+
 
 class OpenAIBackend(Backend):
     """A model behind an OpenAI-compatible chat endpoint, asked concurrently with retries and rate limiting."""
@@ -203,9 +212,8 @@ class OpenAIBackend(Backend):
         self._stats = {"requests": 0, "retries": 0, "failed": 0, "refusals": 0, "cost_usd": 0.0}
 
     def _written_base_url(self) -> str | None:
-        """The endpoint as configured (`base_url`, else the variable `base_url_env` names), checked."""
+        """The endpoint as configured: `base_url` (checked with the entry), else the variable `base_url_env` names."""
         if self.config.base_url:
-            check_base_url(self.config.base_url, f"models.{self.name}.base_url")
             return self.config.base_url
         env = self.config.base_url_env
         url = os.environ.get(env) if env else None
