@@ -121,3 +121,72 @@ def test_a_long_answer_with_a_long_key_is_redacted():
     text = "The answer is yes, because the image shows a consolidation. " * 530  # a 32,000-character answer
     assert redact(text) == text
     assert redact(text + "A1b2C3d4e5A1") == text + "***"
+
+
+
+# --- credentials in URLs (issue 40, item 2) --------------------------------------------------------------------
+
+URL_PASSWORD = "pa55-w0rd-Zq7x"
+
+
+@pytest.mark.parametrize("url", [
+    f"http://user:{URL_PASSWORD}@127.0.0.1:8000/v1",
+    "http://token1234abcd@gateway.example/v1",  # a token as the user name
+    "https://gateway.example/v1?api_key=abc123xyz",
+    "https://gateway.example/v1?api-version=2024-06-01&key=abc123xyz",
+    "https://gateway.example/v1?token=abc123xyz",
+    "https://gateway.example/v1?access_token=abc123xyz",
+    "https://x.blob.example/c?sv=2024&sig=abc123xyz",
+])
+def test_a_url_carrying_a_credential_is_a_secret(url):
+    assert find_secrets({"models": {"api": {"base_url": url}}}) == ["models.api.base_url"]
+    assert find_secrets({"note": f"the gateway is {url} today"}) == ["note"]  # a URL inside any text
+
+
+@pytest.mark.parametrize("url", [
+    "http://127.0.0.1:8000/v1", "https://api.openai.com/v1", "https://gateway.example/v1?api-version=2024-06-01",
+    "https://generativelanguage.googleapis.com/v1beta/openai/", "mailto:someone@example.org",
+])
+def test_a_url_without_a_credential_is_not_a_secret(url):
+    assert find_secrets({"models": {"api": {"base_url": url}}}) == []
+
+
+def test_a_password_in_base_url_stops_the_command_before_any_work(repo_root, tmp_path, capsys):
+    """The probe ran `models.X.base_url=http://user:password@127.0.0.1:PORT/v1` with exit 0: now exit 2, the key named,
+    the password never printed, nothing written."""
+    url = f"http://user:{URL_PASSWORD}@127.0.0.1:8000/v1"
+    params = params_with(repo_root, tmp_path, base_url=url)
+    out = tmp_path / "plan"
+    assert main(["plan", "--params", str(params), "--out-dir", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "models.gpt-4o.base_url" in err and "base_url_env" in err and URL_PASSWORD not in err and not out.exists()
+    assert main(["plan", "--params", str(repo_root / "params.yaml"), "--out-dir", str(out),
+                 f"models.gpt-4o.base_url={url}"]) == 2
+    err = capsys.readouterr().err
+    assert "overrides: models.gpt-4o.base_url" in err and URL_PASSWORD not in err and not out.exists()
+
+
+def test_redact_urls_masks_userinfo_and_credential_query_values():
+    from probmed.core.secrets import redact_urls
+
+    text = (f"endpoint http://user:{URL_PASSWORD}@127.0.0.1:8000/v1 is unreachable; "
+            "also https://gw.example/v1?api-version=2024&api_key=abc123xyz&sig=s1g and http://127.0.0.1:9/v1")
+    cleaned = redact_urls(text)
+    assert URL_PASSWORD not in cleaned and "user:" not in cleaned and "abc123xyz" not in cleaned and "s1g" not in cleaned
+    assert "http://***@127.0.0.1:8000/v1" in cleaned and "api-version=2024" in cleaned and "http://127.0.0.1:9/v1" in cleaned
+    assert redact_urls("no url here: user:pass") == "no url here: user:pass"
+
+
+def test_the_credentials_of_a_url_are_redacted_as_a_key_is_including_basic_auths_base64():
+    from probmed.core.secrets import url_secrets
+
+    redact = Redactor(*url_secrets(f"http://user:{URL_PASSWORD}@127.0.0.1:8000/v1"))
+    basic = base64.b64encode(f"user:{URL_PASSWORD}".encode()).decode()
+    for text in (f"invalid credentials: Basic {basic}", f"password {URL_PASSWORD}",
+                 "pw " + urllib.parse.quote(URL_PASSWORD, safe="").replace("-", "%2D"),
+                 base64.b64encode(f"Authorization: Basic {basic}".encode()).decode()):
+        cleaned = redact(text)
+        assert URL_PASSWORD[:8] not in cleaned and basic[:12] not in cleaned and "***" in cleaned, (text, cleaned)
+    short = Redactor(*url_secrets("http://u:pw@127.0.0.1:8000/v1"))  # shorter than 8: masked where it appears whole
+    assert short("Basic " + base64.b64encode(b"u:pw").decode() + " pw") == "Basic *** ***"
+    assert Redactor(*url_secrets("http://127.0.0.1:8000/v1"))("Yes.") == "Yes."

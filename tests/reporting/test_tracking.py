@@ -410,3 +410,11 @@ def test_every_param_that_can_change_a_number_is_a_run_param(repo_root, tmp_path
     assert params["describer_model.weights_sha256"] == params["model.weights_sha256"]  # the describer is tiny too
     (model_dir / "model.safetensors").write_bytes(b"other weights")  # trained on another machine
     assert clean_params(run_params(cfg, "tiny", "probmed"))["model.weights_sha256"] != params["model.weights_sha256"]
+
+
+def test_clean_params_redacts_credentials_in_urls():
+    """Defence in depth behind the refusal at load: a URL's userinfo or key never becomes an MLflow param."""
+    out = clean_params({"api": {"base_url": "http://user:pa55w0rd@127.0.0.1:8000/v1?key=abc123xyz",
+                                "extract": ["https://u:pw123456@gw.example/v1"]}})
+    assert "pa55w0rd" not in str(out) and "abc123xyz" not in str(out) and "pw123456" not in str(out)
+    assert out["api.base_url"] == "http://***@127.0.0.1:8000/v1?key=***"

@@ -27,7 +27,7 @@ from typing import Sequence
 from probmed.cli.options import add_params_arguments, check_models, load_checked_params, params_of, split_overrides
 from probmed.core.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USER_ERROR, ProbmedError
 from probmed.infra.cpu_kernels import use_portable_kernels
-from probmed.infra.stopping import ParentExited
+from probmed.infra.stopping import Stopped
 
 # OS errors that say the machine cannot go on (exit 3), not that an input is wrong.
 ENVIRONMENT_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EIO, errno.EROFS, errno.ENOMEM, errno.EFBIG})
@@ -122,9 +122,9 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"probmed {args.command}: error: {_one_line(exc)}", file=sys.stderr)
             return EXIT_USER_ERROR
         raise
-    except ParentExited as exc:
-        print(f"probmed {args.command}: stopped: {exc}; everything received so far is on disk", file=sys.stderr)
-        return 143
+    except Stopped as exc:
+        print(f"probmed {args.command}: stopped: {_one_line(exc)}", file=sys.stderr)
+        return exc.exit_code
     except KeyboardInterrupt:
         print(f"probmed {args.command}: interrupted", file=sys.stderr)
         return 130

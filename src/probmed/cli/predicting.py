@@ -4,7 +4,8 @@ Thin: read params.yaml (+ dotted overrides such as `model=tiny setting=cot`),
 call probmed.inference.predict, print a one-line JSON summary. Backend failures that the
 user must fix (unreachable endpoint, bad credentials, unknown model) exit 2
 with one line; a full disk exits 3; every answer received before is already in
-the store. `predict` and `describe` stop when the process that started them
+the store. `predict` and `describe` stop on Ctrl-C or SIGTERM (exit 130 / 143, the answers in flight
+stored, one line saying what is stored and what is left) and when the process that started them
 (`dvc repro`) dies (`--outlive-parent`: run on, e.g. under nohup), and refuse (exit 2, naming
 the pid) to write an answer store another process is writing.
 """
@@ -13,9 +14,10 @@ from __future__ import annotations
 
 import argparse
 import json
+from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Iterator
 
 from probmed.cli.options import add_params_arguments, answering_kernels, params_of, seed_option
 from probmed.core.errors import ConfigError, UserError
@@ -148,18 +150,19 @@ def _backend(models: dict, name: str, context: dict):
     return build_backend(models, name, **context)
 
 
-def _parent_watch(args: argparse.Namespace):
-    """Stop when the parent (the `dvc repro` that started us) is gone, unless asked to outlive it."""
-    from contextlib import nullcontext
+@contextmanager
+def _stoppable(args: argparse.Namespace) -> Iterator[None]:
+    """Ctrl-C and SIGTERM stop the run keeping every answer received; so does the death of the parent (the
+    `dvc repro` that started us), unless asked to outlive it (probmed.infra.process)."""
+    from probmed.infra.process import exit_with_parent, stop_on_signals
 
-    from probmed.infra.process import exit_with_parent
-
-    return nullcontext() if args.outlive_parent else exit_with_parent()
+    with stop_on_signals(), (nullcontext() if args.outlive_parent else exit_with_parent()):
+        yield
 
 
 def cmd_predict(args: argparse.Namespace) -> int:
-    """Stops as soon as its parent (the `dvc repro` that started it) is gone: see probmed.infra.process."""
-    with _parent_watch(args):
+    """Stops on Ctrl-C, SIGTERM or when its parent is gone, with every answer received stored."""
+    with _stoppable(args):
         return _predict(args)
 
 
@@ -210,8 +213,8 @@ def _write_predictions_and_log(frame: Any, out: str, run_info: dict[str, Any]) -
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    """Like `predict`, stops as soon as its parent (the `dvc repro` that started it) is gone."""
-    with _parent_watch(args):
+    """Like `predict`, stops on Ctrl-C, SIGTERM or when its parent is gone, with every description received stored."""
+    with _stoppable(args):
         return _describe(args)
 
 
@@ -219,7 +222,7 @@ def _describe(args: argparse.Namespace) -> int:
     from probmed.inference.answer_store import open_store
     from probmed.inference.describe import describe_images, export_descriptions
     from probmed.inference.predict import resolve_images, shard_questions
-    from probmed.infra.process import ParentExited, stop_reason
+    from probmed.infra.process import stopped
     from probmed.infra.progress import progress
 
     inputs = _setup(args)
@@ -237,7 +240,7 @@ def _describe(args: argparse.Namespace) -> int:
     finally:
         store.close()
     if backend.stop_requested:
-        raise ParentExited(f"{stop_reason()}; the descriptions received are stored")
+        raise stopped("the descriptions received are stored; run the same command again to ask the rest")
     out = args.out or str(Path(inputs.predict.describe_dir) / f"{name}.parquet")
     export_descriptions(store, out)
     failed = sum(v is None for v in got.values())

@@ -2,22 +2,27 @@ r"""Secrets stay in the environment: never in params, never in anything probmed 
 
 Two guards. :func:`refuse_secrets` runs when parameters are loaded (params.yaml
 and every dotted override), before any work: a key named like a credential
-(``api_key``, ``token``, ``secret``, ``password``, ...) or a value shaped like
-a provider key (``sk-...``, ``hf_...``, ``AKIA...``) stops the command, because
-params.yaml and its values end up in git, ``dvc.lock`` and MLflow. Names of
-environment variables (``api_key_env``) are not secrets and pass.
+(``api_key``, ``token``, ``secret``, ``password``, ...), a value shaped like
+a provider key (``sk-...``, ``hf_...``, ``AKIA...``) or a URL carrying a
+credential (``user:password@``, ``?api_key=``, ``?key=``, ``?token=``, ``?sig=``)
+stops the command, because params.yaml and its values end up in git,
+``dvc.lock`` and MLflow. Names of environment variables (``api_key_env``) are
+not secrets and pass.
 
-:class:`Redactor` removes a key from text a server sent back, in every encoding
-a server may echo it: as is, percent-encoded (either case of hex), JSON
+:class:`Redactor` removes secrets (an API key, a URL's credentials:
+:func:`url_secrets`) from text a server sent back, in every encoding a server
+may echo them: as is, percent-encoded (either case of hex), JSON
 ``\\uXXXX``-escaped, base64 (standard and URL-safe, at any alignment), and any
-run of at least 8 of its characters in those (a truncated echo, or the key
-without its ``sk-...-`` prefix).
+run of at least 8 of their characters in those (a truncated echo, or the key
+without its ``sk-...-`` prefix). :func:`redact_urls` masks the credentials of
+every URL in a text that probmed prints, stores or logs itself.
 """
 
 from __future__ import annotations
 
 import base64
 import re
+import urllib.parse
 from typing import Any, Iterator, Mapping
 
 from probmed.core.errors import ConfigError
@@ -39,6 +44,11 @@ _PROVIDER_KEY = re.compile(
     r"|Bearer\s+[A-Za-z0-9._\-]{16,}"
     r")"
 )
+# Query parameters that carry a credential (besides credential names: api_key, access_token, ...): Google's
+# ?key=, storage signatures (?sig=, X-Amz-Signature), Azure Functions' ?code=, any *-token.
+_CREDENTIAL_QUERY = re.compile(r"^(key|sig|signature|code|x-amz-signature|x-amz-credential|.*[-_]token)$", re.I)
+# A URL with an authority (scheme://...), up to whitespace, a quote or an angle bracket.
+_URL = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*://[^\s\"'<>]+")
 MIN_PREFIX = 8
 
 
@@ -55,6 +65,67 @@ def looks_like_key(value: Any) -> bool:
     return isinstance(value, str) and _PROVIDER_KEY.search(value) is not None
 
 
+def _split(url: str) -> urllib.parse.SplitResult:
+    """The URL's parts; for one urllib refuses (an unclosed ``[``), the authority up to the path, so that its
+    credentials are still found and masked."""
+    try:
+        return urllib.parse.urlsplit(url)
+    except ValueError:
+        scheme, _, rest = url.partition("://")
+        netloc, slash, path = rest.partition("/")
+        return urllib.parse.SplitResult(scheme, netloc, slash + path, "", "")
+
+
+def _is_credential_query(name: str) -> bool:
+    return bool(_CREDENTIAL_QUERY.match(name) or _SECRET_NAME.search(name))
+
+
+def url_secrets(url: str) -> list[str]:
+    """The credentials one URL carries: its userinfo and the values of credential-named query parameters.
+
+    ``user:password@`` goes out as HTTP Basic auth, so the password, ``user:password`` and that header's
+    base64 are all secrets; a user name without a password is a token (``https://TOKEN@host``).
+    """
+    parts = _split(url)
+    found: list[str] = []
+    userinfo, at, _ = parts.netloc.rpartition("@")
+    if at and userinfo:
+        user, colon, password = userinfo.partition(":")
+        if colon and password:
+            plain = f"{urllib.parse.unquote(user)}:{urllib.parse.unquote(password)}"
+            found += [password, urllib.parse.unquote(password), plain, base64.b64encode(plain.encode()).decode()]
+        else:
+            found += [user, urllib.parse.unquote(user)]
+    for name, value in urllib.parse.parse_qsl(parts.query):
+        if value and _is_credential_query(name):
+            found += [value, urllib.parse.quote(value, safe="")]
+    return list(dict.fromkeys(found))
+
+
+def carries_url_credential(value: Any) -> bool:
+    """True for a string holding a URL with a credential in it (userinfo, ``?api_key=``, ``?sig=``, ...)."""
+    return isinstance(value, str) and any(url_secrets(m.group()) for m in _URL.finditer(value))
+
+
+def _masked_url(url: str, mask: str) -> str:
+    parts = _split(url)
+    netloc = parts.netloc
+    if "@" in netloc:
+        netloc = mask + "@" + netloc.rpartition("@")[2]
+    query = "&".join(
+        f"{name}={mask}" if value and _is_credential_query(urllib.parse.unquote_plus(name)) else piece
+        for piece in parts.query.split("&") if piece
+        for name, _, value in [piece.partition("=")]
+    )
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc, query=query))
+
+
+def redact_urls(text: Any, mask: str = "***") -> str:
+    """`text` with every URL's credentials masked (``http://***@host/v1?key=***``): for the URLs probmed itself
+    prints, stores or logs (error lines, MLflow params), whatever the URL came from."""
+    return _URL.sub(lambda m: _masked_url(m.group(), mask), "" if text is None else str(text))
+
+
 def leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     """(dotted key, value) for every leaf of a tree of mappings and lists (``a.b[0]``)."""
     if isinstance(obj, Mapping):
@@ -68,11 +139,12 @@ def leaves(obj: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 
 
 def find_secrets(params: Any) -> list[str]:
-    """Dotted keys of params that are or hold a secret (a credential name with a value, or a key-shaped value)."""
+    """Dotted keys of params that are or hold a secret (a credential name with a value, a key-shaped value, or a
+    URL carrying a credential)."""
     found = []
     for key, value in leaves(params):
         named = is_secret_name(key) and value not in (None, "", False)
-        if named or looks_like_key(value):
+        if named or looks_like_key(value) or carries_url_credential(value):
             found.append(key)
     return found
 
@@ -85,9 +157,10 @@ def refuse_secrets(params: Any, where: str) -> None:
     model_keys = sorted({k.split(".")[1] for k in found if k.startswith("models.") and k.count(".") >= 2})
     hint = "; e.g. " + ", ".join(f"models.{m}.api_key_env" for m in model_keys) if model_keys else ""
     raise ConfigError(
-        f"{where}: {', '.join(found)} look(s) like a secret (value not shown). API keys are never read from "
-        "params.yaml or overrides (they would reach git, dvc.lock and MLflow): export the key in the environment "
-        f"variable named by the model's api_key_env{hint}, and remove it from the parameters"
+        f"{where}: {', '.join(found)} look(s) like a secret (value not shown). Credentials are never read from "
+        "params.yaml or overrides (they would reach git, dvc.lock and MLflow): export an API key in the environment "
+        f"variable named by the model's api_key_env{hint}; an endpoint URL that carries credentials "
+        "(user:password@, ?key=) in the one named by its base_url_env; and remove it from the parameters"
     )
 
 
@@ -152,22 +225,26 @@ def _grams(seq: Any, size: int) -> set[Any]:
 
 
 class Redactor:
-    """Masks every run of at least 8 characters of one secret, in every encoding a server may echo it (module doc).
+    """Masks every run of at least 8 characters of its secrets, in every encoding a server may echo them (module doc).
 
-    Any 8-character run of the key, not only its prefixes: a server that drops the ``sk-test-`` prefix or
+    Any 8-character run of a key, not only its prefixes: a server that drops the ``sk-test-`` prefix or
     shows the key's middle still echoes the part that grants access. Found by sliding an 8-byte window
     over the decoded text (and a 10-character window over the raw text for base64), so the cost is linear
-    in the text whatever the key's length; overlapping hits merge into one mask.
+    in the text whatever the keys' length; overlapping hits merge into one mask. A secret shorter than 8
+    characters is masked where it appears whole.
     """
 
-    def __init__(self, secret: str | None, mask: str = "***") -> None:
+    def __init__(self, *secrets: str | None, mask: str = "***") -> None:
         self.mask = mask
-        self._plain = secret if secret and len(secret) < MIN_PREFIX else None
-        key = secret.encode("utf-8", "surrogatepass") if secret and not self._plain else b""
-        self._byte_grams: set[bytes] = _grams(key, MIN_PREFIX) if key else set()
+        given = [s for s in secrets if s]
+        self._plain = sorted((s for s in given if len(s) < MIN_PREFIX), key=len, reverse=True)
+        self._byte_grams: set[bytes] = set()
         self._b64_grams: set[str] = set()
-        for text in _base64_forms(key) if key else []:
-            self._b64_grams |= _grams(text, MIN_PREFIX + 2)
+        for secret in (s for s in given if len(s) >= MIN_PREFIX):
+            key = secret.encode("utf-8", "surrogatepass")
+            self._byte_grams |= _grams(key, MIN_PREFIX)
+            for text in _base64_forms(key):
+                self._b64_grams |= _grams(text, MIN_PREFIX + 2)
 
     def _spans(self, text: str) -> list[tuple[int, int]]:
         """Text spans holding a run of the key, merged where they overlap."""
@@ -186,12 +263,12 @@ class Redactor:
 
     def __call__(self, text: Any) -> str:
         text = "" if text is None else str(text)
-        if self._plain:
-            return text.replace(self._plain, self.mask)
-        if not self._byte_grams:
-            return text
-        out, pos = [], 0
-        for start, end in self._spans(text):
-            out += [text[pos:start], self.mask]
-            pos = end
-        return "".join(out) + text[pos:]
+        if self._byte_grams:
+            out, pos = [], 0
+            for start, end in self._spans(text):
+                out += [text[pos:start], self.mask]
+                pos = end
+            text = "".join(out) + text[pos:]
+        for secret in self._plain:
+            text = text.replace(secret, self.mask)
+        return text

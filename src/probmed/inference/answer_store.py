@@ -44,7 +44,7 @@ import os
 import re
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Mapping
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, Mapping, Sequence
 
 from probmed.core.errors import DiskFullError, StoreLockedError
 from probmed.inference.answer_record import TIMING_FIELDS, validate_line
@@ -106,6 +106,12 @@ def cache_key(
             "question": question,
         }
     )
+
+
+def cache_keys(fingerprints: Sequence[Mapping[str, Any]], *question: Any) -> Iterator[str]:
+    """:func:`cache_key` of one question (`question`: its arguments after the fingerprint) under each fingerprint,
+    lazily: today's first, then those older stores were keyed by (Backend.fingerprints)."""
+    return (cache_key(fingerprint, *question) for fingerprint in fingerprints)
 
 
 def parse_line(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
@@ -353,6 +359,13 @@ class AnswerStore:
 
     def __contains__(self, key: str) -> bool:
         return self.get(key) is not None
+
+    def answered_key(self, keys: Iterable[str]) -> str:
+        """The first of `keys` (one question's, :func:`cache_keys`) the store answers, else the first: where a
+        new answer goes. Later keys are computed only while the earlier ones miss."""
+        found = iter(keys)
+        first = next(found)
+        return first if first in self else next((key for key in found if key in self), first)
 
     def __len__(self) -> int:
         return len(self._records)

@@ -17,17 +17,19 @@ import pandas as pd
 
 from probmed.inference.answer_record import DescriptionRecord
 from probmed.inference.answer_sink import AnswerSink
-from probmed.inference.answer_store import AnswerStore, cache_key, file_hash
+from probmed.inference.answer_store import AnswerStore, cache_keys, file_hash
 from probmed.inference.images import DecodedImages
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.prompting import PromptSet
 from probmed.infra.io import write_parquet
 
 
-def description_key(describer: Backend, prompts: PromptSet, image_hash: str) -> str:
-    """The answer-store key of one image's description: describer, describe prompt and image content, no question."""
-    fingerprint = {**describer.fingerprint(), "describe_max_new_tokens": prompts.describe_max_new_tokens}
-    return cache_key(fingerprint, "describe", prompts.version, prompts.describe, image_hash, "")
+def description_key(describer: Backend, prompts: PromptSet, image_hash: str, store: AnswerStore | None = None) -> str:
+    """The answer-store key of one image's description (describer, describe prompt and image content, no question):
+    the one `store` answers it under (an older key of the same describer, Backend.fingerprints), else today's."""
+    fingerprints = [{**fp, "describe_max_new_tokens": prompts.describe_max_new_tokens} for fp in describer.fingerprints()]
+    keys = cache_keys(fingerprints, "describe", prompts.version, prompts.describe, image_hash, "")
+    return store.answered_key(keys) if store is not None else next(keys)
 
 
 def describe_images(
@@ -46,7 +48,7 @@ def describe_images(
     out: dict[str, str | None] = {}
     todo: list[tuple[str, Path, str]] = []
     for image_id, path in images:
-        key = description_key(describer, prompts, file_hash(path))
+        key = description_key(describer, prompts, file_hash(path), store)
         rec = store.get(key)
         if rec is not None:
             out[image_id] = rec["response"]

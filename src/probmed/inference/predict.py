@@ -34,13 +34,13 @@ from probmed.core.settings import BASE_SETTING, Setting
 from probmed.inference.ablation import control_images
 from probmed.inference.answer_record import AnswerRecord, prediction_table
 from probmed.inference.answer_sink import AnswerSink
-from probmed.inference.answer_store import AnswerStore, cache_key, file_hash, open_store
+from probmed.inference.answer_store import AnswerStore, cache_keys, file_hash, open_store
 from probmed.inference.describe import describe_images
 from probmed.inference.images import DecodedImages, resolve_image
 from probmed.inference.models.base import Answer, Backend, Item
 from probmed.inference.prompting import PromptSet
 from probmed.infra.clock import iso_time
-from probmed.infra.process import ParentExited, stop_reason
+from probmed.infra.process import stopped
 from probmed.infra.progress import progress as progress_bar
 
 
@@ -220,7 +220,7 @@ def _describe_for(job: PredictJob, backend: Backend, describer: Backend | None, 
     finally:
         dstore.close()
     if who.stop_requested:
-        raise ParentExited(f"{stop_reason()}; the descriptions received are stored")
+        raise stopped("the descriptions received are stored; run the same command again to ask the rest")
     return got
 
 
@@ -240,7 +240,7 @@ def _plan(part: pd.DataFrame, backend: Backend, job: PredictJob, store: AnswerSt
           descriptions: dict[str, str | None]) -> _Plan:
     """The cache key of every question, and which of them the store does not answer yet."""
     image_hashes = {img: file_hash(p) for img, p in image_paths.items()}
-    fingerprint = backend.fingerprint()
+    fingerprints = backend.fingerprints()
     setting, prompts = job.setting, job.prompts
     describes = setting.description_by is not None
     plan = _Plan()
@@ -250,7 +250,7 @@ def _plan(part: pd.DataFrame, backend: Backend, job: PredictJob, store: AnswerSt
         prompt = "" if no_description else prompts.question_prompt(setting, q.question, desc)
         # a backend that never sees the image answers per question (a seeded table, a cross-fitted fold)
         image_part = image_hashes.get(q.image_id) if backend.supports_images else f"qid:{q.qid}"
-        key = cache_key(fingerprint, setting.name, prompts.version, prompt, image_part, q.question)
+        key = store.answered_key(cache_keys(fingerprints, setting.name, prompts.version, prompt, image_part, q.question))
         plan.keys.append(key)
         if no_description:  # recorded as failed, re-asked on the next run
             plan.no_description.append(KeyedQuestion(key, q))
@@ -333,8 +333,10 @@ def run_predictions(questions: pd.DataFrame, backend: Backend, job: PredictJob, 
             sink = AnswerSink(store, backend, on_written=bar.update)
             _ask(plan, backend, job, sink, bar, decoded)
         sink.stop_if_disk_full(lambda: plan.remaining(store))
-        if backend.stop_requested:  # the parent is gone: what arrived is stored, nothing more is asked
-            raise ParentExited(f"{stop_reason()}; {sink.asked} answers received and stored")
+        if backend.stop_requested:  # a signal, or the parent is gone: what arrived is stored, nothing more is asked
+            left = sum(1 for key in plan.keys if key not in store)
+            raise stopped(f"{len(plan.keys) - left} of {len(plan.keys)} answers stored ({sink.asked} received in this "
+                          f"run), {left} question(s) left; run the same command again to ask only those")
         preds = _predictions(part, plan.keys, store, backend.name, job.setting.name)
     finally:
         store.close()

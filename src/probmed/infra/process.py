@@ -1,13 +1,20 @@
-"""A long command that must not outlive the process that started it.
+"""Stopping a long command without losing what it paid for: on a signal, or when the process that started it dies.
 
-`dvc repro` runs each stage as a child (``$SHELL -c "probmed predict ..."``).
-When `dvc` itself is killed (SIGKILL, an OOM kill), its child is not: it would
-go on paying for answers while the next `dvc repro` starts a second writer.
-:func:`exit_with_parent` watches the parent (and, when the parent is the
-shell DVC runs the command through, the shell's parent). When one of them is
-gone it sets :data:`STOP`: backends start no new request, the answers in
-flight arrive and are stored, and the run loop raises :class:`ParentExited`.
-If that takes longer than ``grace_s``, SIGTERM raises it in the main thread.
+:func:`stop_on_signals`: the first SIGINT (Ctrl-C) or SIGTERM sets :data:`STOP`:
+backends start no new request, the answers in flight arrive and are stored,
+and the run loop raises :class:`Stopped` saying how many answers are stored
+and how many remain (:func:`stopped`); the command exits 130 or 143 with that
+one line, no traceback. A second signal sets :data:`ABANDON`: the requests in
+flight are given up (an API backend cancels them in its event loop; a local
+model computing is interrupted at once).
+
+:func:`exit_with_parent`, inside it: `dvc repro` runs each stage as a child
+(``$SHELL -c "probmed predict ..."``). When `dvc` itself is killed (SIGKILL,
+an OOM kill), its child is not: it would go on paying for answers while the
+next `dvc repro` starts a second writer. The watch follows the parent (and,
+when the parent is the shell DVC runs the command through, the shell's
+parent); when one of them is gone it sets STOP as a signal would, and after
+``grace_s`` sends this process SIGTERM, which then abandons what is in flight.
 Either way every answer received is in the store and none is paid twice.
 
 Polling ``/proc`` (or ``getppid()`` where there is no ``/proc``) rather than
@@ -17,6 +24,7 @@ it would not see through the intermediate shell.
 
 from __future__ import annotations
 
+import asyncio
 import os
 import signal
 import threading
@@ -24,16 +32,65 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator
 
-from probmed.infra.stopping import ParentExited  # noqa: F401 (re-exported)
+from probmed.infra.stopping import Stopped
 
 SHELLS = frozenset({"sh", "bash", "dash", "zsh", "fish", "ksh"})
-STOP = threading.Event()  # set when the parent is gone: ask nothing new, let what is in flight arrive
+STOP = threading.Event()  # ask nothing new, let what is in flight arrive
+ABANDON = threading.Event()  # a second request to stop: give up what is in flight too
+_SIGNALS = {signal.SIGINT: "interrupted (Ctrl-C)", signal.SIGTERM: "terminated (SIGTERM)"}
 _reason: list[str] = [""]
+_exit_code: list[int] = [128 + signal.SIGTERM]
 
 
 def stop_reason() -> str:
-    """Why STOP was set (which parent exited), for the ParentExited message."""
+    """Why STOP was set (which signal, which parent exited), for the Stopped message."""
     return _reason[0] or "stop requested"
+
+
+def _request_stop(reason: str, exit_code: int) -> None:
+    _reason[0], _exit_code[0] = reason, exit_code
+    STOP.set()
+
+
+def stopped(detail: str) -> Stopped:
+    """The Stopped of this stop: its reason, then `detail` (what is stored, what remains, how to resume)."""
+    return Stopped(f"{stop_reason()}; {detail}", _exit_code[0])
+
+
+def _in_event_loop() -> bool:
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+@contextmanager
+def stop_on_signals() -> Iterator[None]:
+    """Within the block, SIGINT and SIGTERM stop the run as the module says: the first lets what is in flight
+    arrive, the next abandons it. Outside the main thread (no signal handlers there) the block runs unwatched."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+
+    def on_signal(signum, frame):  # noqa: ANN001 - signal handler signature
+        if not STOP.is_set():
+            _request_stop(_SIGNALS[signal.Signals(signum)], 128 + signum)
+            return
+        ABANDON.set()
+        if not _in_event_loop():  # a local model computing: nothing in flight is paid for, stop now
+            raise stopped("stopped at once; every answer stored before is on disk, run the same command again "
+                          "to ask the rest")
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in _SIGNALS}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        STOP.clear()
+        ABANDON.clear()
+        _reason[0], _exit_code[0] = "", 128 + signal.SIGTERM
 
 
 def _stat(pid: int) -> tuple[str, int] | None:
@@ -79,10 +136,10 @@ def ancestors_alive(pairs: list[tuple[int, int]]) -> bool:
 
 @contextmanager
 def exit_with_parent(poll_s: float = 0.5, grace_s: float = 60.0) -> Iterator[None]:
-    """Within the block, the death of the parent sets STOP, then (after `grace_s`) raises ParentExited
-    in the main thread; SIGTERM raises it at once.
+    """Within the block (itself inside :func:`stop_on_signals`), the death of the parent sets STOP, then (after
+    `grace_s`) sends this process SIGTERM, which abandons what is still in flight.
 
-    Outside the main thread (no signal handlers there) the block runs unwatched.
+    Outside the main thread the block runs unwatched.
     """
     if threading.current_thread() is not threading.main_thread() or os.getppid() <= 1:
         yield
@@ -90,25 +147,17 @@ def exit_with_parent(poll_s: float = 0.5, grace_s: float = 60.0) -> Iterator[Non
     pairs = watched_ancestors()
     done = threading.Event()
 
-    def on_term(signum, frame):  # noqa: ANN001 - signal handler signature
-        raise ParentExited(stop_reason() if STOP.is_set() else "terminated (SIGTERM)")
-
     def watch() -> None:
         while not done.wait(poll_s):
             if not ancestors_alive(pairs):
-                _reason[0] = f"parent process {pairs[-1][1]} exited"
-                STOP.set()
+                _request_stop(f"parent process {pairs[-1][1]} exited", 128 + signal.SIGTERM)
                 if not done.wait(grace_s):
                     os.kill(os.getpid(), signal.SIGTERM)
                 return
 
-    previous = signal.signal(signal.SIGTERM, on_term)
     thread = threading.Thread(target=watch, name="probmed-parent-watch", daemon=True)
     thread.start()
     try:
         yield
     finally:
         done.set()
-        signal.signal(signal.SIGTERM, previous)
-        STOP.clear()
-        _reason[0] = ""

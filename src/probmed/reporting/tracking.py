@@ -38,7 +38,8 @@ evaluation); the commit and the pinned data (``data.dvc``) are tags.
 
 Secrets never reach MLflow: params whose name looks like a credential are
 dropped (names of environment variables, ``*_env``, are kept: they are not
-secrets).
+secrets), and the credentials of any URL in a value are masked (refused when
+params are loaded; masked here again as defence in depth).
 
 The store's rules (a tracking database is never replaced, one writer at a time,
 experiments marked as model development, unique run names, the run lifecycle)
@@ -70,7 +71,7 @@ from mlflow.utils.mlflow_tags import MLFLOW_PARENT_RUN_ID
 
 from probmed.core.config import flatten
 from probmed.core.errors import TrackingError
-from probmed.core.secrets import is_secret_name
+from probmed.core.secrets import is_secret_name, redact_urls
 from probmed.core.settings import ABLATIONS, BASE_SETTING
 from probmed.infra.clock import epoch_ms, read_work_log
 from probmed.infra.tracking_store import (
@@ -152,7 +153,7 @@ def clean_params(params: Mapping[str, Any]) -> dict[str, str]:
         if is_secret_name(key):
             continue
         text = json.dumps(value) if isinstance(value, (list, dict)) else ("" if value is None else str(value))
-        out[metric_name(key)] = text[:6000]
+        out[metric_name(key)] = redact_urls(text)[:6000]
     return out
 
 

@@ -197,3 +197,219 @@ def test_server_reports_requests_in_flight_until_their_log_line_is_written(tmp_p
             time.sleep(0.05)
         assert stats(srv) == {"requests": 1, "in_flight": 0}
         assert [json.loads(x)["action"] for x in log.read_text().splitlines()] == ["timeout"]
+
+
+# --- issue 40: a deadline per request (item 3), errors no retry heals (item 12), one key per endpoint (item 10) ---
+
+def run_api(backend, q, shared_data, store_dir):
+    """`q` answered by `backend` into the store at `store_dir` (the backend closed after)."""
+    try:
+        return run_predictions(q, backend, PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, store_dir),
+                               progress=False)
+    finally:
+        backend.close()
+
+
+@pytest.mark.slow
+def test_a_server_trickling_its_answer_is_cut_at_the_requests_deadline(tmp_path, shared_data, questions, monkeypatch):
+    """One byte a second held each request 40 s under timeout_s=3: httpx's timeout covers each read, not the
+    request. The deadline covers the whole request, body included: each trickle is cut before its body is complete."""
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
+    q = questions.iloc[:3].copy()
+    q.loc[0, "question"] = "[stuck] " + q.loc[0, "question"]
+    q.loc[1, "question"] = "[once] " + q.loc[1, "question"]
+    with MockChatServer(faults={"[stuck]": ["trickle"], "[once]": ["trickle", "ok"]}, trickle_s=0.05) as srv:
+        result = run_api(build_backend(api_models(srv.base_url, timeout_s=1, max_retries=1), "api"), q, shared_data,
+                         tmp_path / "store")
+        trickles = [dict(t) for t in srv.trickles]
+    preds = result.predictions.set_index("qid")
+    stuck, once, clean = (preds.loc[q["qid"].iloc[i]] for i in range(3))
+    assert stuck["error"] == "gave up after 2 attempts: timed out after 1 s", stuck["error"]
+    assert once["error"] == "" and once["label"] in ("yes", "no") and clean["error"] == ""
+    assert len(trickles) == 3  # stuck twice, once once: each a ~300-byte body at 20 bytes a second
+    assert all(t["sent"] < t["size"] for t in trickles), trickles  # each cut before its body was complete
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.mark.slow
+def test_a_host_name_that_does_not_resolve_is_tried_once(tmp_path, shared_data, questions, monkeypatch):
+    """A DNS failure was retried 6-7 times (62-64 s) before the error: it does not heal."""
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
+    backend = build_backend(api_models("http://probmed-no-such-host.invalid/v1", max_retries=5, concurrency=1,
+                                       backoff_base_s=0.05), "api")
+    with pytest.raises(EndpointUnreachableError, match="probmed-no-such-host.invalid.* does not resolve"):
+        run_api(backend, questions, shared_data, tmp_path / "store")
+    assert backend.stats()["requests"] == 1
+
+
+@pytest.mark.parametrize("url", ["htp://127.0.0.1:8000/v1", "127.0.0.1:8000/v1", "http:///v1", "http://127.0.0.1:99999/v1",
+                                 "http://[::1/v1", " http://127.0.0.1:8000/v1"])
+def test_a_base_url_that_cannot_work_is_refused_before_any_request(url, monkeypatch):
+    """An invalid URL was retried as if the endpoint were down; it is a configuration error, named, at once."""
+    from probmed.core.errors import ConfigError
+
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
+    with pytest.raises(ConfigError, match="models.api.base_url"):
+        build_backend(api_models(url), "api")
+
+
+def self_signed_tls(tmp_path):
+    """A server-side TLS context with a fresh self-signed certificate for 127.0.0.1 (no client trusts it)."""
+    import datetime
+    import ipaddress
+    import ssl
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.timezone.utc)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name).public_key(key.public_key())
+            .serial_number(x509.random_serial_number()).not_valid_before(now - datetime.timedelta(days=1))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), False)
+            .sign(key, hashes.SHA256()))
+    (tmp_path / "cert.pem").write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    (tmp_path / "key.pem").write_bytes(key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                                                         serialization.NoEncryption()))
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(tmp_path / "cert.pem", tmp_path / "key.pem")
+    return ctx
+
+
+@pytest.mark.slow
+def test_a_certificate_the_client_cannot_verify_is_not_retried(tmp_path, shared_data, questions, monkeypatch):
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
+    with MockChatServer(tls=self_signed_tls(tmp_path)) as srv:
+        backend = build_backend(api_models(srv.base_url, max_retries=5, concurrency=1), "api")
+        with pytest.raises(BackendError, match="TLS") as err:
+            run_api(backend, questions, shared_data, tmp_path / "store")
+        assert srv.connections == 1 and srv.requests == []  # one handshake, refused by the client; no retry
+    assert "certificate" in str(err.value) and not isinstance(err.value, EndpointUnreachableError)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("status", ["401", "403", "404"])
+def test_an_endpoint_refusing_every_request_is_asked_once(status, tmp_path, shared_data, questions, monkeypatch):
+    """Bad credentials, a forbidden or unknown model: the run stops at the first answer, nothing retried."""
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
+    with MockChatServer(fault_rates={status: 1.0}) as srv:
+        with pytest.raises(BackendError, match=f"HTTP {status}"):
+            run_api(build_backend(api_models(srv.base_url, max_retries=5, concurrency=1), "api"), questions,
+                    shared_data, tmp_path / "store")
+        assert len(srv.requests) == 1
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("status", ["400", "422"])
+def test_a_request_the_server_cannot_process_is_recorded_failed_not_retried(status, tmp_path, shared_data, questions,
+                                                                             monkeypatch):
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
+    q = questions.copy()
+    q.loc[0, "question"] = "[bad] " + q.loc[0, "question"]
+    with MockChatServer(faults={"[bad]": [status]}) as srv:
+        result = run_api(build_backend(api_models(srv.base_url, max_retries=5), "api"), q, shared_data,
+                         tmp_path / "store")
+        asked = [r["action"] for r in srv.requests]
+    failed = result.predictions.set_index("qid").loc[q["qid"].iloc[0]]
+    assert failed["error"].startswith(f"HTTP {status}") and failed["label"] == "unparsed"
+    assert asked.count(status) == 1 and len(asked) == len(q)  # one attempt each, the others answered
+    assert result.n_failed == 1
+
+
+@pytest.mark.slow
+def test_transient_failures_are_retried_up_to_max_retries(tmp_path, shared_data, questions, monkeypatch):
+    """A refused connection (a server restarting), 429, 5xx and timeouts heal: retried, attempts counted."""
+    import threading
+
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
+    refused = build_backend(api_models(f"http://127.0.0.1:{free_port()}/v1", max_retries=2), "api")
+    with pytest.raises(EndpointUnreachableError, match="connection failed 3 times"):
+        run_api(refused, questions.iloc[:1], shared_data, tmp_path / "refused")
+    assert refused.stats()["requests"] == 3  # one question: tried, then retried twice
+
+    q = questions.copy()
+    for i, marker in enumerate(["429", "500", "timeout"]):
+        q.loc[i, "question"] = f"[{marker}] " + q.loc[i, "question"]
+    scripts = {"[429]": ["429", "429", "ok"], "[500]": ["500", "500", "ok"], "[timeout]": ["timeout", "ok"]}
+    port = free_port()
+    restarted = MockChatServer(faults=scripts, timeout_sleep_s=1.5)
+    later = threading.Timer(0.5, restarted.start, kwargs={"port": port})  # the server comes back while retried
+    later.start()
+    try:
+        result = run_api(build_backend(api_models(f"http://127.0.0.1:{port}/v1", max_retries=5, backoff_base_s=0.2,
+                                                  backoff_max_s=0.4), "api"), q, shared_data, tmp_path / "store")
+        actions = [r["action"] for r in restarted.requests]
+    finally:
+        later.join()
+        restarted.stop()
+    assert result.n_failed == 0 and result.backend_stats["retries"] >= 2 + 2 + 1
+    assert (actions.count("429"), actions.count("500"), actions.count("timeout")) == (2, 2, 1)
+    assert len(actions) == len(q) + 5  # every question answered; only the scripted faults asked again
+
+
+@pytest.mark.slow
+def test_another_spelling_of_the_same_endpoint_asks_nothing_again(tmp_path, shared_data, questions, monkeypatch):
+    """`127.0.0.1` then `localhost` asked all the questions again: the answer store keys the endpoint, not its spelling."""
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
+    with MockChatServer() as srv:
+        first = run_api(build_backend(api_models(srv.base_url), "api"), questions, shared_data, tmp_path / "store")
+        assert first.n_asked == len(questions) == len(srv.requests)
+        for spelling in (f"http://localhost:{srv.port}/v1/", f"HTTP://LocalHost:{srv.port}/v1", f"http://[::1]:{srv.port}/v1",
+                         f"http://0.0.0.0:{srv.port}//v1/"):
+            again = run_api(build_backend(api_models(spelling), "api"), questions, shared_data, tmp_path / "store")
+            assert (again.n_asked, again.n_cached) == (0, len(questions)), spelling
+        assert len(srv.requests) == len(questions)
+        other = run_api(build_backend(api_models(f"http://127.0.0.1:{srv.port}/v2"), "api"), questions, shared_data,
+                        tmp_path / "store")
+        assert other.n_asked == len(questions)  # another path is another endpoint
+
+
+def test_the_default_api_url_spelled_out_is_the_same_endpoint_as_none(monkeypatch):
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-x")
+    entry = {"backend": "openai", "model_id": "gpt-4o", "api_key_env": "OPENAI_API_KEY"}
+    prints = [build_backend({"gpt": {**entry, **extra}}, "gpt").fingerprint()
+              for extra in ({}, {"base_url": "https://api.openai.com/v1"}, {"base_url": "HTTPS://api.OpenAI.com:443/v1/"})]
+    assert prints[0] == prints[1] == prints[2] and "base_url" not in prints[0]  # the key stores kept before
+    gateway = build_backend({"gpt": {**entry, "base_url": "https://gateway.example/v1"}}, "gpt").fingerprint()
+    assert gateway["base_url"] == "https://gateway.example/v1"
+
+
+@pytest.mark.slow
+def test_a_store_keyed_by_todays_spelling_is_still_read(tmp_path, shared_data, questions, monkeypatch):
+    """Answers paid for under the key before endpoints were normalised (the URL as written, trailing slashes cut)
+    are found under every spelling of that endpoint: nothing is asked again."""
+    from probmed.inference.answer_store import cache_key, file_hash, stable_hash
+
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-x")
+    with MockChatServer() as srv:
+        run_api(build_backend(api_models(srv.base_url), "api"), questions, shared_data, tmp_path / "new")
+        written_as = f"http://localhost:{srv.port}/v1"  # how the store's answers were keyed before this change
+        backend = build_backend(api_models(written_as + "/"), "api")
+        todays_fingerprint = {**backend.fingerprint(), "base_url": written_as}
+        old = tmp_path / "old" / "api"
+        old.mkdir(parents=True)
+        with open(old / "answers.jsonl", "w") as fh:
+            for line in (tmp_path / "new" / "api" / "answers.jsonl").read_text().splitlines():
+                rec = json.loads(line)
+                row = questions.set_index("qid").loc[rec["qid"]]
+                image = file_hash(shared_data / row["image_path"])
+                prompt = PROMPTS.question_prompt(get_setting("vanilla"), row["question"], None)
+                rec["key"] = cache_key(todays_fingerprint, "vanilla", PROMPTS.version, prompt, image, row["question"])
+                fh.write(json.dumps(rec) + "\n")
+        assert stable_hash(todays_fingerprint) != stable_hash(backend.fingerprint())  # the key did change
+        n = len(srv.requests)
+        for spelling in (written_as, srv.base_url):
+            again = run_api(build_backend(api_models(spelling), "api"), questions, shared_data, tmp_path / "old")
+            assert (again.n_asked, again.n_cached) == (0, len(questions)), spelling
+        assert len(srv.requests) == n

@@ -499,3 +499,166 @@ def test_a_rerun_from_a_warm_store_writes_the_same_table(tmp_path, repo_root, qf
     assert "run_info" not in pd.read_parquet(asked).attrs
     paths = [read_work_log(p)["run_info"]["path"] for p in (asked, cached)]
     assert paths[0] != paths[1]  # the runs did answer differently (asked vs all from the store)
+
+
+URL_PASSWORD = "pa55-w0rd-Zq7x"
+
+
+@pytest.mark.slow
+def test_credentials_in_the_endpoint_url_never_leak(tmp_path, repo_root, shared_data, questions):
+    """The probe: `base_url=http://user:password@127.0.0.1:PORT/v1` ran (exit 0) and was sent as Basic auth; a server
+    echoing it got the base64 of user:password into answers.jsonl and the predictions; the error line of an
+    unreachable host printed the password. Now: refused in params; from the environment (base_url_env), used and
+    redacted wherever it could show."""
+    import base64
+    import urllib.parse
+
+    basic = base64.b64encode(f"user:{URL_PASSWORD}".encode()).decode()
+    forms = [URL_PASSWORD, f"user:{URL_PASSWORD}", basic, urllib.parse.quote(URL_PASSWORD, safe="")]
+    qfile = tmp_path / "q.parquet"
+    q = questions.copy()
+    echoes = ["echo_auth", "echo_b64", "echo_pct", "echo500", "echo400", "echo500pct"]
+    for i, marker in enumerate(echoes):
+        q.loc[i, "question"] = f"[{marker}] " + q.loc[i, "question"]
+    write_questions(q, qfile)
+    outputs: list[str] = []
+    with MockChatServer(faults={f"[{m}]": [m] for m in echoes}) as srv:
+        url = f"http://user:{URL_PASSWORD}@127.0.0.1:{srv.port}/v1"
+        in_params = write_api_params(repo_root, tmp_path, url)
+        p = subprocess_predict(in_params, qfile, shared_data, tmp_path / "s1", tmp_path / "p1.parquet", dict(os.environ))
+        outputs += p.communicate(timeout=120)
+        assert p.returncode == 2 and "models.api.base_url" in outputs[-1] and "base_url_env" in outputs[-1]
+        assert srv.requests == [] and not (tmp_path / "s1").exists()
+
+        from_env = write_api_params(repo_root, tmp_path, None, base_url_env="PROBMED_TEST_URL")
+        env = {**os.environ, "PROBMED_TEST_URL": url}
+        p = subprocess_predict(from_env, qfile, shared_data, tmp_path / "s2", tmp_path / "p2.parquet", env, progress=True)
+        outputs += p.communicate(timeout=120)
+        assert p.returncode == 1, outputs[-1]  # the 500s and the 400 recorded as failed; the rest answered
+        assert {r["auth"] for r in srv.requests} == {f"Basic {basic}"}  # the URL's credentials went as Basic auth
+    preds = read_predictions(tmp_path / "p2.parquet")
+    assert (preds["error"] == "").sum() == len(q) - 3 and sum("***" in r for r in preds["response"]) == 3
+
+    env = {**os.environ, "PROBMED_TEST_URL": f"http://user:{URL_PASSWORD}@probmed-no-such-host.invalid/v1"}
+    p = subprocess_predict(from_env, qfile, shared_data, tmp_path / "s3", tmp_path / "p3.parquet", env)
+    outputs += p.communicate(timeout=120)
+    assert p.returncode == 2 and "does not resolve" in outputs[-1] and "http://***@probmed-no-such-host.invalid/v1" in outputs[-1]
+
+    files = [f for f in tmp_path.rglob("*") if f.is_file() and f.name not in ("params.yaml", "models.yaml")]
+    assert any(f.suffix == ".jsonl" for f in files)
+    for f in files:
+        data = f.read_bytes()
+        for form in forms:
+            assert form.encode() not in data, (f, form)
+    for text in outputs:
+        for form in forms:
+            assert form not in text, form
+
+
+def wait_for_lines(proc: subprocess.Popen, store_file: Path, lines: int) -> None:
+    deadline = time.time() + 120
+    while time.time() < deadline and proc.poll() is None:
+        if store_file.exists() and len(store_keys(store_file)) >= lines:
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"predict stored fewer than {lines} answers (exit {proc.poll()})")
+
+
+def paid(srv: MockChatServer) -> int:
+    """The requests the server took and answered (what a paid API bills, whether or not the client was still
+    there to read the answer), once no request is in its hands any more."""
+    deadline = time.time() + 30
+    while srv.in_flight and time.time() < deadline:
+        time.sleep(0.01)
+    return len(srv.requests)
+
+
+def assert_one_clean_line(err: str) -> str:
+    lines = [line for line in err.splitlines() if line.strip()]
+    assert len(lines) == 1, err
+    for noise in ("Traceback", "KeyboardInterrupt", "Task was destroyed", "never awaited", "Exception ignored"):
+        assert noise not in err, err
+    return lines[0]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_an_interrupted_api_run_stores_every_answer_the_server_sent(sig, tmp_path, repo_root, shared_data):
+    """Ctrl-C dropped the answers of the requests in flight (one run: 1,241 answers paid, 1,216 kept; up to
+    `concurrency` paid twice per interrupt), printed a KeyboardInterrupt traceback one time in two and neither
+    a count nor a resume hint; SIGTERM printed asyncio's "Task was destroyed but it is pending!". Interrupted twice,
+    then resumed: the requests the server took equal the answers stored each time, and nothing is paid twice."""
+    q = make_questions(shared_data, 12)  # 60 questions
+    qfile = tmp_path / "q.parquet"
+    write_questions(q, qfile)
+    env = {**os.environ, "PROBMED_TEST_KEY": "sk-x"}
+    store_file = tmp_path / "run" / "api" / "answers.jsonl"
+    with MockChatServer(latency_s=0.3) as srv:
+        params = write_api_params(repo_root, tmp_path, srv.base_url, concurrency=8, timeout_s=30)
+        for round_ in (1, 2):
+            proc = subprocess_predict(params, qfile, shared_data, tmp_path / "run", tmp_path / "run.parquet", env)
+            wait_for_lines(proc, store_file, 10 * round_)
+            os.kill(proc.pid, sig)
+            _, err = proc.communicate(timeout=120)
+            assert proc.returncode == 128 + sig, err
+            line = assert_one_clean_line(err)
+            stored = len(store_keys(store_file))
+            assert paid(srv) == stored < 60  # every answer paid for is on disk
+            reason = "interrupted (Ctrl-C)" if sig == signal.SIGINT else "terminated (SIGTERM)"
+            assert line.startswith(f"probmed predict: stopped: {reason}; {stored} of 60 answers stored"), line
+            assert f"{60 - stored} question(s) left; run the same command again" in line, line
+            assert not (tmp_path / "run.parquet").exists()
+        proc = subprocess_predict(params, qfile, shared_data, tmp_path / "run", tmp_path / "run.parquet", env)
+        assert proc.wait(timeout=120) == 0, proc.stderr.read()
+        assert paid(srv) == srv.answered == 60  # over three runs each question paid for once, every answer read
+    keys = store_keys(store_file)
+    assert len(keys) == len(set(keys)) == 60
+
+
+@pytest.mark.slow
+def test_a_second_interrupt_abandons_the_requests_in_flight_cleanly(tmp_path, repo_root, shared_data, questions):
+    """The first Ctrl-C waits for the answers in flight (up to timeout_s); the second gives them up, still with one
+    clean line and no asyncio warning."""
+    qfile = tmp_path / "q.parquet"
+    write_questions(questions, qfile)
+    env = {**os.environ, "PROBMED_TEST_KEY": "sk-x"}
+    with MockChatServer(fault_rates={"timeout": 1.0}, timeout_sleep_s=60) as srv:  # every answer takes a minute
+        params = write_api_params(repo_root, tmp_path, srv.base_url, concurrency=4, timeout_s=120)
+        proc = subprocess_predict(params, qfile, shared_data, tmp_path / "run", tmp_path / "run.parquet", env)
+        deadline = time.time() + 60
+        while srv.in_flight < 4 and time.time() < deadline:
+            time.sleep(0.01)
+        assert srv.in_flight == 4
+        os.kill(proc.pid, signal.SIGINT)
+        time.sleep(0.5)
+        assert proc.poll() is None  # waiting for the four answers in flight
+        os.kill(proc.pid, signal.SIGINT)
+        _, err = proc.communicate(timeout=30)
+    assert proc.returncode == 130
+    line = assert_one_clean_line(err)
+    assert "interrupted (Ctrl-C); 0 of 15 answers stored (0 received in this run), 15 question(s) left" in line, line
+
+
+@pytest.mark.slow
+def test_ctrl_c_on_a_local_model_keeps_whole_images_and_says_what_is_left(tmp_path, repo_root, shared_data, tiny_dir):
+    """A local model stops after the image it is answering (its answers stored together), with the same one line."""
+    q = make_questions(shared_data, 20)  # 100 questions, 5 per image
+    qfile = tmp_path / "q.parquet"
+    write_questions(q, qfile)
+    store_file = tmp_path / "run" / "tiny" / "answers.jsonl"
+    cmd = [sys.executable, "-m", "probmed", "predict", "--params", str(repo_root / "params.yaml"), "--questions",
+           str(qfile), "--image-root", str(shared_data), f"predict.store_dir={tmp_path / 'run'}", "model=tiny",
+           f"models.tiny.model_id={tiny_dir}", "--out", str(tmp_path / "run.parquet"), "--no-progress"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    wait_for_lines(proc, store_file, 10)
+    os.kill(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=300)
+    assert proc.returncode == 130, err
+    line = assert_one_clean_line(err)
+    stored = store_keys(store_file)
+    assert len(stored) % 5 == 0 and 10 <= len(stored) < 100  # whole images only
+    assert f"interrupted (Ctrl-C); {len(stored)} of 100 answers stored" in line, line
+    assert f"{100 - len(stored)} question(s) left" in line and not (tmp_path / "run.parquet").exists()
+    resumed = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    assert resumed.returncode == 0, resumed.stderr
+    assert json.loads(resumed.stdout.strip().splitlines()[-1])["asked"] == 100 - len(stored)

@@ -24,6 +24,7 @@ import jsonschema
 from probmed.benchmark.curation.extract_rules import Extraction
 from probmed.core.errors import ConfigError
 from probmed.core.params_schema import ExtractLLM
+from probmed.core.secrets import redact_urls
 from probmed.core.vocab import MODALITIES, ORGANS
 
 SYSTEM_PROMPT = """You are given a caption describing a medical image. Extract the imaging modality, \
@@ -141,7 +142,7 @@ class LLMClient:
             )
         except (openai.APIConnectionError, openai.AuthenticationError) as exc:
             # the endpoint as a whole is unusable: stop with a clear error (answers so far are cached)
-            raise ConfigError(f"LLM endpoint {self.settings.base_url} unusable: {type(exc).__name__}") from None
+            raise ConfigError(f"LLM endpoint {redact_urls(self.settings.base_url)} unusable: {type(exc).__name__}") from None
         except openai.APIStatusError as exc:
             raise LLMAnswerError(f"endpoint answered HTTP {exc.status_code}") from None
         raw = resp.choices[0].message.content or ""

@@ -85,6 +85,10 @@ class Backend:
             self._fingerprint = key
         return self._fingerprint
 
+    def fingerprints(self) -> list[dict[str, Any]]:
+        """`fingerprint()`, then any this model's answers were stored under before (read, never written)."""
+        return [self.fingerprint()]
+
     def prepare(self, questions: pd.DataFrame) -> None:
         """Called once with the whole question table before any answer (baselines train or seed here)."""
 

@@ -8,16 +8,22 @@ contains a marker consumes the next action of that marker's script:
 
     ok | 429 (Retry-After) | 500 | timeout | malformed | empty | refusal |
     content_filter | 401 (echoes the Authorization header, as a careless
-    gateway might) | echo500 / echo400 (500 / 400 echoing the Authorization header)
-    | echo_pct / echo_b64 / echo_prefix (200 whose answer echoes the header
-    percent-encoded, base64-encoded, or its first 12 characters) | echo500pct
-    (500 echoing it percent-encoded) | huge (a 200 answer of `huge_chars`
-    characters) | nested (a 200 body nested 100,000 levels deep)
+    gateway might) | 400 / 403 / 404 / 422 (errors no retry heals) | echo500 /
+    echo400 (500 / 400 echoing the Authorization header) | echo_auth /
+    echo_pct / echo_b64 / echo_prefix (200 whose answer echoes the header as
+    is, percent-encoded, base64-encoded, or its first 12 characters) |
+    echo500pct (500 echoing it percent-encoded) | huge (a 200 answer of
+    `huge_chars` characters) | nested (a 200 body nested 100,000 levels deep) |
+    trickle (a 200 whose body comes one byte every `trickle_s` seconds: each
+    read is quick, the whole response slow)
 
 Besides scripts, `fault_rates` ({"429": 0.05, "500": 0.02, "timeout": 0.01})
 draws a fault for any request at those rates, from a hash of (seed, prompt,
 attempt), so a run is reproducible. `die_after=N` closes the listening socket
-after N requests (an endpoint that goes away mid-run). `log_path` appends one
+after N requests (an endpoint that goes away mid-run). `tls` (an
+`ssl.SSLContext`) serves https; `connections` counts every connection accepted,
+TLS handshakes that fail included. `answered` counts the responses sent in full:
+what a paid API would have billed. `log_path` appends one
 JSON line per request once its response is sent ({"text", "action"}), so a
 server process that is killed and restarted keeps an exact count (`python -m
 probmed.inference.models.mock_server --log FILE`). Not a model: never used to
@@ -30,6 +36,7 @@ import base64
 import hashlib
 import json
 import socket
+import ssl
 import threading
 import time
 import urllib.parse
@@ -58,12 +65,19 @@ class MockChatServer:
         seed: int = 0,
         log_path: str | None = None,
         huge_chars: int = 10_000_000,
+        trickle_s: float = 0.05,
+        tls: ssl.SSLContext | None = None,
     ):
         self.faults = {k: list(v) for k, v in (faults or {}).items()}
         self.fault_rates = dict(fault_rates or {})
         self.seed = seed
         self.log_path = log_path
         self.huge_chars = huge_chars
+        self.trickle_s = trickle_s
+        self.tls = tls
+        self.connections = 0  # connections accepted (a failed TLS handshake included)
+        self.answered = 0  # responses sent in full
+        self.trickles: list[dict[str, int]] = []  # per trickled response: {"sent": bytes, "size": bytes}
         self.latency_s = latency_s
         self.retry_after = retry_after
         self.timeout_sleep_s = timeout_sleep_s
@@ -135,7 +149,14 @@ class MockChatServer:
         class Server(ThreadingHTTPServer):
             request_queue_size = 128  # the default backlog of 5 drops concurrent connects (1 s SYN retry)
 
+            def get_request(self) -> Any:
+                with server.lock:
+                    server.connections += 1
+                return super().get_request()  # with TLS, the handshake happens here
+
         self._httpd = Server(("127.0.0.1", port), Handler)
+        if self.tls is not None:
+            self._httpd.socket = self.tls.wrap_socket(self._httpd.socket, server_side=True)
         self._httpd.daemon_threads = True
         self.port = self._httpd.server_address[1]
         self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True)
@@ -144,7 +165,7 @@ class MockChatServer:
 
     @property
     def base_url(self) -> str:
-        return f"http://127.0.0.1:{self.port}/v1"
+        return f"{'https' if self.tls else 'http'}://127.0.0.1:{self.port}/v1"
 
     def stop(self) -> None:
         if self._httpd is not None:
@@ -214,6 +235,9 @@ class MockChatServer:
         if self.latency_s:
             time.sleep(self.latency_s)
         sent = self._respond(h, body, text, action, auth)
+        if sent:
+            with self.lock:
+                self.answered += 1
         self._log(text, action, sent)
 
     def _respond(self, h: Any, body: dict[str, Any], text: str, action: str, auth: str) -> bool:
@@ -226,6 +250,12 @@ class MockChatServer:
         }
         if action in echoes:
             return h._send(200, self._completion(body, text, echoes[action]))
+        elif action == "echo_auth":
+            return h._send(200, self._completion(body, text, f"Yes. You sent {auth}."))
+        elif action in ("400", "403", "404", "422"):
+            return h._send(int(action), {"error": {"message": f"HTTP {action} from the mock", "type": "invalid_request_error"}})
+        elif action == "trickle":
+            return self._trickle(h, json.dumps(self._completion(body, text, deterministic_answer(text))).encode())
         elif action == "echo500pct":
             return h._send(500, {"error": {"message": "upstream failed for " + urllib.parse.quote(auth, safe="")}})
         elif action == "huge":
@@ -255,6 +285,26 @@ class MockChatServer:
             return h._send(200, self._completion(body, text, "", finish="content_filter"))
         else:
             return h._send(200, self._completion(body, text, deterministic_answer(text)))
+
+    def _trickle(self, h: Any, data: bytes) -> bool:
+        """A 200 whose body comes one byte every `trickle_s` seconds; stops when the client hangs up."""
+        record = {"sent": 0, "size": len(data)}
+        with self.lock:
+            self.trickles.append(record)
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(data)))
+        h.end_headers()
+        try:
+            for i in range(len(data)):
+                h.wfile.write(data[i: i + 1])
+                h.wfile.flush()
+                record["sent"] = i + 1
+                time.sleep(self.trickle_s)
+        except (BrokenPipeError, ConnectionResetError):
+            h.close_connection = True
+            return False
+        return True
 
     def _completion(self, body: dict[str, Any], text: str, content: str | None, refusal: str | None = None,
                     finish: str = "stop") -> dict[str, Any]:

@@ -3,38 +3,55 @@
 vLLM, `transformers serve`, Azure and gateways all take the same chat request.
 Images go as base64 PNG data URLs of the decoded pixels (optionally shrunk to a
 longest side), never the raw file. Requests
-run async with bounded concurrency and a requests-per-minute limit; 429, 5xx,
-timeouts and malformed replies are retried with exponential backoff that honours
-Retry-After, up to `max_retries`, after which the question is recorded as failed
-(never dropped). Refusals (`message.refusal`, `finish_reason == "content_filter"`,
-content-filter 400s) are recorded as refusals. Bad credentials, an unknown model
-or an unreachable endpoint stop the run with a clear error. Where the endpoint
-returns logprobs, P(yes) vs P(no) is read from the first answer token. The key
-comes only from the environment variable named by `api_key_env` and is
-redacted from every message this module produces.
+run async with bounded concurrency and a requests-per-minute limit; each has a
+deadline of `timeout_s` for the whole request, body included (a server that
+trickles bytes cannot hold it). What can heal is retried with exponential
+backoff that honours Retry-After, up to `max_retries`, after which the question
+is recorded as failed (never dropped): 429, 5xx, 408/409, timeouts, malformed
+replies, refused or dropped connections (a server restarting). What cannot heal
+is not retried: a 400 or 422 is that question's failure; bad credentials (401,
+403), an unknown model (404), a host name that does not resolve or a TLS
+failure stop the run with a clear error, and a URL no request can use is
+refused before the first. After such an error, or when the run is asked to
+stop (Ctrl-C, SIGTERM, a full disk, the parent gone), nothing new is asked and
+the requests in flight are awaited, so every answer the server returns is
+stored; a second stop abandons them. Refusals (`message.refusal`,
+`finish_reason == "content_filter"`, content-filter 400s) are recorded as
+refusals. Where the endpoint returns logprobs, P(yes) vs P(no) is read from the
+first answer token. The key comes only from the environment variable named by
+`api_key_env`, credentials in the endpoint URL only from the one named by
+`base_url_env`; all are redacted from every message this module produces.
 """
 
 from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import dataclasses
 import functools
 import json
 import math
 import os
 import random
+import socket
+import ssl
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator, Mapping, TypeVar
 
 from probmed.core.errors import BackendError, ConfigError, EndpointUnreachableError, MissingFileError
 from probmed.core.params_schema import NonNegativeFloat, NonNegativeInt, PositiveFloat, PositiveInt, Pricing
-from probmed.core.secrets import Redactor
+from probmed.core.secrets import Redactor, redact_urls, url_secrets
 from probmed.inference.images import png_bytes
 from probmed.inference.models.base import Answer, AnswerCallback, Backend, Item, not_asked
 from probmed.inference.models.config import BackendConfig, answer_field, run_field
+from probmed.inference.models.endpoint import DEFAULT_BASE_URL, check_base_url, endpoint_key, former_spellings
 from probmed.inference.models.pricing import cost_usd
+from probmed.infra.process import ABANDON
+
+_POLL_S = 0.1  # how often waits look whether the run was asked to stop
+C = TypeVar("C", bound="OpenAIConfig")
 
 
 class _Retryable(Exception):
@@ -47,6 +64,27 @@ class _Retryable(Exception):
 
 class _ConnectionFailed(_Retryable):
     """No connection to the endpoint at all: when every retry ends so, the endpoint is unreachable."""
+
+
+def _causes(exc: BaseException) -> Iterator[BaseException]:
+    """`exc` and what caused it, down the chain (the OS error under the client's connection error)."""
+    seen: set[int] = set()
+    cur: BaseException | None = exc
+    while cur is not None and id(cur) not in seen:
+        seen.add(id(cur))
+        yield cur
+        cur = cur.__cause__ or cur.__context__
+
+
+def _unhealable(exc: BaseException) -> tuple[type[BackendError], str] | None:
+    """(error class, why) for a connection failure no retry heals: a host name that does not resolve, a TLS
+    failure (an untrusted certificate, no TLS spoken there); None for one that may (refused, reset)."""
+    for cause in _causes(exc):
+        if isinstance(cause, socket.gaierror):
+            return EndpointUnreachableError, f"its host name does not resolve ({cause.strerror or cause})"
+        if isinstance(cause, ssl.SSLError):
+            return BackendError, f"the TLS handshake failed ({getattr(cause, 'verify_message', None) or cause.reason})"
+    return None
 
 
 def image_data_url(path: Path, max_side: int | None = None) -> str:
@@ -110,7 +148,7 @@ class OpenAIConfig(BackendConfig):
     max_image_side: PositiveInt | None = answer_field(None)  # images are shrunk to this longest side
     max_tokens_param: str = run_field("max_tokens")  # or max_completion_tokens (newer OpenAI models)
     api_key_env: str | None = run_field(None)  # the environment variable holding the key
-    base_url_env: str | None = run_field(None)  # the environment variable holding the endpoint
+    base_url_env: str | None = run_field(None)  # the environment variable holding the endpoint (credentials allowed)
     require_key: bool = run_field(False)  # refuse to run without a key even on a local endpoint
     concurrency: PositiveInt = run_field(8)
     rpm: NonNegativeFloat | None = run_field(0.0)  # requests per minute (0 or null: unlimited)
@@ -118,6 +156,14 @@ class OpenAIConfig(BackendConfig):
     timeout_s: PositiveFloat = run_field(60.0)
     backoff_base_s: NonNegativeFloat = run_field(1.0)
     backoff_max_s: NonNegativeFloat = run_field(60.0)
+
+    @classmethod
+    def from_entry(cls: type[C], name: str, entry: Mapping[str, Any]) -> C:
+        """The typed entry, its `base_url` checked (every command checks every entry before any work)."""
+        config = super().from_entry(name, entry)
+        if config.base_url:
+            check_base_url(config.base_url, f"models.{name}.base_url")
+        return config
 
 
 class OpenAIBackend(Backend):
@@ -131,23 +177,23 @@ class OpenAIBackend(Backend):
 
     def __init__(self, name, cfg, context=None):
         super().__init__(name, cfg, context)
-        base_url = self.config.base_url
-        if not base_url and self.config.base_url_env:
-            base_url = os.environ.get(self.config.base_url_env)
-        self.config = self.config.replace(base_url=base_url.rstrip("/") if base_url else None)  # keyed as used
+        written = self._written_base_url()
+        self.base_url = written.rstrip("/") if written else DEFAULT_BASE_URL  # what is asked, as written
+        self.config = self.config.replace(base_url=endpoint_key(written))  # how its answers are keyed
+        self._former = former_spellings(written)
         self.model_id = self.config.model_id
-        self.base_url = self.config.base_url
         key_env = self.config.api_key_env
         key = os.environ.get(key_env) if key_env else None
         if not key:
-            if self.base_url is None or self.config.require_key:
+            if self.config.base_url is None or self.config.require_key:
                 raise ConfigError(
                     f"models.{name}: the API key environment variable {key_env or '(models.' + name + '.api_key_env)'}"
                     " is not set"
                 )
             key = "EMPTY"  # local servers (vLLM, transformers serve) accept any key
         self._key = key
-        self._redactor = Redactor(None if key == "EMPTY" else key)
+        self._redactor = Redactor(None if key == "EMPTY" else key, *url_secrets(self.base_url))
+        self._halted = False  # an error no retry heals: the rest of the batch is not asked
         self.concurrency = self.config.concurrency
         self.rpm = self.config.rpm or 0.0
         self.max_retries = self.config.max_retries
@@ -165,10 +211,39 @@ class OpenAIBackend(Backend):
         self._rng = random.Random(0)
         self._stats = {"requests": 0, "retries": 0, "failed": 0, "refusals": 0, "cost_usd": 0.0}
 
+    def _written_base_url(self) -> str | None:
+        """The endpoint as configured: `base_url` (checked with the entry), else the variable `base_url_env` names."""
+        if self.config.base_url:
+            return self.config.base_url
+        env = self.config.base_url_env
+        url = os.environ.get(env) if env else None
+        if url:
+            check_base_url(url, f"models.{self.name}.base_url_env: ${env}")
+        return url or None
+
     # --- identity and secrets -----------------------------------------------------
 
+    @property
+    def _credentials(self) -> str:
+        """Where the credentials sent came from, for the message of a 401 or 403."""
+        if url_secrets(self.base_url):  # the URL's userinfo goes as Basic auth, in place of the key
+            return f"check the credentials in the URL in ${self.config.base_url_env}"
+        return f"check the key in ${self.config.api_key_env}" if self.config.api_key_env else "no key was sent (api_key_env)"
+
+    @property
+    def endpoint(self) -> str:
+        """The endpoint as messages show it: credentials masked."""
+        return redact_urls(self.base_url)
+
+    def fingerprints(self) -> list[dict[str, Any]]:
+        """The key's fingerprint, then the ones stores kept before endpoints were normalised (`former_spellings`)."""
+        current = self.fingerprint()
+        rest = {k: v for k, v in current.items() if k != "base_url"}
+        return [current, *({**rest, "base_url": url} if url else rest for url in self._former)]
+
     def redact(self, text: str) -> str:
-        """`text` with the API key removed in every encoding a server may echo it (probmed.core.secrets)."""
+        """`text` with the API key and the endpoint URL's credentials removed in every encoding a server may echo
+        them (probmed.core.secrets)."""
         return self._redactor(text)
 
     def stats(self) -> dict[str, Any]:
@@ -187,6 +262,17 @@ class OpenAIBackend(Backend):
             )
         return self._client
 
+    @property
+    def _stopping(self) -> bool:
+        """True once nothing new may be asked: the run was asked to stop, or an error no retry heals came back."""
+        return self.stop_requested or self._halted
+
+    async def _pause(self, seconds: float) -> None:
+        """Sleep `seconds`, or less once the run is stopping (a backoff of a minute must not hold up a Ctrl-C)."""
+        end = time.monotonic() + seconds
+        while not self._stopping and (left := end - time.monotonic()) > 0:
+            await asyncio.sleep(min(left, _POLL_S))
+
     async def _rate_limit(self) -> None:
         if self.rpm <= 0:
             return
@@ -194,7 +280,7 @@ class OpenAIBackend(Backend):
         slot = max(now, self._next_slot)
         self._next_slot = slot + 60.0 / self.rpm
         if slot > now:
-            await asyncio.sleep(slot - now)
+            await self._pause(slot - now)
 
     def _messages(self, item: Item) -> list[dict[str, Any]]:
         messages: list[dict[str, Any]] = []
@@ -228,11 +314,11 @@ class OpenAIBackend(Backend):
         t0 = time.perf_counter()
         self._stats["requests"] += 1
         try:
-            resp = await client.chat.completions.create(**kwargs)
+            async with asyncio.timeout(self.timeout_s):  # the whole request, body included, not each read
+                resp = await client.chat.completions.create(**kwargs)
         except (openai.AuthenticationError, openai.PermissionDeniedError) as exc:
             raise BackendError(
-                f"model {self.name}: the endpoint rejected the credentials (HTTP {exc.status_code}); "
-                f"check the key in ${self.config.api_key_env}"
+                f"model {self.name}: the endpoint rejected the credentials (HTTP {exc.status_code}); {self._credentials}"
             ) from None
         except openai.NotFoundError as exc:
             raise BackendError(
@@ -246,9 +332,13 @@ class OpenAIBackend(Backend):
                 return Answer(response="", label="refusal", latency_s=time.perf_counter() - t0,
                               extra={"finish_reason": "content_filter"})
             return Answer(error=self.redact(f"HTTP 400 bad request: {exc.message}"[:300]))
-        except openai.APITimeoutError:
+        except (openai.APITimeoutError, TimeoutError):
             raise _Retryable(f"timed out after {self.timeout_s:g} s") from None
-        except openai.APIConnectionError:
+        except openai.APIConnectionError as exc:
+            unhealable = _unhealable(exc)
+            if unhealable is not None:
+                error, why = unhealable
+                raise error(f"model {self.name}: endpoint {self.endpoint}: {why}; not retried") from None
             raise _ConnectionFailed("connection failed") from None
         except openai.APIStatusError as exc:
             if exc.status_code >= 500 or exc.status_code in (408, 409):
@@ -280,14 +370,15 @@ class OpenAIBackend(Backend):
             ans.p_yes = p_yes_from_logprobs(choice)
         return ans
 
-    async def _ask(self, client, item: Item, sem: asyncio.Semaphore) -> Answer:
-        messages = self._messages(item)
+    async def _ask(self, client, item: Item, messages: list[dict[str, Any]], sem: asyncio.Semaphore) -> Answer:
         attempt = 0
         while True:
             async with sem:
-                if self.stop_requested:
+                if self._stopping:
                     return not_asked()
                 await self._rate_limit()
+                if self._stopping:
+                    return not_asked()
                 try:
                     ans = await self._request_once(client, item, messages)
                     ans.retries = attempt
@@ -298,8 +389,7 @@ class OpenAIBackend(Backend):
                 self._stats["failed"] += 1
                 if isinstance(last, _ConnectionFailed):
                     raise EndpointUnreachableError(
-                        f"model {self.name}: endpoint {self.base_url or 'api.openai.com'} is unreachable "
-                        f"(connection failed {attempt + 1} times)"
+                        f"model {self.name}: endpoint {self.endpoint} is unreachable (connection failed {attempt + 1} times)"
                     )
                 return Answer(error=self.redact(f"gave up after {attempt + 1} attempts: {last}"), retries=attempt)
             delay = last.retry_after
@@ -307,39 +397,56 @@ class OpenAIBackend(Backend):
                 delay = min(self.backoff_max_s, self.backoff_base_s * 2**attempt) * (0.5 + self._rng.random() / 2)
             attempt += 1
             self._stats["retries"] += 1
-            await asyncio.sleep(min(delay, self.backoff_max_s))
+            await self._pause(min(delay, self.backoff_max_s))
 
     async def _run(self, items: list[Item], on_answer: AnswerCallback | None) -> list[Answer]:
+        """Ask every item; after an error (the first is raised) or a stop, nothing new is asked and the requests in
+        flight are awaited, each within its deadline, so every answer the server returns reaches `on_answer`;
+        a second stop (ABANDON) cancels them."""
         client = self._ensure_client()
+        # every image encoded before the batch's first request: encoding while requests are in flight would block
+        # the event loop and run down their deadlines (each image once: the encoding is memoised)
+        messages = [self._messages(item) for item in items]
         sem = asyncio.Semaphore(max(1, self.concurrency))
         results: list[Answer | None] = [None] * len(items)
+        errors: list[Exception] = []
+        self._halted = False
 
         async def one(i: int) -> None:
-            ans = await self._ask(client, items[i], sem)
-            results[i] = ans
-            if on_answer is not None:
-                on_answer(i, ans)
+            try:
+                ans = await self._ask(client, items[i], messages[i], sem)
+                results[i] = ans
+                if on_answer is not None:
+                    on_answer(i, ans)
+            except Exception as exc:  # noqa: BLE001 - raised below, once what is in flight has arrived
+                errors.append(exc)
+                self._halted = True
 
         tasks = [asyncio.ensure_future(one(i)) for i in range(len(items))]
+        everything = asyncio.gather(*tasks)
         try:
-            done, pending = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
-            for t in done:
-                if t.exception() is not None:
-                    raise t.exception()  # type: ignore[misc]
+            while not everything.done() and not ABANDON.is_set():
+                await asyncio.wait([everything], timeout=_POLL_S)
         finally:
-            for t in tasks:
-                if not t.done():
-                    t.cancel()
-            await asyncio.gather(*tasks, return_exceptions=True)
+            everything.cancel()  # no-op once done; else the abandoned requests end here, none left pending
+            await asyncio.gather(everything, return_exceptions=True)
+        if errors:
+            raise errors[0]
         return [r for r in results if r is not None]
 
     def answer(self, items: list[Item], on_answer: AnswerCallback | None = None) -> list[Answer]:
         self._ensure_client()
         assert self._loop is not None
+        run = self._loop.create_task(self._run(items, on_answer))
         try:
-            return self._loop.run_until_complete(self._run(items, on_answer))
+            return self._loop.run_until_complete(run)
         except BackendError as exc:
             raise type(exc)(self.redact(str(exc))) from None
+        except BaseException:  # interrupted inside the loop: end the requests here, so no task is left pending
+            run.cancel()
+            with contextlib.suppress(BaseException):
+                self._loop.run_until_complete(asyncio.gather(run, return_exceptions=True))
+            raise
 
     def close(self) -> None:
         if self._loop is not None:
