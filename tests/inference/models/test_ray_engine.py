@@ -110,7 +110,7 @@ def test_ray_cluster_survives_a_dead_worker_node_with_every_answer_once(tmp_path
     repeated = len(paid) - len(set(paid))
     assert len(set(paid)) == len(questions) and repeated <= CONCURRENCY  # at most the requests in flight
     print(f"\nray: cluster up in {cluster.startup_s:.0f} s; {len(questions)} questions x 2 models; api requests "
-          f"answered {len(paid)} (repeated: {repeated}), lost tasks "
+          f"received {len(received) - paid_single}, answered {len(paid)} (repeated: {repeated}), lost tasks "
           f"{sum(s['backend_lost_tasks'] for s in outcomes.values())}")
     for model in ("api", "tiny"):
         same_as_single(tmp_path, model)
