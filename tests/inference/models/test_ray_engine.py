@@ -24,7 +24,7 @@ from probmed.core.config import load_params
 from probmed.core.records import read_predictions, write_questions
 from probmed.inference.models.base import Item
 from probmed.inference.models.mock_server import MockChatServer
-from probmed.inference.models.ray_engine import chunks, merge_run_info
+from probmed.inference.models.ray_engine import chunks, merge_run_info, run_info_added
 
 CONCURRENCY = 2
 
@@ -155,3 +155,11 @@ def same_as_single(root: Path, model: str) -> None:
     single_metrics = json.loads((root / "single" / "scores" / model / "metrics.json").read_text())
     assert ray_metrics["overall"] == single_metrics["overall"], model
     assert ray_metrics["by_category"] == single_metrics["by_category"], model
+
+
+def test_a_task_reports_only_what_it_added_to_a_backend_that_served_tasks_before():
+    before = {"family": "llava", "questions_by_path": {"shared-prefix": 6}, "path": "shared-prefix"}
+    after = {"family": "llava", "questions_by_path": {"shared-prefix": 9, "per-image-batch": 2}, "path": "shared-prefix"}
+    assert run_info_added(after, before) == {"family": "llava", "path": "shared-prefix",
+                                             "questions_by_path": {"shared-prefix": 3, "per-image-batch": 2}}
+    assert run_info_added(after, {}) == after  # a fresh backend: everything is this task's

@@ -105,6 +105,7 @@ def _materialise(chunk: Chunk, folder: Path) -> list[Item]:
 def answer_chunk(spec: WorkerSpec, chunk: Chunk, questions: Any = None) -> Iterator[Any]:
     """The task (a Ray streaming generator): ``[(position, Answer), ...]`` as answers arrive, then :class:`Done`."""
     backend = _worker_backend(spec, questions)
+    before = backend.run_info()  # a worker's backend serves many tasks: this task reports what it added
     with tempfile.TemporaryDirectory(prefix="probmed-task-") as tmp:
         items = _materialise(chunk, Path(tmp))
         if backend.batch_by_image:  # a local model: the questions of one image together
@@ -118,7 +119,7 @@ def answer_chunk(spec: WorkerSpec, chunk: Chunk, questions: Any = None) -> Itera
                 start = end
         else:
             yield from _as_they_arrive(backend, items, chunk.positions)
-    yield Done(run_info=backend.run_info(), stats=backend.stats())
+    yield Done(run_info=run_info_added(backend.run_info(), before), stats=backend.stats())
 
 
 def _as_they_arrive(backend: Backend, items: list[Item], positions: tuple[int, ...]) -> Iterator[Any]:
@@ -143,6 +144,28 @@ def _as_they_arrive(backend: Backend, items: list[Item], positions: tuple[int, .
         raise failure[0]
 
 
+def _count(value: Any) -> bool:
+    return isinstance(value, (int, float)) and not isinstance(value, bool)
+
+
+def run_info_added(after: Mapping[str, Any], before: Mapping[str, Any]) -> dict[str, Any]:
+    """What a task added to its backend's run_info: counts minus the counts before (those that did not grow left
+    out), other values as they are after."""
+    out: dict[str, Any] = {}
+    for key, value in after.items():
+        old = before.get(key)
+        if isinstance(value, Mapping):
+            nested = run_info_added(value, old if isinstance(old, Mapping) else {})
+            if nested or not value:
+                out[key] = nested
+        elif _count(value) and _count(old):
+            if value != old:
+                out[key] = value - old
+        else:
+            out[key] = value
+    return out
+
+
 def merge_run_info(infos: list[Mapping[str, Any]]) -> dict[str, Any]:
     """One run_info from the tasks': counts added up, nested mappings merged, other values as the first task had."""
     merged: dict[str, Any] = {}
@@ -151,7 +174,7 @@ def merge_run_info(infos: list[Mapping[str, Any]]) -> dict[str, Any]:
             old = merged.get(key)
             if isinstance(value, Mapping) and isinstance(old, Mapping):
                 merged[key] = merge_run_info([old, value])
-            elif isinstance(value, (int, float)) and not isinstance(value, bool) and isinstance(old, (int, float)):
+            elif _count(value) and _count(old):
                 merged[key] = old + value
             elif key not in merged:
                 merged[key] = dict(value) if isinstance(value, Mapping) else value
