@@ -22,6 +22,8 @@ NUMBER = r"\d[\d,]*(\.\d+)?"
 FIGURES: dict[str, tuple[str, ...]] = {
     "cli_speed.py": (rf"probmed --help: +{NUMBER} s", rf"ratio probmed / original: +wall {NUMBER}, CPU {NUMBER}"),
     "family_estimates.py": (rf"\| llava \|.*\| {NUMBER} h \|", rf"\| qwen2.5-vl \|.*\| {NUMBER} h \|"),
+    "engines_speed.py": (rf"vLLM \(CPU build\) +{NUMBER} q/s", rf"transformers serve +{NUMBER} q/s",
+                         rf"ratio vLLM / transformers serve: {NUMBER}"),
     "generate_speed.py": (rf"questions \(random\) in {NUMBER} s wall, {NUMBER} s CPU",
                           rf"questions \(balanced\) in {NUMBER} s wall", rf"integer programs .* {NUMBER} s"),
     "mainjob_speed.py": (r"fine-tuning encoding, \d+ questions on \d+ images: identical tensors",
@@ -56,8 +58,12 @@ def command(script: str) -> list[str]:
     return [sys.executable, str(BENCHMARKS / script), "--quick"]
 
 
+NEEDS_VLLM = ("engines_speed.py",)  # installs and starts vLLM's CPU build: under the vllm marker, as its test
+
+
 @pytest.mark.slow
-@pytest.mark.parametrize("script", sorted(FIGURES))
+@pytest.mark.parametrize("script", [pytest.param(s, marks=pytest.mark.vllm) if s in NEEDS_VLLM else s
+                                    for s in sorted(FIGURES)])
 def test_quick_run_prints_its_figures(script, tmp_path, shared_data):
     # pipeline_time.sh clones the repository, links the running interpreter's environment and the data
     env = {**os.environ, "WORK_DIR": str(tmp_path), "VENV": sys.prefix, "HF_HUB_OFFLINE": "1",

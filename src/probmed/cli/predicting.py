@@ -144,10 +144,16 @@ def _predict_section(predict: Predict, args: argparse.Namespace) -> Predict:
     return replace(predict, **{key: value for key, value in changes.items() if value is not None})
 
 
-def _backend(models: dict, name: str, context: dict):
+def _backend(inputs: CommandInputs, name: str):
+    """The backend of model `name`, its answers computed where ``engine.kind`` says (this process, or a Ray cluster)."""
     from probmed.inference.models.registry import build_backend
 
-    return build_backend(models, name, **context)
+    backend = build_backend(inputs.params.models, name, **inputs.context)
+    if inputs.params.engine.kind == "ray":
+        from probmed.inference.models.ray_engine import wrap
+
+        return wrap(backend, inputs.params.models, inputs.params.engine.ray)
+    return backend
 
 
 @contextmanager
@@ -177,11 +183,11 @@ def _predict(args: argparse.Namespace) -> int:
         raise UserError(f"--score-dir with --shard {args.shard}: a shard's table is part of the set; merge the "
                         "shards (`probmed merge`), then `probmed score` the merged table")
     questions = _read_questions(inputs.questions_path)
-    backend = _backend(inputs.params.models, name, inputs.context)
+    backend = _backend(inputs, name)
     describer = None
     try:
         if inputs.setting.description_by == "describer":
-            describer = _backend(inputs.params.models, inputs.prompts.describer, inputs.context)
+            describer = _backend(inputs, inputs.prompts.describer)
         result = run_predictions(questions, backend, inputs.job(), describer=describer, progress=not args.no_progress)
     finally:
         backend.close()
@@ -231,10 +237,11 @@ def _describe(args: argparse.Namespace) -> int:
     images = resolve_images(questions, Path(inputs.predict.image_root))
     store = open_store(Path(inputs.predict.describe_dir) / name, inputs.shard.file_name, inputs.predict)
     try:
-        backend = _backend(inputs.params.models, name, inputs.context)
+        backend = _backend(inputs, name)
         try:
             with progress(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
-                got = describe_images(backend, list(images.items()), inputs.prompts, store, on_progress=bar.update)
+                got = describe_images(backend, list(images.items()), inputs.prompts, store, on_progress=bar.update,
+                                      batch_size=backend.batch_size or 8)
         finally:
             backend.close()
     finally:

@@ -46,6 +46,10 @@ class DatabaseError(EnvironmentFailure):
     """A database probmed reads or writes (the MLflow tracking DB) is empty, corrupt or unreadable."""
 
 
+class LostTaskError(EnvironmentFailure):
+    """A task of the Ray engine kept dying with its worker or node; the answers that arrived are stored."""
+
+
 class StoreLockedError(ProbmedError):
     """Another process holds the answer store file this run would write (its pid is in the message)."""
 

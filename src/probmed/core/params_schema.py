@@ -333,6 +333,30 @@ class Predict(Section):
     """portable: the same answers and P(yes) on every x86-64 CPU (probmed.infra.cpu_kernels); native: this CPU's own kernels."""
 
 
+
+@section
+class RayEngine(Section):
+    """`engine.ray`: the Ray cluster whose tasks answer the questions (probmed.inference.models.ray_engine)."""
+
+    address: str | None = None
+    """null: a Ray instance of this process (one machine); "auto": the cluster this machine has joined; host:port:
+    that cluster's head."""
+    images_per_task: PositiveInt = 8
+    """Images whose questions one task answers: a task lost with its node costs at most these in flight."""
+    batch_questions: PositiveInt = 1024
+    """Questions handed to the cluster at once (split into tasks); the store is fsynced after each batch."""
+    max_resubmits: NonNegativeInt = 3
+    """How often a task lost with its worker or node is resubmitted, with only the questions the store lacks."""
+
+
+@section
+class Engine(Section):
+    """Where `probmed predict` and `describe` compute answers; the store, its keys and every output are the same."""
+
+    kind: Literal["local", "ray"] = "local"
+    """local: this process; ray: tasks on a Ray cluster (engine.ray), each asking for its model's cpus and gpus."""
+    ray: RayEngine = default(RayEngine())
+
 @section
 class Settings(Section):
     """The prompt templates of the settings (probmed.core.settings) and the describer."""
@@ -649,6 +673,7 @@ class Params(Section):
     setting: Name = "vanilla"
     """A name of probmed.core.settings.SETTINGS."""
     predict: Predict = default(Predict())
+    engine: Engine = default(Engine())
     settings: Settings = default(Settings())
     models: dict[Name, dict[str, Any]] = default({})
     """Each entry: its backend's typed config (probmed.inference.models)."""
@@ -674,7 +699,7 @@ PARAM_FILES: dict[str, tuple[str, ...]] = {
                     "questions.vqarad_adversarial.report", "questions.review", "predict.questions",
                     "predict.store_dir", "predict.describe_dir", "predict.out_dir", "predict.read_stores",
                     "predict.batch_size", "predict.fsync", "predict.lock_wait_s", "predict.disk_reserve_mb",
-                    "datasets.sources", "release.out_dir"),
+                    "datasets.sources", "release.out_dir", "engine"),
 }
 """Registry files beside params.yaml and the keys each keeps (dotted: ``finetune.profiles`` within
 ``finetune``): models.yaml the model registry, layout.yaml what no DVC stage declares (folders, the files

@@ -216,7 +216,7 @@ def _describe_for(job: PredictJob, backend: Backend, describer: Backend | None, 
     try:
         with progress_bar(total=len(image_paths), desc=f"describe[{who.name}]", unit="img", disable=not progress) as bar:
             got = describe_images(who, list(image_paths.items()), job.prompts, dstore, on_progress=bar.update,
-                                  decoded=decoded)
+                                  decoded=decoded, batch_size=who.batch_size or 8)
     finally:
         dstore.close()
     if who.stop_requested:
@@ -279,7 +279,7 @@ def _batches(pending: list[PendingQuestion], by_image: bool, batch_size: int) ->
 def _ask(plan: _Plan, backend: Backend, job: PredictJob, sink: AnswerSink, bar: Any, decoded: DecodedImages) -> None:
     """Ask every pending question, each batch through the sink: a local model's answers of one image together
     (one append, one fsync per image), an API's each the moment it arrives."""
-    for batch in _batches(plan.pending, backend.batch_by_image, job.predict.batch_size):
+    for batch in _batches(plan.pending, backend.batch_by_image, backend.batch_size or job.predict.batch_size):
         if backend.stop_requested:
             break
         decoded.check((p.item.image_id, p.item.image_path) for p in batch)  # before the backend sees them

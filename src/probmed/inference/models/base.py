@@ -67,6 +67,7 @@ class Backend:
     config_class: ClassVar[type[BackendConfig]] = BackendConfig
     supports_images: bool = True  # False: a blind baseline; settings that describe images make no sense
     batch_by_image: bool = True  # True: the run loop hands over the questions of one image at a time
+    batch_size: int | None = None  # otherwise this many at a time (None: predict.batch_size; the Ray engine: more)
     sends_system_prompt: bool = False  # True: settings.system_prompt reaches the model, so it is keyed
 
     def __init__(self, name: str, cfg: Mapping[str, Any], context: Mapping[str, Any] | None = None):

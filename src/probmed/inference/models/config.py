@@ -108,6 +108,8 @@ class BackendConfig:
     enabled: bool = run_field(True)
     description: str | None = run_field(None)
     hardware: str | None = run_field(None)  # what one replica needs, for people (probmed models)
+    cpus: float = run_field(1.0)  # what one replica takes on a Ray cluster (engine.kind: ray): CPU cores
+    gpus: float = run_field(0.0)  # and GPUs (a fraction shares one: 0.5 fits two replicas on a GPU)
 
     # Values fixed in code that change answers (an embedding model's name): part of the key too.
     CODE_KEY: ClassVar[Mapping[str, Any]] = {}

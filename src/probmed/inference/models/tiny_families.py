@@ -147,13 +147,15 @@ def _save(out: Path, model, processor, tokenizer) -> Path:
     return out
 
 
-def build_llava(out: Path, seed: int, corpus) -> Path:
-    """LLaVA-1.5 (LLaVA-Med v1.5 HF conversion, HuatuoGPT-Vision-7B-hf): CLIP tower, MLP projector, Llama."""
+def build_llava(out: Path, seed: int, corpus, head_dim: int | None = None) -> Path:
+    """LLaVA-1.5 (LLaVA-Med v1.5 HF conversion, HuatuoGPT-Vision-7B-hf): CLIP tower, MLP projector, Llama.
+    `head_dim`: the language model's attention head size (H / 2 by default; vLLM's CPU attention needs >= 32)."""
     from transformers import CLIPImageProcessorPil, LlavaConfig, LlavaForConditionalGeneration, LlavaProcessor
 
     tok = build_bpe_tokenizer(LLAMA2_TOKENS, corpus)
+    text = _text_config(tok, **({"head_dim": head_dim} if head_dim else {}))
     config = LlavaConfig(
-        vision_config=_clip_vision(32, 8), text_config={"model_type": "llama", **_text_config(tok)},
+        vision_config=_clip_vision(32, 8), text_config={"model_type": "llama", **text},
         image_token_index=tok.convert_tokens_to_ids("<image>"), image_seq_length=16,
         vision_feature_select_strategy="default", vision_feature_layer=-2,
     )
