@@ -88,7 +88,7 @@ def test_only_answer_fields_change_the_key(kind, tiny_dir, monkeypatch):
     names = {f.name for f in dataclasses.fields(config_class)}
     base = {k: v for k, v in base.items() if k == "backend" or k in names}
     reference = build_backend({"m": base}, "m").fingerprint()
-    changed = {int: 7, float: 0.25, bool: True, str: "other", dict: {"field": 1}}  # within every numeric field's range
+    changed = {dict: {"field": 1}, int: 7, float: 0.25, bool: True, str: "other"}  # dict before str: dict[str, Any]; numbers in range
     hints = typing.get_type_hints(config_class)  # the types without their ranges (PositiveInt -> int)
     for f in dataclasses.fields(config_class):
         if f.name in ("enabled", "model_id", "adapter", "mode", "dtype", "base_url_env", "api_key_env",

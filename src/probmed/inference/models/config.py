@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Annotated, Any, ClassVar, Mapping, TypeVar
 
 from probmed.core.errors import ConfigError
-from probmed.core.params_schema import check_value
+from probmed.core.params_schema import NonNegativeFloat, check_value
 
 C = TypeVar("C", bound="BackendConfig")
 # Files that define what a local checkpoint answers: weights, configs, tokenizer, chat template, and the
@@ -76,14 +76,15 @@ def _without_checks(hint: Any) -> Any:
 
 
 def _coerce(value: Any, hint: Any, key: str) -> Any:
-    """`value` as the field's declared type (int, float, bool, str, optional of those, Any)."""
+    """`value` as the field's declared type (int, float, bool, str, a mapping, optional of those, Any)."""
     options = typing.get_args(hint) if typing.get_origin(hint) in (typing.Union, types.UnionType) else (hint,)
     if value is None:
         if type(None) in options or Any in options:
             return None
         raise ConfigError(f"params: {key} is required (got null)")
     for kind in options:
-        if kind is Any or (kind is not bool and isinstance(value, kind) and not isinstance(value, bool)):
+        plain = typing.get_origin(kind) or kind  # dict[str, Any] -> dict
+        if kind is Any or (kind is not bool and isinstance(value, plain) and not isinstance(value, bool)):
             return value
         if kind is bool and isinstance(value, bool):
             return value
@@ -108,8 +109,8 @@ class BackendConfig:
     enabled: bool = run_field(True)
     description: str | None = run_field(None)
     hardware: str | None = run_field(None)  # what one replica needs, for people (probmed models)
-    cpus: float = run_field(1.0)  # what one replica takes on a Ray cluster (engine.kind: ray): CPU cores
-    gpus: float = run_field(0.0)  # and GPUs (a fraction shares one: 0.5 fits two replicas on a GPU)
+    cpus: NonNegativeFloat = run_field(1.0)  # what one replica takes on a Ray cluster (engine.kind: ray): CPU cores
+    gpus: NonNegativeFloat = run_field(0.0)  # and GPUs (a fraction shares one: 0.5 fits two replicas on a GPU)
 
     # Values fixed in code that change answers (an embedding model's name): part of the key too.
     CODE_KEY: ClassVar[Mapping[str, Any]] = {}

@@ -146,7 +146,7 @@ class OpenAIConfig(BackendConfig):
     temperature: NonNegativeFloat = answer_field(0.0)
     logprobs: bool = answer_field(False)  # read P(yes) from the first answer token's logprobs
     max_image_side: PositiveInt | None = answer_field(None)  # images are shrunk to this longest side
-    extra_body: dict | None = answer_field(None, when_set=True)  # server-specific request fields ({add_special_tokens: true}: vLLM)
+    extra_body: dict[str, Any] | None = answer_field(None, when_set=True)  # server-specific request fields ({add_special_tokens: true}: vLLM)
     max_tokens_param: str = run_field("max_tokens")  # or max_completion_tokens (newer OpenAI models)
     api_key_env: str | None = run_field(None)  # the environment variable holding the key
     base_url_env: str | None = run_field(None)  # the environment variable holding the endpoint (credentials allowed)
