@@ -207,6 +207,12 @@ TABLE_SECTIONS: tuple[tuple[str, str, tuple[str, ...], bool], ...] = (
 )
 
 
+def short_caption(caption: str, most: int = 70) -> str:
+    """A caption as a contents entry: up to its first parenthesis or semicolon, cut at a word, at most `most`."""
+    head = caption.split(" (", 1)[0].split(";", 1)[0]
+    return head if len(head) <= most else head[:most].rsplit(" ", 1)[0] + " …"
+
+
 def table_sections(tables: Mapping[str, tuple[str, pd.DataFrame]], to_html: Callable[[pd.DataFrame], str]
                    ) -> list[Section]:
     """The tables grouped into sections (TABLE_SECTIONS), each table listed in the contents under its section."""
@@ -218,7 +224,7 @@ def table_sections(tables: Mapping[str, tuple[str, pd.DataFrame]], to_html: Call
         if not names:
             continue
         placed.update(names)
-        entries = [(f"t-{n}", tables[n][0].split(":", 1)[0] if collapsed else tables[n][0][:90]) for n in names]
+        entries = [(f"t-{n}", short_caption(tables[n][0])) for n in names]
         out.append(Section(anchor, title, tables_body(names, tables, to_html), collapsed,
                            entries=[] if collapsed else entries))
     return out

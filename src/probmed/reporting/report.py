@@ -585,8 +585,8 @@ def render_html(report: Report, runs: list[Run], summary: pd.DataFrame, tables: 
                 files: Mapping[str, list[str]], notes: Sequence[str] = (), figures: Sequence[DrawnFigure] = (),
                 comp: Comparisons | None = None) -> str:
     """One static page (probmed.reporting.page): the main question set's summary, the chart after Figure 1 and
-    the findings on the first screen; then contents, warnings, figures, every table (long ones collapsed) and
-    links to every file written."""
+    the findings on the first screen; then contents, warnings, the headline tables, the figures, the long tables
+    (collapsed) and links to every file written."""
     esc = html.escape
     main = runs[0].question_set
     main_summary = summary[summary["question_set"] == main]
@@ -605,9 +605,11 @@ def render_html(report: Report, runs: list[Run], summary: pd.DataFrame, tables: 
         sections.append(page.Section("other-summaries", "Summary of the other question sets", "".join(
             f"<h3>{esc(q)}</h3>" + page.summary_html(summary[summary["question_set"] == q], report.min_units)
             for q in others)))
+    grouped = page.table_sections(tables, to_html_table)  # the headline tables before the figures, long ones after
+    sections += [s for s in grouped if not s.collapsed]
     sections.append(page.figures_section([f for f in figures if f is not headline],
                                          lambda f: "fig-" + f.path.stem))
-    sections += page.table_sections(tables, to_html_table)
+    sections += [s for s in grouped if s.collapsed]
     runs_list = "".join(f"<li>{esc(r.question_set)} / {esc(r.model)} / {esc(r.setting)}</li>" for r in runs)
     data = "".join(f"<li><a href='{esc(p)}'>{esc(p)}</a></li>" for p in files["data"])
     sections.append(page.Section("files", f"Runs ({len(runs)}) and data files",
