@@ -110,6 +110,39 @@ def test_one_renderer_draws_the_study_and_the_report() -> None:
         plt.close(report)
 
 
+def test_the_study_figure_draws_the_15_groups_with_most_images_in_two_colours(tmp_path, monkeypatch) -> None:
+    """40 held-out groups in one category: the figure keeps the 15 with the most images (transfer.csv keeps all)
+    and says how many it left out; base and adapted get two colours even without a palette."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    from probmed.core.figure_style import MAX_AXIS_CATEGORIES
+    from probmed.finetune import transfer, transfer_figure
+    from probmed.finetune.transfer import TABLE_COLUMNS, plot_transfer
+
+    rows = [{c: 0.0 for c in TABLE_COLUMNS} | {"source": "roco", "modality": "ct", "organ": f"o{i}",
+            "image_type": f"CT Scan - O{i}", "comparison": "neither", "category": "modality", "n_images": i + 1}
+            for i in range(40)]
+    drawn = []
+    original = transfer_figure.draw_transfer
+
+    def keep(*args, **kwargs):
+        drawn.append(original(*args, **kwargs))
+        return drawn[-1]
+
+    monkeypatch.setattr(transfer_figure, "draw_transfer", keep)
+    monkeypatch.setattr(plt, "close", lambda *_: None)
+    plot_transfer(pd.DataFrame(rows), tmp_path / "transfer.png", ["modality"], "transfer")
+    fig = drawn[0]
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == MAX_AXIS_CATEGORIES and labels[0].endswith("n=40") and labels[-1].endswith("n=26")
+    assert "25 (category, group) rows with the fewest images not drawn" in fig._suptitle.get_text()
+    colours = {tuple(np.round(p.get_facecolor()[:3], 3)) for p in fig.axes[0].patches}
+    assert len(colours) == 2 and transfer.MODELS == ("finetune-base", "finetune-adapted")
+    assert (tmp_path / "transfer.png").stat().st_size > 10_000
+
+
 def test_both_models_answer_on_the_configured_threads(repo_root) -> None:
     """torch's default (a thread per core) stalled every forward pass on a shared 2-core CPU: 4x the stage's time."""
     from probmed.core.config import load_params, to_plain

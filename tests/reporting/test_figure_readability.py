@@ -1,5 +1,5 @@
 """Every figure the report draws reads at 100%: no overlapping or clipped text, only horizontal or vertical text,
-no character drawn as an empty box, at most report.max_axis_categories image types on an axis, and series told
+no character drawn as an empty box, at most MAX_AXIS_CATEGORIES image types on an axis, and series told
 apart by colour (no hatching). Checked on a full report over an extended-style set: 40 image types, ablations,
 image controls, a model comparison and the transfer figure."""
 
@@ -14,7 +14,7 @@ import pytest
 from comparison_runs import QUESTION_SET, write_scores
 from figure_checks import problems
 
-from probmed.core.figure_style import METRIC_COLOURS, model_colours
+from probmed.core.figure_style import MAX_AXIS_CATEGORIES, METRIC_COLOURS, model_colours
 from probmed.core.params_schema import Report
 from probmed.reporting import plots
 from probmed.reporting.figures import FIGURES
@@ -41,7 +41,7 @@ def drawn(tmp_path_factory):
             m.setattr(plt, "close", lambda *_: None)  # keep the figure open to measure it after saving
             original(fig, path)
         title = fig._suptitle.get_text() if fig._suptitle is not None else ""
-        seen[path.name] = (problems(fig, max_ticks=REPORT.max_axis_categories),
+        seen[path.name] = (problems(fig, max_ticks=MAX_AXIS_CATEGORIES),
                            [p.get_hatch() for ax in fig.axes for p in ax.patches if p.get_hatch()],
                            title, [len(ax.get_xticklabels()) if ax.images else len(ax.get_yticklabels())
                                    for ax in fig.axes if ax.get_title() or ax.get_title("left")])
@@ -82,7 +82,7 @@ def test_the_image_type_axes_hold_at_most_the_cap_and_say_how_many_were_left_out
     assert present
     for name in ("per_image_type", "transfer"):
         _, _, title, ticks = seen[f"{name}_{QUESTION_SET}.png"]
-        assert max(ticks) == REPORT.max_axis_categories, (name, ticks)
+        assert max(ticks) == MAX_AXIS_CATEGORIES, (name, ticks)
         left_out = int(re.search(r"(\d+) image types not drawn", title).group(1))
         assert left_out > 0
 

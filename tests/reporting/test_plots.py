@@ -153,6 +153,9 @@ def test_transfer_figure_has_a_bar_per_model_and_image_type_and_the_paired_diffe
     left_out = len({it for r in data.runs for it in r.scores.image_types}) - len(drawn)
     assert (f"{left_out} image types not drawn" in fig._suptitle.get_text()) == (left_out > 0)
     plt.close(fig)
+    unnamed = plots.build_transfer(dataclasses.replace(data, palette={}))  # models the palette does not know
+    assert len({_colour(p) for p in unnamed.axes[0].patches}) == 2  # still two colours, never one
+    plt.close(unnamed)
 
 
 BUILDERS = ("build_headline", "build_strict_vs_averaged", "build_per_image_type", "build_response_distribution", "build_transfer",

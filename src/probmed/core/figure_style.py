@@ -45,6 +45,9 @@ FIGURE_WIDTH_IN = PAGE_WIDTH_PX / DPI
 HEADLINE_WIDTH_IN = 6.6  # the first screen's chart: beside the findings, not the page's full width
 MIN_FONT_PT = BODY_FONT_PX * 72 / DPI  # 11.52 pt = 16 px at 100 dpi
 FONT_PT = 12.0
+# At most this many groups (image types, sources) on one axis: more labels than this cannot be read at 100%.
+# A figure draws those with the most images, says how many it left out, and the tables keep them all.
+MAX_AXIS_CATEGORIES = 15
 # DejaVu Sans ships with matplotlib and has every character the report draws (Greek, dashes, minus, arrows);
 # named first so a system font without them is never picked.
 FONT_FAMILY = ["DejaVu Sans"]

@@ -582,9 +582,6 @@ class Report(Section):
     min_images_per_cell: NonNegativeInt = 5
     """Heatmap cells with fewer images are greyed out (their n still shown); the transfer figure leaves out
     image types with fewer images."""
-    max_axis_categories: PositiveInt = 15
-    """At most this many image types on a figure's axis (those with the most images; the rest are named in the
-    figure's note and kept in the tables), so every label stays readable at 100%."""
     min_units: NonNegativeInt = 10
     """A table number resting on fewer scoring units (pairs, images or questions) is shown as "— (n=...)", not as a number."""
     blind_model: str = "blind"

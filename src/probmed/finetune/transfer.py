@@ -195,19 +195,22 @@ def to_markdown(table: pd.DataFrame) -> str:
 def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title: str,
                   palette: Mapping[str, str] | None = None) -> Path:
     """Figure 5 style: per category, accuracy with adversarial pairs per group, base vs adapted, with each
-    model's bootstrap interval and the images behind each group, and beside it the paired difference."""
+    model's bootstrap interval and the images behind each group, and beside it the paired difference; at most
+    MAX_AXIS_CATEGORIES groups a category (those with the most images; transfer.csv keeps them all)."""
     import matplotlib.pyplot as plt
 
-    from probmed.core.figure_style import DPI, colour, n_label, report_style
+    from probmed.core.figure_style import DPI, MAX_AXIS_CATEGORIES, colour, model_colours, n_label, report_style
     from probmed.finetune.transfer_figure import Difference, TransferPanel, TransferSeries, draw_transfer
 
     cats = [c for c in categories if c in set(table["category"])]
     if not cats:
         raise ConfigError(f"finetune.transfer.plot_categories {categories}: none present in the transfer table")
-    palette = dict(palette or {})
-    panels = []
+    palette = {**model_colours(MODELS), **(palette or {})}  # base and adapted never share a colour
+    panels, left_out = [], 0
     for cat in cats:
-        part = table[table["category"] == cat]
+        part = table[table["category"] == cat].sort_values("n_images", ascending=False, kind="stable")
+        left_out += max(0, len(part) - MAX_AXIS_CATEGORIES)
+        part = part.head(MAX_AXIS_CATEGORIES)
         series = [TransferSeries(f"{prefix} ({model})", colour(palette, model),
                                  part[f"{prefix}_accuracy_adv_pairs"].astype(float).to_numpy(),
                                  part[f"{prefix}_ci95_low"].to_numpy(), part[f"{prefix}_ci95_high"].to_numpy())
@@ -220,7 +223,9 @@ def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title:
     with report_style():
         fig = draw_transfer(panels, "accuracy with adversarial pairs (%; abnormality: single questions)",
                             "adapted − base (points)",
-                            suptitle=title + "\n95% bootstrap intervals; n = images; right: paired difference")
+                            suptitle=title + "\n95% bootstrap intervals; n = images; right: paired difference"
+                            + (f"\n{left_out} (category, group) rows with the fewest images not drawn: see transfer.csv"
+                               if left_out else ""))
         try:
             with atomic_path(path) as tmp:
                 fig.savefig(tmp, format="png", dpi=DPI)

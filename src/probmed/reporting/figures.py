@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Mapping, Sequence
 
 import pandas as pd
 
-from probmed.core.figure_style import report_style
+from probmed.core.figure_style import MAX_AXIS_CATEGORIES, report_style
 from probmed.core.params_schema import Report
 from probmed.infra.registry import Registry
 from probmed.reporting.runs import FigureInput, Run
@@ -45,7 +45,7 @@ CAPTIONS: dict[str, str] = {  # {set}: the question set; {images}: the images it
                                "adversarial pairs (dark) for every run, with 95% bootstrap intervals, exact random "
                                "(dotted) and the blind ceiling (dashed); {images}.",
     "per_image_type": "Appendix A ({set}): accuracy with adversarial pairs per image type and category for every "
-                      "vanilla run (at most report.max_axis_categories image types, the most images first; all of "
+                      f"vanilla run (at most {MAX_AXIS_CATEGORIES} image types, the most images first; all of "
                       "them in the Appendix A tables); each cell gives the images behind it, grey cells rest on too "
                       "few images; {images}.",
     "response_distribution": "Appendix F ({set}): how every run answered (yes / no / refusal / unparsed / failed) "

@@ -13,7 +13,7 @@ drawn, so the HTML never links an empty picture.
 Readable at 100% (probmed.core.figure_style): text at the page's body size,
 horizontal wherever a label is long (run names, image types and groups sit on
 the y axis of horizontal bars; heatmap columns are vertical text), no two texts
-overlapping, at most ``report.max_axis_categories`` image types on an axis (the
+overlapping, at most ``figure_style.MAX_AXIS_CATEGORIES`` image types on an axis (the
 most images first, the rest counted in the figure and kept in the tables), and
 series told apart by colour alone: without / with adversarial pairs in two
 fixed colours, exact random dotted and the blind ceiling dashed. What a
@@ -43,12 +43,14 @@ from probmed.core.figure_style import (  # noqa: E402
     FIGURE_WIDTH_IN,
     FONT_PT,
     HEADLINE_WIDTH_IN,
+    MAX_AXIS_CATEGORIES,
     METRIC_COLOURS,
     METRIC_LABELS,
     REFERENCE_STYLES,
     colour,
     hbars,
     legend_below,
+    model_colours,
     n_label,
 )
 from probmed.core.settings import BASE_SETTING  # noqa: E402
@@ -224,13 +226,13 @@ def _left_out_note(left_out: Sequence[str], min_images: int, most: int) -> str:
 
 
 def build_per_image_type(data: FigureInput) -> plt.Figure | None:
-    """Appendix A as heatmaps: accuracy with adversarial pairs per image type (at most report.max_axis_categories,
+    """Appendix A as heatmaps: accuracy with adversarial pairs per image type (at most MAX_AXIS_CATEGORIES,
     the most images first), one full-width panel per category, vanilla runs as rows, a colour bar, the images
     behind every cell, and cells of fewer than `report.min_images_per_cell` images greyed out (n shown)."""
     runs = headline_runs(data.runs, data.question_set, data.report) or list(data.runs)
     categories = _present(runs, CATEGORIES)
     rep = data.report
-    image_types, left_out = _drawn_image_types(runs, categories, rep.min_images_per_cell, rep.max_axis_categories)
+    image_types, left_out = _drawn_image_types(runs, categories, rep.min_images_per_cell, MAX_AXIS_CATEGORIES)
     if not image_types or not categories:
         return None
     heights = [0.9 + 0.5 * len(runs)] * len(categories)
@@ -254,7 +256,7 @@ def build_per_image_type(data: FigureInput) -> plt.Figure | None:
     fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label="accuracy with adversarial pairs (%)")
     fig.suptitle(f"{data.question_set}: accuracy with adversarial pairs per image type (vanilla runs)\n"
                  f"n = images; grey: fewer than {rep.min_images_per_cell} images, number not shown; — not asked"
-                 + _left_out_note(left_out, rep.min_images_per_cell, rep.max_axis_categories))
+                 + _left_out_note(left_out, rep.min_images_per_cell, MAX_AXIS_CATEGORIES))
     return fig
 
 
@@ -324,7 +326,7 @@ def build_response_distribution(data: FigureInput) -> plt.Figure | None:
 
 def _transfer_image_types(data: FigureInput, chosen: Sequence[Run], category: str) -> tuple[list[str], list[str]]:
     """(image types drawn, left out): those where the transfer models rest on at least report.min_images_per_cell
-    images in the category, at most report.max_axis_categories, the most images first."""
+    images in the category, at most MAX_AXIS_CATEGORIES, the most images first."""
     rep = data.report
     images: dict[str, int] = {}
     for run in chosen:
@@ -332,7 +334,7 @@ def _transfer_image_types(data: FigureInput, chosen: Sequence[Run], category: st
             n = _interval(data, run, category, "strict", it)[2]
             images[it] = max(images.get(it, 0), n or 0)
     ranked = sorted(images, key=lambda it: (-images[it], it))
-    drawn = [it for it in ranked if images[it] >= rep.min_images_per_cell][:rep.max_axis_categories]
+    drawn = [it for it in ranked if images[it] >= rep.min_images_per_cell][:MAX_AXIS_CATEGORIES]
     return drawn, [it for it in ranked if it not in drawn]
 
 
@@ -358,13 +360,14 @@ def build_transfer(data: FigureInput) -> plt.Figure | None:
     if not image_types:
         return None
     series, counts = [], {}
+    palette = {**model_colours([r.model for r in chosen]), **data.palette}  # the two models never share a colour
     for run in chosen:  # the n of an image type under its name (both models answer the same questions)
         cis = [_interval(data, run, category, "strict", it) for it in image_types]
         counts.update({it: c[2] for it, c in zip(image_types, cis) if c[2] is not None})
-        series.append(TransferSeries(run.model, colour(data.palette, run.model),
+        series.append(TransferSeries(run.model, colour(palette, run.model),
                                      [run.scores.value(category, "accuracy_adv_pairs", it) for it in image_types],
                                      [c[0] for c in cis], [c[1] for c in cis]))
-    note = _left_out_note(left_out, rep.min_images_per_cell, rep.max_axis_categories)
+    note = _left_out_note(left_out, rep.min_images_per_cell, MAX_AXIS_CATEGORIES)
     title = (f"{data.question_set}: transfer across image types, {category} (95% intervals; n = images)"
              + note.replace("in every category", f"in {category}"))
     who = f"{chosen[1].model}\n− {chosen[0].model} (points)" if len(chosen) >= 2 else "difference (points)"
