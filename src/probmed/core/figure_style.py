@@ -52,7 +52,8 @@ MAX_AXIS_CATEGORIES = 15
 # named first so a system font without them is never picked.
 FONT_FAMILY = ["DejaVu Sans"]
 RC: dict[str, Any] = {
-    "font.family": "sans-serif", "font.sans-serif": FONT_FAMILY, "font.size": FONT_PT, "axes.titlesize": FONT_PT + 1, "axes.labelsize": FONT_PT, "xtick.labelsize": FONT_PT,
+    "font.family": "sans-serif", "font.sans-serif": FONT_FAMILY,
+    "font.size": FONT_PT, "axes.titlesize": FONT_PT + 1, "axes.labelsize": FONT_PT, "xtick.labelsize": FONT_PT,
     "ytick.labelsize": FONT_PT, "legend.fontsize": FONT_PT, "legend.title_fontsize": FONT_PT,
     "figure.titlesize": FONT_PT + 2, "figure.dpi": DPI, "savefig.dpi": DPI,
 }
@@ -115,12 +116,12 @@ def _finite(value: Any) -> bool:
 
 def bars(ax, x: Sequence[float], values: Sequence[float], low: Sequence[float | None] | None,
          high: Sequence[float | None] | None, counts: Sequence[int | None] | None, colour: str, width: float,
-         label: str | None = None, hatch: str | None = None, alpha: float = 1.0, n_prefix: str = "n=") -> None:
+         label: str | None = None, n_prefix: str = "n=") -> None:
     """Bars with error bars (percentile interval) and the n behind each; NaN values are drawn as "n/a"."""
     xs = np.asarray(x, dtype=float)
     vals = np.array([v if _finite(v) else np.nan for v in values], dtype=float)
     have = ~np.isnan(vals)
-    ax.bar(xs[have], vals[have], width, color=colour, alpha=alpha, hatch=hatch, edgecolor=colour, linewidth=1.0,
+    ax.bar(xs[have], vals[have], width, color=colour, edgecolor=colour, linewidth=1.0,
            label=label)
     lo = np.array([lo if _finite(lo) else np.nan for lo in (low if low is not None else [None] * len(xs))], float)
     hi = np.array([h if _finite(h) else np.nan for h in (high if high is not None else [None] * len(xs))], float)

@@ -59,8 +59,8 @@ def reliance_figure(comp: Comparisons, question_set: str) -> plt.Figure | None:
         for k, control in enumerate(controls):
             rows = part[part["control"] == control].set_index("category").reindex(cats)
             bars(ax, (x - 0.4 + width * (k + 0.5)).tolist(), rows["drop"].to_numpy(float), rows["ci_low"].to_numpy(),
-                 rows["ci_high"].to_numpy(), None, SERIES_COLOURS[k % len(SERIES_COLOURS)], width,
-                 label=f"real − {control}")
+                 rows["ci_high"].to_numpy(), None, SERIES_COLOURS[IMAGE_CONTROLS.index(control)], width,
+                 label=f"real − {control}")  # a control keeps its colour in every model's panel
         ax.axhline(0, color="black", linewidth=0.8)
         flags = {c: comp.without_looking.get((question_set, model, c)) for c in cats}
         ax.set_xticks(x, _category_labels(part, cats, flags))

@@ -15,9 +15,10 @@ Markdown and CSV with one row per (model, setting):
 - Responses: refusals and unparsed answers, questions that failed after every
   retry and missing predictions, per run;
 
-plus the PNG figures of the figure table (probmed.reporting.figures), ``per_category.csv`` for
-``dvc plots``, a compact ``metrics.json`` for ``dvc metrics show`` and
-``index.html`` that references only files written here.
+plus the summary of every model x category (probmed.reporting.summary), the PNG figures of the
+figure table (probmed.reporting.figures), ``per_category.csv`` for ``dvc plots``, a compact
+``metrics.json`` for ``dvc metrics show`` and ``index.html`` (probmed.reporting.page: the summary, the
+chart and the findings on its first screen) that references only files written here.
 
 Accuracies are percentages as the scorer writes them. Each table uses one
 definition of "overall" and names it in its header (probmed.reporting.overall):
@@ -440,10 +441,11 @@ def audit_ceilings(audits: Mapping[str, str | Path], question_sets: Iterable[str
             for name, directory in audits.items()}
 
 
-def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, str | Path], report: Report,
-                       boot: Bootstrap) -> dict[str, tuple[str, pd.DataFrame]]:
+def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, str | Path],
+                       ceilings: Mapping[str, Mapping[str, Any]], report: Report, boot: Bootstrap
+                       ) -> dict[str, tuple[str, pd.DataFrame]]:
     """The blind ceiling of each audit beside random, and per model and category whether it is distinguishable
-    from random, from the blind ceiling and from the blind baseline run."""
+    from random, from the blind ceiling and from the blind baseline run (``ceilings``: :func:`audit_ceilings`)."""
     tables = {}
     for name, directory in audits.items():
         frame = ceiling_table(name, read_audit(Path(directory)))
@@ -451,7 +453,7 @@ def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, 
             tables[f"blind_ceiling_{slug(name)}"] = (
                 f"Blind ceiling ({name}): the strict accuracy a model that never sees the image reaches with a fixed "
                 "answer per question text, learnt on 4/5 of the images and scored on the rest, beside exact random", frame)
-    frame = distinguishability_table(runs, comp, audit_ceilings(audits, [r.question_set for r in runs]), report, boot)
+    frame = distinguishability_table(runs, comp, ceilings, report, boot)
     if not frame.empty:
         tables["distinguishable"] = (
             "Which models the data tell from a blind one: per category, strict accuracy with its bootstrap 95% "
@@ -506,7 +508,7 @@ def build_report(
     summary = summary_table(runs, comp, ceilings, report)
 
     tables = paper_tables(runs, question_frames, full_questions)
-    tables.update(distinguish_tables(runs, comp, audits or {}, report, bootstrap or Bootstrap()))
+    tables.update(distinguish_tables(runs, comp, audits or {}, ceilings, report, bootstrap or Bootstrap()))
     tables.update(comparison_tables(comp))
     files: dict[str, list[str]] = {"tables": [], "plots": [], "data": []}
     for name, directory in (audits or {}).items():
