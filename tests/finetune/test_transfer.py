@@ -85,25 +85,62 @@ def test_transfer_headline_splits_in_domain_from_elsewhere(image_records, questi
     assert transfer_headline(only_domain, {"finetune-base": truth}, domain)["finetune-base"]["other_domains"] is None
 
 
-def test_one_renderer_draws_the_study_and_the_report_layouts() -> None:
-    """finetune.transfer_figure: panels of model bars with the paired difference above each tick."""
+def test_one_renderer_draws_the_study_and_the_report() -> None:
+    """finetune.transfer_figure: per panel, horizontal model bars per group and the paired difference beside them."""
     import matplotlib.pyplot as plt
 
-    from probmed.finetune.transfer_figure import REPORT_LAYOUT, STUDY_LAYOUT, TransferPanel, TransferSeries, draw_transfer
+    from probmed.finetune.transfer_figure import Difference, TransferPanel, TransferSeries, draw_transfer
 
-    series = [TransferSeries(name, "#1f77b4", [40.0, float("nan")], [30.0, None], [50.0, None], [10, None])
+    series = [TransferSeries(name, "#1f77b4", [40.0, float("nan")], [30.0, None], [50.0, None])
               for name in ("base", "adapted")]
-    panel = TransferPanel("modality", ["a", "b"], series, ["+1 [-2, 4]", None])
-    study = draw_transfer([panel, panel], "accuracy", STUDY_LAYOUT, suptitle="transfer")
-    report = draw_transfer([panel], "accuracy", REPORT_LAYOUT)
+    panel = TransferPanel("modality", ["a\nn=10", "b"], series, [Difference(1.0, -2.0, 4.0), None])
+    study = draw_transfer([panel, panel], "accuracy", "adapted − base", suptitle="transfer")
+    report = draw_transfer([panel], "accuracy", "adapted − base")
     try:
-        assert len(study.axes) == 2 and len(report.axes) == 1
-        ax = report.axes[0]
-        assert len(ax.patches) == 2  # one bar per model; the NaN value is an "n/a" mark, never a bar
-        assert [t.get_text() for t in ax.texts if t.get_text() == "+1 [-2, 4]"] == ["+1 [-2, 4]"]
+        assert len(study.axes) == 4 and len(report.axes) == 2  # bars and differences per panel
+        bars, diff = report.axes
+        assert len(bars.patches) == 2  # one bar per model; the NaN value is an "n/a" mark, never a bar
+        assert [t.get_text() for t in bars.texts] == ["n/a", "n/a"]
+        assert [t.get_text() for t in bars.get_yticklabels()] == ["a\nn=10", "b"]  # horizontal, on the y axis
+        points = diff.lines[0].get_xydata()  # the difference as a point with its interval, at its group's row
+        assert points.tolist() == [[1.0, 0.0]]
+        assert len(report.legends) == 1 and not bars.get_legend()  # below the panels, never on the bars
     finally:
         plt.close(study)
         plt.close(report)
+
+
+def test_the_study_figure_draws_the_15_groups_with_most_images_in_two_colours(tmp_path, monkeypatch) -> None:
+    """40 held-out groups in one category: the figure keeps the 15 with the most images (transfer.csv keeps all)
+    and says how many it left out; base and adapted get two colours even without a palette."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    import pandas as pd
+
+    from probmed.core.figure_style import MAX_AXIS_CATEGORIES
+    from probmed.finetune import transfer, transfer_figure
+    from probmed.finetune.transfer import TABLE_COLUMNS, plot_transfer
+
+    rows = [{c: 0.0 for c in TABLE_COLUMNS} | {"source": "roco", "modality": "ct", "organ": f"o{i}",
+            "image_type": f"CT Scan - O{i}", "comparison": "neither", "category": "modality", "n_images": i + 1}
+            for i in range(40)]
+    drawn = []
+    original = transfer_figure.draw_transfer
+
+    def keep(*args, **kwargs):
+        drawn.append(original(*args, **kwargs))
+        return drawn[-1]
+
+    monkeypatch.setattr(transfer_figure, "draw_transfer", keep)
+    monkeypatch.setattr(plt, "close", lambda *_: None)
+    plot_transfer(pd.DataFrame(rows), tmp_path / "transfer.png", ["modality"], "transfer")
+    fig = drawn[0]
+    labels = [t.get_text() for t in fig.axes[0].get_yticklabels()]
+    assert len(labels) == MAX_AXIS_CATEGORIES and labels[0].endswith("n=40") and labels[-1].endswith("n=26")
+    assert "25 (category, group) rows with the fewest images not drawn" in fig._suptitle.get_text()
+    colours = {tuple(np.round(p.get_facecolor()[:3], 3)) for p in fig.axes[0].patches}
+    assert len(colours) == 2 and transfer.MODELS == ("finetune-base", "finetune-adapted")
+    assert (tmp_path / "transfer.png").stat().st_size > 10_000
 
 
 def test_both_models_answer_on_the_configured_threads(repo_root) -> None:

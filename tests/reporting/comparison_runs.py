@@ -43,9 +43,25 @@ def runs(questions: pd.DataFrame) -> dict[tuple[str, str], np.ndarray]:
     }
 
 
-def write_scores(root: Path, n_images: int = 80, resamples: int = 200) -> pd.DataFrame:
-    """Score every run into ``root/<set>/<model>/<setting>/`` (metrics.json, per_image.parquet); the questions."""
+MODALITY_NAMES = ("X-ray", "CT Scan", "MRI", "Ultrasound", "Unknown")
+ORGAN_NAMES = ("Chest", "Abdomen", "Brain", "Spine", "Pelvis", "Knee", "Hand", "Head and Neck")
+
+
+def many_image_types(questions: pd.DataFrame, count: int) -> pd.DataFrame:
+    """The questions spread over `count` image types (an extended set's ~35), the first ones with the most images."""
+    names = [f"{m} - {o}" for o in ORGAN_NAMES for m in MODALITY_NAMES][:count]
+    images = questions["image_id"].unique()
+    weights = np.linspace(3.0, 0.2, len(names))
+    pick = np.random.default_rng(5).choice(len(names), size=len(images), p=weights / weights.sum())
+    return questions.assign(image_type=questions["image_id"].map(dict(zip(images, [names[i] for i in pick]))))
+
+
+def write_scores(root: Path, n_images: int = 80, resamples: int = 200, image_types: int = 0) -> pd.DataFrame:
+    """Score every run into ``root/<set>/<model>/<setting>/`` (metrics.json, per_image.parquet); the questions
+    (over `image_types` image types when given)."""
     questions = synthetic_questions(n_images=n_images, n_questions=9 * n_images, seed=2)
+    if image_types:
+        questions = many_image_types(questions, image_types)
     for (model, setting), labels in runs(questions).items():
         preds = pd.DataFrame({"qid": questions["qid"].to_numpy(), "model": model, "setting": setting, "label": labels})
         metrics = evaluate(questions, preds, Score(bootstrap_resamples=resamples, subset_fractions=[1.0]),

@@ -72,23 +72,24 @@ def count_bars(fig) -> int:
 
 def test_reliance_figure_has_a_bar_per_model_category_and_control(scored, tmp_path):
     runs, comp = scored
-    palette = model_colours(["looker", "blind"])
-    fig = comparison_plots.reliance_figure(comp.for_set(QUESTION_SET), QUESTION_SET, palette)
+    fig = comparison_plots.reliance_figure(comp.for_set(QUESTION_SET), QUESTION_SET)
     assert len(fig.axes) == 2 and count_bars(fig) == 2 * 6 * 2
     colours = {tuple(np.round(p.get_facecolor()[:3], 3)) for p in fig.axes[0].patches}
-    assert len(colours) == 1  # one colour per model, controls told apart by hatching
+    assert len(colours) == 2  # blank and shuffled in two colours, never one colour told apart by hatching
+    assert not [p.get_hatch() for p in fig.axes[0].patches if p.get_hatch()]
     path = tmp_path / "reliance.png"
     fig.savefig(path)
     assert path.stat().st_size > 10_000
-    assert comparison_plots.reliance_figure(comp.for_set("other"), "other", palette) is None
+    assert comparison_plots.reliance_figure(comp.for_set("other"), "other") is None
 
 
 def test_differences_figure_has_a_bar_per_comparison_and_category(scored):
     _, comp = scored
-    fig = comparison_plots.differences_figure(comp.for_set(QUESTION_SET), QUESTION_SET, model_colours(["looker"]))
-    # cot and described minus vanilla, and looker - blind: three series over six categories
+    fig = comparison_plots.differences_figure(comp.for_set(QUESTION_SET), QUESTION_SET)
+    # cot and described minus vanilla, and looker - blind: three series over six categories, three colours
     assert count_bars(fig) == 3 * 6
-    assert len(fig.axes[0].get_legend().get_texts()) == 3
+    assert len(fig.legends[0].get_texts()) == 3
+    assert len({tuple(np.round(p.get_facecolor()[:3], 3)) for p in fig.axes[0].patches}) == 3
 
 
 # --- in the report ---------------------------------------------------------------

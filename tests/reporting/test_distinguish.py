@@ -5,11 +5,13 @@ from __future__ import annotations
 import pytest
 from comparison_runs import QUESTION_SET, write_scores
 
+from probmed.benchmark.audit.blind_ceiling import blind_ceilings
 from probmed.core.params_schema import Report
 from probmed.reporting.comparisons import compare_runs
 from probmed.reporting.distinguish import ceiling_by_category, distinguishability_table, verdict
 from probmed.reporting.report import discover_runs
 from probmed.scoring.compare import Bootstrap
+from probmed.scoring.synthetic import synthetic_questions
 
 CEILING = {"by_category": {"modality": {"units": 40, "random": 25.0, "cross_fitted": 39.8, "type_keyed": 41.0}}}
 
@@ -31,8 +33,17 @@ def test_verdict_is_above_below_or_not_distinguishable():
 
 def test_the_ceiling_is_read_from_the_audit_or_per_unit_and_absent_is_empty():
     assert ceiling_by_category({"blind_ceiling": CEILING})["modality"]["cross_fitted"] == 39.8
-    assert ceiling_by_category({"blind_ceiling": {"accuracy_adv_pairs": CEILING}})["modality"]["random"] == 25.0
     assert ceiling_by_category({}) == {} and ceiling_by_category(None) == {}
+
+
+def test_the_ceiling_of_an_audit_as_probmed_audit_writes_it_is_the_within_image_pair_unit():
+    """`probmed audit` writes one ceiling per scoring unit; the report's accuracy is on within-image pairs."""
+    questions = synthetic_questions(n_images=60, n_questions=9 * 60, seed=3)
+    written = {"gate_unit": "contrast", **blind_ceilings(questions, folds=3)}
+    pair = written["pair"]["by_category"]
+    read = ceiling_by_category({"blind_ceiling": written})
+    assert set(read) == set(pair) and read["modality"]["cross_fitted"] == pair["modality"]["cross_fitted"]
+    assert read["condition"]["units"] == pair["condition"]["units"]
 
 
 def test_each_model_is_compared_with_random_the_ceiling_and_the_blind_run(scored):

@@ -30,7 +30,7 @@ def extra_figure(data: FigureInput, path: Path) -> Path | None:
 
 
 def test_every_entry_loads_to_a_figure_function() -> None:
-    assert FIGURES.kinds == ("fig1_strict_vs_averaged", "per_image_type", "response_distribution", "visual_reliance",
+    assert FIGURES.kinds == ("headline", "fig1_strict_vs_averaged", "per_image_type", "response_distribution", "visual_reliance",
                              "differences", "transfer")
     for name in FIGURES.kinds:
         assert callable(FIGURES.load(name))
@@ -39,9 +39,10 @@ def test_every_entry_loads_to_a_figure_function() -> None:
 def test_draws_per_question_set_in_table_order_and_skips_what_has_no_input(tmp_path) -> None:
     written = [f.path for f in draw_all(_runs(), {}, tmp_path, Report())]
     assert [p.name for p in written] == [
-        "fig1_strict_vs_averaged_probmed.png", "per_image_type_probmed.png", "response_distribution_probmed.png",
+        "headline_probmed.png", "fig1_strict_vs_averaged_probmed.png", "per_image_type_probmed.png",
+        "response_distribution_probmed.png",
         # no per-image sums (no comparisons): no reliance or difference figure; no transfer models: no transfer
-        "fig1_strict_vs_averaged_vqarad_adv.png", "per_image_type_vqarad_adv.png",
+        "headline_vqarad_adv.png", "fig1_strict_vs_averaged_vqarad_adv.png", "per_image_type_vqarad_adv.png",
         "response_distribution_vqarad_adv.png",
     ]
     assert all(p.is_file() and p.stat().st_size > 5_000 for p in written)

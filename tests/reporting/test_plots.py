@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import math
+import re
 
 import matplotlib.pyplot as plt
 import numpy as np
@@ -14,10 +15,12 @@ from comparison_runs import QUESTION_SET, write_scores
 from probmed.core.categories import PAIRED_CATEGORIES
 from probmed.core.figure_style import (
     FIGURE_WIDTH_IN,
+    METRIC_COLOURS,
     MIN_FONT_PT,
     MISSING_COLOUR,
     OKABE_ITO,
     bars,
+    hbars,
     model_colours,
     report_style,
 )
@@ -50,6 +53,11 @@ def _error_bars(ax) -> int:
     return sum(len(c.get_segments()) for c in ax.collections)
 
 
+def _reference_lines(ax) -> list[str]:
+    """The line styles of the vertical reference lines (exact random dotted, blind ceiling dashed)."""
+    return [line.get_linestyle() for line in ax.lines if line.get_linestyle() in (":", "--")]
+
+
 def _colour(patch) -> tuple[float, ...]:
     return tuple(np.round(patch.get_facecolor()[:3], 3))
 
@@ -61,14 +69,28 @@ def test_strict_vs_averaged_has_two_bars_per_run_with_interval_and_n(data):
     for ax in fig.axes:
         assert len(ax.patches) == 2 * len(data.runs)  # averaged and strict per run
         assert _error_bars(ax) == 2 * len(data.runs)  # an error bar on every bar
-    for ax in fig.axes:  # the images behind each run's bars under its name, never as labels that can overlap
-        ticks = [t.get_text() for t in ax.get_xticklabels()]
-        assert len(ticks) == len(data.runs) and all("\nn=" in t for t in ticks)
-    assert not _texts(fig, "n=")
+        # the images behind the bars in the panel's title (the same for every run)
+        assert re.search(r"\(n = \d+ images\)$", ax.get_title())
+        assert _reference_lines(ax) == [":"]  # exact random (no audit: no blind ceiling)
+    # the runs on the y axis, horizontal, once per row of panels (shared)
+    assert [t.get_text() for t in fig.axes[0].get_yticklabels()] == ["looker (vanilla)", "blind (vanilla)"]
     assert not [ax for ax in fig.axes if ax.get_legend() is not None] and len(fig.legends) == 1  # outside the data
-    palette = {colour: None for colour in model_colours(MODELS).values()}
-    seen = {_colour(p) for ax in fig.axes for p in ax.patches}
-    assert seen == {tuple(np.round(plt.matplotlib.colors.to_rgb(c), 3)) for c in palette}  # one colour per model
+    seen = {_colour(p) for ax in fig.axes for p in ax.patches}  # without / with adversarial pairs: two colours
+    assert seen == {tuple(np.round(plt.matplotlib.colors.to_rgb(c), 3)) for c in METRIC_COLOURS.values()}
+    assert not [p.get_hatch() for ax in fig.axes for p in ax.patches if p.get_hatch()]
+    plt.close(fig)
+
+
+def test_the_headline_chart_has_every_vanilla_model_random_and_the_blind_ceiling(data):
+    ceiling = dataclasses.replace(data, ceiling={"overall": 31.0})
+    fig = plots.build_headline(ceiling)
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == ["looker", "blind"]
+    assert len(ax.patches) == 4 and _error_bars(ax) == 4
+    assert _reference_lines(ax) == [":", "--"]
+    assert sorted(line.get_xdata()[0] for line in ax.lines if line.get_linestyle() in (":", "--")) == pytest.approx(
+        sorted([31.0, data.runs[0].scores.random_baseline.overall_value("accuracy_adv_pairs")]))
+    assert {t.get_text() for t in fig.legends[0].get_texts()} >= {"exact random", "blind ceiling (audit)"}
     plt.close(fig)
 
 
@@ -80,6 +102,15 @@ def test_a_zero_bar_and_a_missing_value_look_different():
     marks = [t for t in ax.texts if t.get_text() == "n/a"]
     assert len(marks) == 1 and marks[0].get_position()[0] == 1 and marks[0].get_color() == MISSING_COLOUR
     assert [t.get_text() for t in ax.texts if t.get_text().startswith("n=")] == ["n=12"]
+    plt.close(fig)
+
+
+def test_a_horizontal_zero_bar_says_0_and_a_missing_value_says_n_a():
+    """A bar of length 0 cannot be seen: hbars writes "0" there; a missing value is "n/a", never a bar."""
+    fig, ax = plt.subplots()
+    hbars(ax, [0, 1, 2], [0.0, math.nan, 30.0], [0.0, None, 20.0], [4.0, None, 40.0], "#1f77b4", 0.8)
+    assert len(ax.patches) == 2 and _error_bars(ax) == 2
+    assert [(t.get_text(), t.get_position()[1]) for t in ax.texts] == [("n/a", 1), ("0", 0)]
     plt.close(fig)
 
 
@@ -111,16 +142,23 @@ def test_heatmap_has_a_colour_bar_n_per_cell_and_greys_sparse_cells(data):
 
 def test_transfer_figure_has_a_bar_per_model_and_image_type_and_the_paired_difference(data):
     fig = plots.build_transfer(data)
-    image_types = sorted({it for r in data.runs for it in r.scores.image_types})
-    ax = fig.axes[0]
-    assert len(ax.patches) == 2 * len(image_types) and _error_bars(ax) == 2 * len(image_types)
-    diffs = [t.get_text() for t in ax.texts if "[" in t.get_text()]
-    assert len(diffs) == len(image_types)  # looker - blind with its paired interval above each image type
-    assert "looker - blind" in ax.get_title()
+    bars, diff = fig.axes
+    drawn = [t.get_text().split("\n")[0] for t in bars.get_yticklabels()]
+    counts = [int(t.get_text().split("n=")[1]) for t in bars.get_yticklabels()]
+    assert drawn and all(n >= data.report.min_images_per_cell for n in counts)  # only image types with enough images
+    assert counts == sorted(counts, reverse=True)  # the most images first
+    assert len(bars.patches) + len([t for t in bars.texts if t.get_text() == "n/a"]) == 2 * len(drawn)
+    assert len(diff.lines[0].get_xydata()) == len(drawn)  # looker - blind with its paired interval per image type
+    assert "looker" in diff.get_xlabel() and "blind" in diff.get_xlabel()
+    left_out = len({it for r in data.runs for it in r.scores.image_types}) - len(drawn)
+    assert (f"{left_out} image types not drawn" in fig._suptitle.get_text()) == (left_out > 0)
     plt.close(fig)
+    unnamed = plots.build_transfer(dataclasses.replace(data, palette={}))  # models the palette does not know
+    assert len({_colour(p) for p in unnamed.axes[0].patches}) == 2  # still two colours, never one
+    plt.close(unnamed)
 
 
-BUILDERS = ("build_strict_vs_averaged", "build_per_image_type", "build_response_distribution", "build_transfer",
+BUILDERS = ("build_headline", "build_strict_vs_averaged", "build_per_image_type", "build_response_distribution", "build_transfer",
             "build_visual_reliance", "build_differences")
 
 

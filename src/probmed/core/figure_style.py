@@ -42,14 +42,34 @@ DPI = 100
 PAGE_WIDTH_PX = 1100  # the HTML page's content width (its CSS max-width)
 BODY_FONT_PX = 16  # the HTML page's body text size
 FIGURE_WIDTH_IN = PAGE_WIDTH_PX / DPI
+HEADLINE_WIDTH_IN = 6.6  # the first screen's chart: beside the findings, not the page's full width
 MIN_FONT_PT = BODY_FONT_PX * 72 / DPI  # 11.52 pt = 16 px at 100 dpi
 FONT_PT = 12.0
+# At most this many groups (image types, sources) on one axis: more labels than this cannot be read at 100%.
+# A figure draws those with the most images, says how many it left out, and the tables keep them all.
+MAX_AXIS_CATEGORIES = 15
+# DejaVu Sans ships with matplotlib and has every character the report draws (Greek, dashes, minus, arrows);
+# named first so a system font without them is never picked.
+FONT_FAMILY = ["DejaVu Sans"]
 RC: dict[str, Any] = {
+    "font.family": "sans-serif", "font.sans-serif": FONT_FAMILY,
     "font.size": FONT_PT, "axes.titlesize": FONT_PT + 1, "axes.labelsize": FONT_PT, "xtick.labelsize": FONT_PT,
     "ytick.labelsize": FONT_PT, "legend.fontsize": FONT_PT, "legend.title_fontsize": FONT_PT,
     "figure.titlesize": FONT_PT + 2, "figure.dpi": DPI, "savefig.dpi": DPI,
 }
 MISSING_COLOUR = "#9a9a9a"
+
+# The two accuracies every "with and without adversarial pairs" chart sets side by side (the paper's Figure 1),
+# told apart by colour alone: light for the easier measure, dark for the strict one.
+METRIC_COLOURS: dict[str, str] = {"averaged": "#56B4E9", "strict": "#0072B2"}
+METRIC_LABELS: dict[str, str] = {"averaged": "without adversarial pairs (averaged)", "strict": "with adversarial pairs"}
+# The bars a reader measures a model against: exact random and the audit's blind ceiling.
+REFERENCE_STYLES: dict[str, dict[str, Any]] = {
+    "random": {"color": "#4D4D4D", "linestyle": ":", "linewidth": 1.8, "label": "exact random"},
+    "ceiling": {"color": "#D55E00", "linestyle": "--", "linewidth": 1.8, "label": "blind ceiling (audit)"},
+}
+# Series that are not models (comparisons, image controls): each its own colour, in this order.
+SERIES_COLOURS: tuple[str, ...] = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#D55E00", "#56B4E9", "#4D4D4D")
 
 
 def report_style() -> Any:
@@ -96,12 +116,12 @@ def _finite(value: Any) -> bool:
 
 def bars(ax, x: Sequence[float], values: Sequence[float], low: Sequence[float | None] | None,
          high: Sequence[float | None] | None, counts: Sequence[int | None] | None, colour: str, width: float,
-         label: str | None = None, hatch: str | None = None, alpha: float = 1.0, n_prefix: str = "n=") -> None:
+         label: str | None = None, n_prefix: str = "n=") -> None:
     """Bars with error bars (percentile interval) and the n behind each; NaN values are drawn as "n/a"."""
     xs = np.asarray(x, dtype=float)
     vals = np.array([v if _finite(v) else np.nan for v in values], dtype=float)
     have = ~np.isnan(vals)
-    ax.bar(xs[have], vals[have], width, color=colour, alpha=alpha, hatch=hatch, edgecolor=colour, linewidth=1.0,
+    ax.bar(xs[have], vals[have], width, color=colour, edgecolor=colour, linewidth=1.0,
            label=label)
     lo = np.array([lo if _finite(lo) else np.nan for lo in (low if low is not None else [None] * len(xs))], float)
     hi = np.array([h if _finite(h) else np.nan for h in (high if high is not None else [None] * len(xs))], float)
@@ -122,3 +142,34 @@ def bars(ax, x: Sequence[float], values: Sequence[float], low: Sequence[float | 
         y = (np.nanmin([vals[j], lo[j]]) if below else span[j])
         ax.text(xs[j], y, f"{n_prefix}{int(count)}", ha="center", va="top" if below else "bottom", fontsize=FONT_PT,
                 rotation=90, color="#333333")
+
+
+def hbars(ax, y: Sequence[float], values: Sequence[float], low: Sequence[float | None], high: Sequence[float | None],
+          colour: str, height: float, label: str | None = None) -> None:
+    """Horizontal bars with their percentile intervals (long labels stay horizontal on the y axis); a missing
+    value is an "n/a" mark at 0, never a bar of length 0."""
+    ys = np.asarray(y, dtype=float)
+    vals = np.array([v if _finite(v) else np.nan for v in values], dtype=float)
+    have = ~np.isnan(vals)
+    ax.barh(ys[have], vals[have], height, color=colour, edgecolor=colour, linewidth=1.0, label=label)
+    lo = np.array([v if _finite(v) else np.nan for v in low], float)
+    hi = np.array([v if _finite(v) else np.nan for v in high], float)
+    err = have & ~np.isnan(lo) & ~np.isnan(hi)
+    if err.any():
+        xerr = np.vstack([np.maximum(vals[err] - lo[err], 0), np.maximum(hi[err] - vals[err], 0)])
+        ax.errorbar(vals[err], ys[err], xerr=xerr, fmt="none", ecolor="black", elinewidth=0.8, capsize=2)
+    for i in np.flatnonzero(~have):
+        ax.text(0.5, ys[i], "n/a", ha="left", va="center", fontsize=FONT_PT, color=MISSING_COLOUR)
+    for i in np.flatnonzero(have & (vals == 0)):  # a true 0 has no length to see: say it
+        ax.text(0.5, ys[i], "0", ha="left", va="center", fontsize=FONT_PT, color="#333333")
+
+
+def legend_below(fig: Any, ncols: int = 2, order: Sequence[str] = ()) -> None:
+    """One legend for the whole figure, below its panels (never on the data), each entry once, the labels in
+    `order` first in that order."""
+    entries: dict[str, Any] = {}
+    for ax in fig.axes:
+        for handle, label in zip(*ax.get_legend_handles_labels()):
+            entries.setdefault(label, handle)
+    ranked = sorted(entries, key=lambda k: list(order).index(k) if k in order else len(order))
+    fig.legend([entries[k] for k in ranked], ranked, loc="outside lower center", ncols=max(1, ncols), frameon=False)

@@ -634,7 +634,8 @@ class Report(Section):
     model_comparisons: list[ModelPair] = default([["tiny", "blind"], ["finetune-adapted", "finetune-base"]])
     """Model A - model B (vanilla) with a paired bootstrap interval, wherever both ran."""
     min_images_per_cell: NonNegativeInt = 5
-    """Heatmap cells with fewer images are greyed out (their n still shown)."""
+    """Heatmap cells with fewer images are greyed out (their n still shown); the transfer figure leaves out
+    image types with fewer images."""
     min_units: NonNegativeInt = 10
     """A table number resting on fewer scoring units (pairs, images or questions) is shown as "— (n=...)", not as a number."""
     blind_model: str = "blind"

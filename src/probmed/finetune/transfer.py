@@ -195,38 +195,42 @@ def to_markdown(table: pd.DataFrame) -> str:
 def plot_transfer(table: pd.DataFrame, path: Path, categories: list[str], title: str,
                   palette: Mapping[str, str] | None = None) -> Path:
     """Figure 5 style: per category, accuracy with adversarial pairs per group, base vs adapted, with each
-    model's bootstrap interval, the images behind each bar and the paired difference above the pair."""
+    model's bootstrap interval and the images behind each group, and beside it the paired difference; at most
+    MAX_AXIS_CATEGORIES groups a category (those with the most images; transfer.csv keeps them all)."""
     import matplotlib.pyplot as plt
 
-    from probmed.core.figure_style import colour
-    from probmed.core.markdown import difference_cell
-    from probmed.finetune.transfer_figure import STUDY_LAYOUT, TransferPanel, TransferSeries, draw_transfer
+    from probmed.core.figure_style import DPI, MAX_AXIS_CATEGORIES, colour, model_colours, n_label, report_style
+    from probmed.finetune.transfer_figure import Difference, TransferPanel, TransferSeries, draw_transfer
 
     cats = [c for c in categories if c in set(table["category"])]
     if not cats:
         raise ConfigError(f"finetune.transfer.plot_categories {categories}: none present in the transfer table")
-    palette = dict(palette or {})
-    panels = []
+    palette = {**model_colours(MODELS), **(palette or {})}  # base and adapted never share a colour
+    panels, left_out = [], 0
     for cat in cats:
-        part = table[table["category"] == cat]
-        n = [int(v) for v in part["n_images"]]
+        part = table[table["category"] == cat].sort_values("n_images", ascending=False, kind="stable")
+        left_out += max(0, len(part) - MAX_AXIS_CATEGORIES)
+        part = part.head(MAX_AXIS_CATEGORIES)
         series = [TransferSeries(f"{prefix} ({model})", colour(palette, model),
                                  part[f"{prefix}_accuracy_adv_pairs"].astype(float).to_numpy(),
-                                 part[f"{prefix}_ci95_low"].to_numpy(), part[f"{prefix}_ci95_high"].to_numpy(), n)
+                                 part[f"{prefix}_ci95_low"].to_numpy(), part[f"{prefix}_ci95_high"].to_numpy())
                   for model, prefix in ((MODELS[0], "base"), (MODELS[1], "adapted"))]
-        differences = [difference_cell(r.delta_accuracy_adv_pairs, r.delta_ci95_low, r.delta_ci95_high, 0)
+        differences = [Difference(float(r.delta_accuracy_adv_pairs), float(r.delta_ci95_low), float(r.delta_ci95_high))
                        for r in part.itertuples()]
-        labels = [f"{r.source}\n{r.image_type}{' (domain)' if r.comparison.startswith('in-domain') else ''}"
-                  for r in part.itertuples()]
+        labels = [n_label(f"{r.source}: {r.image_type}{' (domain)' if r.comparison.startswith('in-domain') else ''}",
+                          int(r.n_images)) for r in part.itertuples()]
         panels.append(TransferPanel(cat, labels, series, differences))
-    fig = draw_transfer(panels, "accuracy with adversarial pairs (%)\n(abnormality: single questions)", STUDY_LAYOUT,
-                        suptitle=title + "\nbars: 95% bootstrap interval, n = images; above: adapted - base "
-                        "[paired 95% interval]")
-    try:
-        with atomic_path(path) as tmp:
-            fig.savefig(tmp, format="png", dpi=120)
-    finally:
-        plt.close(fig)
+    with report_style():
+        fig = draw_transfer(panels, "accuracy with adversarial pairs (%; abnormality: single questions)",
+                            "adapted − base (points)",
+                            suptitle=title + "\n95% bootstrap intervals; n = images; right: paired difference"
+                            + (f"\n{left_out} (category, group) rows with the fewest images not drawn: see transfer.csv"
+                               if left_out else ""))
+        try:
+            with atomic_path(path) as tmp:
+                fig.savefig(tmp, format="png", dpi=DPI)
+        finally:
+            plt.close(fig)
     return path
 
 

@@ -1,20 +1,21 @@
 """The transfer figure (paper Figure 5), drawn once for the transfer study and for the report.
 
-Both show, per panel, each model's accuracy with adversarial pairs with its
-bootstrap interval and the images behind each bar (probmed.core.figure_style),
-and above each pair of bars the paired difference. They differ in what a panel
-holds and how dense it is: the report draws one category across image types
-(:data:`REPORT_LAYOUT`), the transfer study every category across its
-(source, image type) groups (:data:`STUDY_LAYOUT`). Callers build the
-:class:`TransferPanel`s from their own data; this module only draws. It imports
-nothing from probmed.reporting, so fine-tuning can draw it and the report can
-import it from below.
+Per panel (a category), one row per group (an image type, or a source and image
+type): each model's accuracy with adversarial pairs as a horizontal bar with its
+bootstrap interval, and beside it, on its own axis, the paired difference with
+its interval and a line at 0. Rows and labels are horizontal, so every label
+stays readable however many groups there are, and nothing is written above the
+bars where it could collide with a title. Callers build the
+:class:`TransferPanel`s from their own data (the group labels carry the images
+behind them); this module only draws. It imports nothing from
+probmed.reporting, so fine-tuning can draw it and the report can import it from
+below.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any, Mapping, Sequence
+from typing import Sequence
 
 import matplotlib
 
@@ -22,89 +23,85 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 
-from probmed.core.figure_style import bars  # noqa: E402
+from probmed.core.figure_style import FIGURE_WIDTH_IN, hbars  # noqa: E402
+
+ROW_IN = 0.55  # inches per group row: two bars and a two-line label
 
 
 @dataclass(frozen=True)
 class TransferSeries:
-    """One model's bars across a panel's ticks."""
+    """One model's bars across a panel's groups."""
 
     label: str
     colour: str
     values: Sequence[float]
     low: Sequence[float | None]
     high: Sequence[float | None]
-    n: Sequence[int | None]  # images behind each bar
+
+
+@dataclass(frozen=True)
+class Difference:
+    """The paired difference of one group (second model minus first, points) and its 95% interval."""
+
+    diff: float
+    low: float
+    high: float
 
 
 @dataclass(frozen=True)
 class TransferPanel:
-    """One axis: its title, the tick labels, each model's bars and the paired difference above each tick."""
+    """One category: its title, the group labels, each model's bars and each group's paired difference."""
 
     title: str
     ticks: Sequence[str]
     series: Sequence[TransferSeries]
-    differences: Sequence[str | None]  # text above each tick; None: nothing there
+    differences: Sequence[Difference | None]
 
 
-@dataclass(frozen=True)
-class TransferLayout:
-    """How dense a transfer figure is: its width and the style of ticks, differences and titles."""
-
-    width_base: float  # inches: base + per_panel * panels + per_tick * ticks of the widest panel
-    width_per_panel: float
-    width_per_tick: float
-    tick_style: Mapping[str, Any]
-    difference_y: float
-    difference_style: Mapping[str, Any]
-    title_style: Mapping[str, Any]
-    legend_fontsize: float
-    tight: bool  # fig.tight_layout() (a figure saved without bbox_inches="tight")
-    sharey: bool = False
-
-
-REPORT_LAYOUT = TransferLayout(  # the report's page: text no smaller than its body (probmed.core.figure_style)
-    width_base=2, width_per_panel=0, width_per_tick=1.3, tick_style={"rotation": 30, "ha": "right"},
-    difference_y=103, difference_style={"fontsize": 12, "rotation": 90, "va": "bottom"},
-    title_style={"fontsize": 13, "pad": 70}, legend_fontsize=12, tight=False,
-)
-STUDY_LAYOUT = TransferLayout(
-    width_base=1, width_per_panel=3.4, width_per_tick=0, tick_style={"rotation": 60, "ha": "right", "fontsize": 7},
-    difference_y=104, difference_style={"fontsize": 5.5, "rotation": 90}, title_style={"pad": 38}, legend_fontsize=7,
-    tight=True, sharey=True,
-)
-
-
-def draw_transfer(panels: Sequence[TransferPanel], ylabel: str, layout: TransferLayout,
+def draw_transfer(panels: Sequence[TransferPanel], xlabel: str, difference_label: str,
                   suptitle: str | None = None) -> plt.Figure:
-    """The figure: one axis per panel, models side by side at each tick, the difference above each tick."""
-    widest = max(len(p.ticks) for p in panels)
-    width = layout.width_base + layout.width_per_panel * len(panels) + layout.width_per_tick * widest
-    if len(panels) == 1 and not layout.sharey:
-        fig, ax = plt.subplots(figsize=(width, 4.6))
-        axes = [ax]
-    else:
-        fig, grid = plt.subplots(1, len(panels), figsize=(width, 4.6), squeeze=False, sharey=layout.sharey)
-        axes = list(grid[0])
-    for ax, panel in zip(axes, panels):
-        _draw_panel(ax, panel, layout)
-    axes[0].set_ylabel(ylabel)
-    axes[-1].legend(fontsize=layout.legend_fontsize, loc="upper right")
+    """The figure: per panel a row of two axes, the models' bars and the paired differences, groups shared."""
+    heights = [0.9 + ROW_IN * len(p.ticks) for p in panels]
+    fig, axes = plt.subplots(len(panels), 2, figsize=(FIGURE_WIDTH_IN, sum(heights) + 1.6), squeeze=False,
+                             layout="constrained", gridspec_kw={"height_ratios": heights, "width_ratios": [3, 1.5]})
+    for (bars_ax, diff_ax), panel in zip(axes, panels):
+        _draw_bars(bars_ax, panel)
+        _draw_differences(diff_ax, panel)
+    axes[-1, 0].set_xlabel(xlabel)
+    axes[-1, 1].set_xlabel(difference_label)
+    handles, labels = axes[0, 0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=max(1, len(labels)), frameon=False)
     if suptitle is not None:
-        fig.suptitle(suptitle, fontsize=9)
-    if layout.tight:
-        fig.tight_layout()
+        fig.suptitle(suptitle)
     return fig
 
 
-def _draw_panel(ax: Any, panel: TransferPanel, layout: TransferLayout) -> None:
-    x = np.arange(len(panel.ticks))
-    width = 0.8 / len(panel.series)
+def _draw_bars(ax: plt.Axes, panel: TransferPanel) -> None:
+    y = np.arange(len(panel.ticks))
+    height = 0.8 / max(1, len(panel.series))
     for k, s in enumerate(panel.series):
-        bars(ax, (x - 0.4 + width * (k + 0.5)).tolist(), s.values, s.low, s.high, s.n, s.colour, width, label=s.label)
-    for xi, text in zip(x, panel.differences):
-        if text is not None:
-            ax.annotate(text, (xi, layout.difference_y), ha="center", annotation_clip=False, **layout.difference_style)
-    ax.set_xticks(x, panel.ticks, **layout.tick_style)
-    ax.set_ylim(0, 100)
-    ax.set_title(panel.title, **layout.title_style)
+        hbars(ax, (y - 0.4 + height * (k + 0.5)).tolist(), s.values, s.low, s.high, s.colour, height * 0.95,
+              label=s.label)
+    ax.set_yticks(y, panel.ticks)
+    ax.set_ylim(len(panel.ticks) - 0.5, -0.5)  # the first group on top
+    ax.set_xlim(0, 100)
+    ax.set_title(panel.title, loc="left")
+
+
+def _draw_differences(ax: plt.Axes, panel: TransferPanel) -> None:
+    y = np.arange(len(panel.ticks))
+    have = [(i, d) for i, d in enumerate(panel.differences) if d is not None and not np.isnan(d.diff)]
+    if have:
+        rows = np.array([i for i, _ in have], dtype=float)
+        diff = np.array([d.diff for _, d in have])
+        low = np.array([d.low for _, d in have])
+        high = np.array([d.high for _, d in have])
+        xerr = np.vstack([np.nan_to_num(diff - low), np.nan_to_num(high - diff)])
+        ax.errorbar(diff, rows, xerr=np.maximum(xerr, 0), fmt="o", color="black", elinewidth=1.2, capsize=3)
+        span = np.nanmax(np.abs(np.concatenate([low, high, diff])))
+        span = float(span) if np.isfinite(span) and span > 0 else 1.0
+        ax.set_xlim(-1.1 * span, 1.1 * span)
+    ax.axvline(0, color="#4D4D4D", linewidth=0.8)
+    ax.set_yticks(y, [""] * len(y))
+    ax.set_ylim(len(panel.ticks) - 0.5, -0.5)
+    ax.set_title("paired difference", loc="left")

@@ -1,10 +1,10 @@
 """Figures of differences: visual reliance and setting / model differences, each bar with its paired interval.
 
 Builders return a matplotlib Figure (tests count its bars) or None when the
-runs have nothing to compare; probmed.reporting.plots saves them. Bars keep the
-model's colour (probmed.core.figure_style); the second setting or control of a
-model is hatched. Every bar carries the paired 95% bootstrap interval and the
-number of images behind it.
+runs have nothing to compare; probmed.reporting.plots saves them. Each series (a
+control, a comparison) has its own colour (figure_style.SERIES_COLOURS), never a
+hatch in one colour; the legend sits below the axes. Every bar carries the paired
+95% bootstrap interval and the number of images behind it.
 """
 
 from __future__ import annotations
@@ -18,12 +18,10 @@ import matplotlib.pyplot as plt  # noqa: E402
 import numpy as np  # noqa: E402
 import pandas as pd  # noqa: E402
 
-from probmed.core.figure_style import FIGURE_WIDTH_IN, bars, colour, n_label  # noqa: E402
+from probmed.core.figure_style import FIGURE_WIDTH_IN, SERIES_COLOURS, bars, legend_below, n_label  # noqa: E402
 from probmed.core.settings import IMAGE_CONTROLS, PROMPT_ABLATIONS  # noqa: E402
 from probmed.reporting.comparisons import Comparisons  # noqa: E402
 from probmed.scoring.compare import OVERALL  # noqa: E402
-
-HATCHES = (None, "///", "...", "xx")
 
 
 def _categories(frame: pd.DataFrame) -> list[str]:
@@ -44,13 +42,13 @@ def _category_labels(frame: pd.DataFrame, cats: list[str], flags: Mapping[str, b
     return labels
 
 
-def reliance_figure(comp: Comparisons, question_set: str, palette: Mapping[str, str]) -> plt.Figure | None:
+def reliance_figure(comp: Comparisons, question_set: str) -> plt.Figure | None:
     """Per model (one panel a row): accuracy with the real image minus with each control, per category."""
     strict = comp.reliance[comp.reliance["metric"] == "strict"]
     models = list(dict.fromkeys(strict["model"]))
     if not models:
         return None
-    fig, axes = plt.subplots(len(models), 1, figsize=(FIGURE_WIDTH_IN, 1.5 + 4.2 * len(models)), squeeze=False,
+    fig, axes = plt.subplots(len(models), 1, figsize=(FIGURE_WIDTH_IN, 1.5 + 4.6 * len(models)), squeeze=False,
                              layout="constrained")
     for ax, model in zip(axes[:, 0], models):
         part = strict[strict["model"] == model]
@@ -61,20 +59,20 @@ def reliance_figure(comp: Comparisons, question_set: str, palette: Mapping[str, 
         for k, control in enumerate(controls):
             rows = part[part["control"] == control].set_index("category").reindex(cats)
             bars(ax, (x - 0.4 + width * (k + 0.5)).tolist(), rows["drop"].to_numpy(float), rows["ci_low"].to_numpy(),
-                 rows["ci_high"].to_numpy(), None, colour(palette, model), width, label=f"real - {control}",
-                 hatch=HATCHES[k % len(HATCHES)], alpha=0.9)
+                 rows["ci_high"].to_numpy(), None, SERIES_COLOURS[IMAGE_CONTROLS.index(control)], width,
+                 label=f"real − {control}")  # a control keeps its colour in every model's panel
         ax.axhline(0, color="black", linewidth=0.8)
         flags = {c: comp.without_looking.get((question_set, model, c)) for c in cats}
         ax.set_xticks(x, _category_labels(part, cats, flags))
         ax.set_title(model)
         ax.set_ylabel("drop (points)")
-        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)  # beside the data, never on it
+    legend_below(fig, len(IMAGE_CONTROLS))
     fig.suptitle(f"{question_set}: visual reliance, accuracy with adversarial pairs with the real image minus with "
                  "a control\n(95% paired bootstrap interval; n = images)")
     return fig
 
 
-def differences_figure(comp: Comparisons, question_set: str, palette: Mapping[str, str]) -> plt.Figure | None:
+def differences_figure(comp: Comparisons, question_set: str) -> plt.Figure | None:
     """Setting differences (cot / described - vanilla) and model differences, per category, paired intervals."""
     frame = comp.differences[(comp.differences["metric"] == "strict") & (comp.differences["image_type"] == "all")]
     frame = frame[(frame["kind"] == "model") | frame["a"].isin(PROMPT_ABLATIONS)]
@@ -84,20 +82,16 @@ def differences_figure(comp: Comparisons, question_set: str, palette: Mapping[st
     cats = _categories(frame)
     x = np.arange(len(cats))
     width = 0.8 / len(series)
-    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 5.5), layout="constrained")
-    hatch_of: dict[str, int] = {}
+    fig, ax = plt.subplots(figsize=(FIGURE_WIDTH_IN, 6.0 + 0.3 * len(series)), layout="constrained")
     for k, (kind, model, a, b) in enumerate(series):
         rows = frame[(frame["model"] == model) & (frame["a"] == a) & (frame["b"] == b)].set_index("category")
         rows = rows.reindex(cats)
-        who = model if kind == "setting" else a  # a model difference takes the colour of its first model
-        hatch = HATCHES[hatch_of.setdefault(who, 0) % len(HATCHES)]
-        hatch_of[who] += 1
-        label = f"{model}: {a} - {b}" if kind == "setting" else model
+        label = f"{model}: {a} − {b}" if kind == "setting" else f"{a} − {b}"
         bars(ax, (x - 0.4 + width * (k + 0.5)).tolist(), rows["diff"].to_numpy(float), rows["ci_low"].to_numpy(),
-             rows["ci_high"].to_numpy(), None, colour(palette, who), width, label=label, hatch=hatch, alpha=0.9)
+             rows["ci_high"].to_numpy(), None, SERIES_COLOURS[k % len(SERIES_COLOURS)], width, label=label)
     ax.axhline(0, color="black", linewidth=0.8)
     ax.set_xticks(x, _category_labels(frame, cats))
     ax.set_ylabel("Δ accuracy with adversarial pairs\n(points)")
-    ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), frameon=False)
+    legend_below(fig, 2)
     ax.set_title(f"{question_set}: differences between settings and models\n(95% paired bootstrap interval; n = images)")
     return fig

@@ -40,15 +40,21 @@ def scoring_units(section: Any, category: str, image_type: str | None = None) ->
     return section.value(category, "n_units" if category in PAIRED_CATEGORIES else "n_questions", image_type)
 
 
-def ceiling_by_category(audit: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """{category: {cross_fitted, type_keyed, random, units}} of an audit's blind ceiling (empty when absent).
+PAIR_UNIT = "pair"  # the audit's within-image pair: the unit of the report's accuracy with adversarial pairs
 
-    Reads ``audit["blind_ceiling"]["by_category"]`` (probmed.benchmark.audit.blind_ceiling's shape); an audit that
-    gives it per scoring unit (``blind_ceiling: {unit: {...}}``) is read for the paper's unit, adversarial pairs."""
+
+def ceiling_by_category(audit: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
+    """{category: {cross_fitted, type_keyed, random, units, ...}} of an audit's blind ceiling (empty when absent).
+
+    The one place the report reads the blind ceiling (summary, distinguishability and ceiling tables all come
+    through here). ``audit["blind_ceiling"]`` is per scoring unit (``{gate_unit, pair: {by_category, ...},
+    contrast: ...}``, probmed.benchmark.audit.blind_ceiling.blind_ceilings); the report's accuracy is on
+    within-image pairs, so the ``pair`` unit is read. An older audit with one unit (``by_category`` directly
+    under ``blind_ceiling``) is read as it is."""
     ceiling = (audit or {}).get("blind_ceiling") or {}
     if "by_category" not in ceiling:
-        ceiling = next((ceiling[k] for k in ("accuracy_adv_pairs", "adv_pairs") if isinstance(ceiling.get(k), dict)), {})
-    return dict(ceiling.get("by_category") or {})
+        ceiling = ceiling.get(PAIR_UNIT) or {}
+    return {cat: dict(entry) for cat, entry in (ceiling.get("by_category") or {}).items()}
 
 
 def verdict(low: float | None, high: float | None, bar: float | None) -> str:

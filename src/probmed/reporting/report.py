@@ -15,9 +15,10 @@ Markdown and CSV with one row per (model, setting):
 - Responses: refusals and unparsed answers, questions that failed after every
   retry and missing predictions, per run;
 
-plus the PNG figures of the figure table (probmed.reporting.figures), ``per_category.csv`` for
-``dvc plots``, a compact ``metrics.json`` for ``dvc metrics show`` and
-``index.html`` that references only files written here.
+plus the summary of every model x category (probmed.reporting.summary), the PNG figures of the
+figure table (probmed.reporting.figures), ``per_category.csv`` for ``dvc plots``, a compact
+``metrics.json`` for ``dvc metrics show`` and ``index.html`` (probmed.reporting.page: the summary, the
+chart and the findings on its first screen) that references only files written here.
 
 Accuracies are percentages as the scorer writes them. Each table uses one
 definition of "overall" and names it in its header (probmed.reporting.overall):
@@ -41,14 +42,14 @@ from typing import Any, Iterable, Mapping, Sequence
 
 import pandas as pd
 
-from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
+from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES
 from probmed.core.errors import ReportError
-from probmed.core.figure_style import BODY_FONT_PX, PAGE_WIDTH_PX
 from probmed.core.markdown import is_missing, markdown_table, number_cell
 from probmed.core.params_schema import Report
 from probmed.core.settings import SETTING_NAMES
 from probmed.infra.io import remove_stale_temps, write_json_atomic, write_text_atomic
 from probmed.infra.tables import read_parquet
+from probmed.reporting import page
 from probmed.reporting.comparisons import (
     Comparisons,
     compare_runs,
@@ -57,16 +58,16 @@ from probmed.reporting.comparisons import (
     warnings,
 )
 from probmed.reporting.distinguish import ceiling_by_category, distinguishability_table, scoring_units
-from probmed.reporting.figures import DrawnFigure, draw_all
+from probmed.reporting.figures import DrawnFigure, draw_all, file_stem
 from probmed.reporting.overall import (
     AVERAGED_POOLED_HEADER,
     DEFINITIONS,
-    EXPLANATION,
     PAPER_WEIGHTED,
     POOLED,
     overall_metrics,
 )
 from probmed.reporting.runs import Run
+from probmed.reporting.summary import ceiling_values, findings, headline_runs, summary_table
 from probmed.scoring.compare import Bootstrap
 from probmed.scoring.score_report import ScoreReport, ScoreSection, number
 from probmed.scoring.tables import response_values
@@ -417,6 +418,15 @@ def paper_tables(runs: list[Run], question_frames: Mapping[str, pd.DataFrame],
     return tables
 
 
+def compared_pairs(report: Report) -> list[tuple[str, str]]:
+    """The model pairs to difference: report.model_comparisons, and the transfer models (second minus first),
+    whose per-image-type differences Figure 5 and the first screen's transfer line show."""
+    pairs = [(str(a), str(b)) for a, b in report.model_comparisons]
+    if len(report.transfer_models) >= 2:
+        pairs.append((report.transfer_models[1], report.transfer_models[0]))
+    return list(dict.fromkeys(pairs))
+
+
 def main_sets_first(runs: list[Run], question_sets: Sequence[str]) -> list[Run]:
     """The runs with the question sets of params ``datasets.question_sets`` first, in their order (the main
     benchmark opens the page), then any other set (e.g. the fine-tuning study's) by name."""
@@ -424,16 +434,22 @@ def main_sets_first(runs: list[Run], question_sets: Sequence[str]) -> list[Run]:
     return sorted(runs, key=lambda r: (rank.get(r.question_set, len(rank)), r.question_set))
 
 
-def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, str | Path], report: Report,
-                       boot: Bootstrap) -> dict[str, tuple[str, pd.DataFrame]]:
+def audit_ceilings(audits: Mapping[str, str | Path], question_sets: Iterable[str]) -> dict[str, dict[str, Any]]:
+    """Evaluated question set -> its audit's blind ceiling per category (distinguish.ceiling_by_category: the one
+    reader of the audit's ceiling, so a new estimator is wired in there)."""
+    sets = list(question_sets)
+    return {audited_set(name, sets): ceiling_by_category(read_audit(Path(directory)))
+            for name, directory in audits.items()}
+
+
+def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, str | Path],
+                       ceilings: Mapping[str, Mapping[str, Any]], report: Report, boot: Bootstrap
+                       ) -> dict[str, tuple[str, pd.DataFrame]]:
     """The blind ceiling of each audit beside random, and per model and category whether it is distinguishable
-    from random, from the blind ceiling and from the blind baseline run."""
-    sets = [r.question_set for r in runs]
-    ceilings, tables = {}, {}
+    from random, from the blind ceiling and from the blind baseline run (``ceilings``: :func:`audit_ceilings`)."""
+    tables = {}
     for name, directory in audits.items():
-        audit = read_audit(Path(directory))
-        ceilings[audited_set(name, sets)] = ceiling_by_category(audit)
-        frame = ceiling_table(name, audit)
+        frame = ceiling_table(name, read_audit(Path(directory)))
         if not frame.empty:
             tables[f"blind_ceiling_{slug(name)}"] = (
                 f"Blind ceiling ({name}): the strict accuracy a model that never sees the image reaches with a fixed "
@@ -488,10 +504,12 @@ def build_report(
     (out / "tables").mkdir(parents=True, exist_ok=True)
     (out / "plots").mkdir(parents=True, exist_ok=True)
     question_frames = {name: read_parquet(path, "question table") for name, path in (questions or {}).items()}
-    comp = compare_runs(runs, bootstrap or Bootstrap(), report.model_comparisons)
+    comp = compare_runs(runs, bootstrap or Bootstrap(), compared_pairs(report))
+    ceilings = audit_ceilings(audits or {}, [r.question_set for r in runs])
+    summary = summary_table(runs, comp, ceilings, report)
 
     tables = paper_tables(runs, question_frames, full_questions)
-    tables.update(distinguish_tables(runs, comp, audits or {}, report, bootstrap or Bootstrap()))
+    tables.update(distinguish_tables(runs, comp, audits or {}, ceilings, report, bootstrap or Bootstrap()))
     tables.update(comparison_tables(comp))
     files: dict[str, list[str]] = {"tables": [], "plots": [], "data": []}
     for name, directory in (audits or {}).items():
@@ -501,16 +519,20 @@ def build_report(
         files["data"].append(f"audit/{slug(name)}.md")
     tables = {name: (caption, counts_as_integers(frame)) for name, (caption, frame) in tables.items()}
     shown = {name: (caption, with_counts(frame, report.min_units)) for name, (caption, frame) in tables.items()}
-    for name, (_, frame) in tables.items():
+    for name, (_, frame) in [("summary", (None, summary)), *tables.items()]:
         write_text_atomic(frame.to_csv(index=False), out / "tables" / f"{name}.csv")
-        write_text_atomic(to_markdown(shown[name][1]), out / "tables" / f"{name}.md")
+        write_text_atomic(to_markdown(shown[name][1] if name in shown else frame), out / "tables" / f"{name}.md")
         files["tables"] += [f"tables/{name}.csv", f"tables/{name}.md"]
     files["data"] += write_data(runs, comp, out)
 
-    figures = draw_all(runs, question_frames, out / "plots", report, comparisons=comp, palette=palette)
+    figure_ceilings = {qset: ceiling_values(group[0], ceilings.get(qset) or {})
+                       for qset in dict.fromkeys(r.question_set for r in runs)
+                       if (group := headline_runs(runs, qset, report))}
+    figures = draw_all(runs, question_frames, out / "plots", report, comparisons=comp, palette=palette,
+                       ceilings=figure_ceilings)
     files["plots"] = [f"plots/{f.path.name}" for f in figures]
 
-    page = render_html(report.title, runs, shown, files, warnings(comp), figures)
+    page = render_html(report, runs, summary, shown, files, warnings(comp), figures, comp)
     write_text_atomic(page, out / "index.html")
     manifest = {"runs": [f"{r.question_set}/{r.model}/{r.setting}" for r in runs], "files": files}
     missing = [f for group in files.values() for f in group if not (out / f).is_file()]
@@ -562,47 +584,42 @@ def summary_metrics(runs: Iterable[Run], comp: Comparisons | None = None) -> dic
     return out
 
 
-def render_html(
-    title: str, runs: list[Run], tables: Mapping[str, tuple[str, pd.DataFrame]], files: Mapping[str, list[str]],
-    notes: Sequence[str] = (), figures: Sequence[DrawnFigure] = (),
-) -> str:
-    """One static page: warnings, run list, every figure with its caption, every table, links to CSV/Markdown.
-
-    The page's width and body text match the figures' (probmed.core.figure_style), so a figure shown at
-    100% has text no smaller than the page's."""
+def render_html(report: Report, runs: list[Run], summary: pd.DataFrame, tables: Mapping[str, tuple[str, pd.DataFrame]],
+                files: Mapping[str, list[str]], notes: Sequence[str] = (), figures: Sequence[DrawnFigure] = (),
+                comp: Comparisons | None = None) -> str:
+    """One static page (probmed.reporting.page): the main question set's summary, the chart after Figure 1 and
+    the findings on the first screen; then contents, warnings, the headline tables, the figures, the long tables
+    (collapsed) and links to every file written."""
     esc = html.escape
-    captions = {f"plots/{f.path.name}": f.caption for f in figures}
-    parts = [
-        "<!doctype html>",
-        f"<html><head><meta charset='utf-8'><title>{esc(title)}</title>",
-        f"<style>body{{font-family:sans-serif;font-size:{BODY_FONT_PX}px;margin:2em auto;padding:0 1em;"
-        f"max-width:{PAGE_WIDTH_PX}px}}"
-        "table{border-collapse:collapse;margin:1em 0;font-size:85%;display:block;overflow-x:auto}"
-        "td,th{border:1px solid #ccc;padding:3px 5px}"
-        ".warn{background:#fff4e5;border:1px solid #f0b35a;padding:.5em 1em}"
-        "figure{margin:1.5em 0}figcaption{margin-top:.3em}img{max-width:100%;height:auto}</style></head><body>",
-        f"<h1>{esc(title)}</h1>",
-        "<p>Accuracies in percent. <b>Accuracy with adversarial pairs</b>: a pair counts only when both"
-        f" answers are right ({' and '.join(PER_IMAGE_CATEGORIES)} all-or-nothing per image). <b>Averaged accuracy</b>:"
-        " mean correctness over the questions of the pairs. A dash means not available, never zero; a number"
-        " resting on too few scoring units is shown as its n alone, e.g. “— (n=3)”. Every difference carries a"
-        " paired bootstrap 95% interval over the same images; n is the number of images in figures and of scoring"
-        " units in tables.</p>",
-        f"<p>{EXPLANATION}</p>",
-        *([f"<div class='warn'><h2>Warnings</h2><ul>{''.join(f'<li>{esc(n)}</li>' for n in notes)}</ul></div>"]
-          if notes else []),
-        "<h2>Runs</h2><ul>",
-        *[f"<li>{esc(r.question_set)} / {esc(r.model)} / {esc(r.setting)}</li>" for r in runs],
-        "</ul><h2>Figures</h2>",
-        *[f"<figure><img src='{esc(p)}' alt='{esc(captions.get(p, p))}'><figcaption>{esc(captions.get(p, p))} "
-          f"<a href='{esc(p)}'>PNG</a></figcaption></figure>" for p in files["plots"]],
-        "<h2>Tables</h2>",
-    ]
-    for name, (caption, frame) in tables.items():
-        parts.append(f"<h3>{esc(caption)}</h3>")
-        parts.append(to_html_table(frame))
-        parts.append(f"<p><a href='tables/{esc(name)}.csv'>CSV</a> · <a href='tables/{esc(name)}.md'>Markdown</a></p>")
-    parts.append("<h2>Data</h2><ul>")
-    parts += [f"<li><a href='{esc(p)}'>{esc(p)}</a></li>" for p in files["data"]]
-    parts.append("</ul></body></html>")
-    return "\n".join(parts) + "\n"
+    main = runs[0].question_set
+    main_summary = summary[summary["question_set"] == main]
+    headline = next((f for f in figures if f.path.name == f"headline_{file_stem(main)}.png"), None)
+    found = findings(summary, comp or Comparisons(), main, report)
+    lead = page.lead_html(main_summary, _count(runs[0], "n_images"), _count(runs[0], "n_questions"))
+    first = page.first_screen(report.title, lead, page.summary_html(main_summary, report.min_units), headline, found,
+                              len(notes))
+    sections = []
+    if notes:
+        sections.append(page.Section("warnings", "Warnings", "<div class='warn'><ul>"
+                                     + "".join(f"<li>{esc(n)}</li>" for n in notes) + "</ul></div>"))
+    sections.append(page.reading_section())
+    others = [q for q in dict.fromkeys(summary["question_set"]) if q != main]
+    if others:
+        sections.append(page.Section("other-summaries", "Summary of the other question sets", "".join(
+            f"<h3>{esc(q)}</h3>" + page.summary_html(summary[summary["question_set"] == q], report.min_units)
+            for q in others)))
+    grouped = page.table_sections(tables, to_html_table)  # the headline tables before the figures, long ones after
+    sections += [s for s in grouped if not s.collapsed]
+    sections.append(page.figures_section([f for f in figures if f is not headline],
+                                         lambda f: "fig-" + f.path.stem))
+    sections += [s for s in grouped if s.collapsed]
+    runs_list = "".join(f"<li>{esc(r.question_set)} / {esc(r.model)} / {esc(r.setting)}</li>" for r in runs)
+    data = "".join(f"<li><a href='{esc(p)}'>{esc(p)}</a></li>" for p in files["data"])
+    sections.append(page.Section("files", f"Runs ({len(runs)}) and data files",
+                                 f"<h3>Runs</h3><ul>{runs_list}</ul><h3>Data</h3><ul>{data}</ul>", collapsed=True))
+    return page.render(report.title, first, sections)
+
+
+def _count(run: Run, key: str) -> int | None:
+    value = run.scores.overall_value(key)
+    return None if math.isnan(value) else int(value)

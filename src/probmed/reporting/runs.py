@@ -44,3 +44,5 @@ class FigureInput:
     palette: Mapping[str, str] = field(default_factory=dict)  # model -> colour, the same in every figure
     # params `report`: the transfer figure's models and category, the heatmap's min_images_per_cell
     report: Report = field(default_factory=Report)
+    # category (and "overall") -> the audit's blind ceiling for this set (probmed.reporting.summary.ceiling_values)
+    ceiling: Mapping[str, float] = field(default_factory=dict)
