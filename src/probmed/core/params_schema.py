@@ -227,10 +227,10 @@ class Audit(Section):
 
     max_oracle_margin: NonNegativeFloat = 5.0
     """Points the text-only oracle and the blind ceiling may score above exact random (strict), per category and overall."""
-    ceiling_unit: Literal["contrast", "pair"] = "contrast"
-    """The scoring unit the gate checks the blind ceiling on; the other unit's ceilings are reported beside it.
-    Not `pair` by default: on within-image pairs of n values a fixed policy has a floor no design removes
-    (n/(4(n-1)): 33.3% against 25% random with 4 modalities)."""
+    ceiling_units: list[Literal["pair", "image", "single", "contrast"]] = default(["pair", "image", "single", "contrast"])
+    """The units the gate checks the blind ceiling on (each within-image pair; the paper's per-image unit; single
+    questions; contrast pairs): a ceiling more than max_oracle_margin above exact random (above the floor
+    n/(4(n-1)) for modality and organ pairs) fails it. Every unit is reported whatever this says."""
     enforce: bool = True
     """False: a failed gate only warns (exploratory sets)."""
     folds: AtLeastTwo = 5
