@@ -18,8 +18,8 @@ from typing import Any
 
 import pandas as pd
 
-from probmed.benchmark.audit.blind_ceiling import UNITS
 from probmed.core.errors import ProbmedError, RecordError
+from probmed.core.params_schema import Audit
 from probmed.core.release_format import read_questions_any, write_question_file
 from probmed.infra.io import write_json_atomic, write_text_atomic
 from probmed.release import publish
@@ -46,7 +46,7 @@ class ReleaseOptions:
     audit: Path | None = None  # audit.json or its folder; default: <questions without suffix>.audit/
     name: str | None = None  # default: the question file's stem
     allow_unaudited: bool = False
-    ceiling_units: tuple[str, ...] = UNITS  # the units the gate checks the blind ceiling on (audit.ceiling_units)
+    ceiling_units: tuple[str, ...] = tuple(Audit().ceiling_units)  # where the gate checks the blind ceiling
 
 
 @dataclass(frozen=True)

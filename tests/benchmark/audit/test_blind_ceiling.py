@@ -12,6 +12,7 @@ import pytest
 
 from probmed.benchmark.audit import gate, run_audit
 from probmed.benchmark.audit.blind_ceiling import (
+    UNITS,
     BlindCeiling,
     best_table,
     blind_ceiling,
@@ -149,7 +150,7 @@ def test_the_gate_stops_a_set_whose_contrast_pairs_a_type_keyed_table_wins():
     assert not result.passed and len(result.failures) == 1, result.failures  # each text is 50% yes: no oracle failure
     assert result.failures[0].startswith("condition (contrast pairs (one text, two images)): a fixed answer table "
                                          "keyed on image type + text")
-    assert result.failures[0] in gate(audit, 5.0).failures  # every unit by default
+    assert result.failures[0] in gate(audit, 5.0, ceiling_units=UNITS).failures  # and among every unit's
     headline = headline_metrics(audit)
     assert headline["audit_ceiling_contrast_condition"] == 50.0 and headline["audit_random_contrast_condition"] == 25.0
     assert headline["audit_ceiling_margin_contrast_condition"] == 25.0
@@ -265,6 +266,6 @@ def test_the_gate_fails_a_set_built_to_be_blind_beatable_on_pairs_and_per_image(
     pair, image = ceiling.cell("condition", "pair"), ceiling.cell("condition", "image")
     assert pair is not None and image is not None
     assert pair.ceiling >= 40.0 and image.ceiling >= 40.0 and pair.random == 25.0  # 50 in sample, less fold noise
-    failures = gate(audit, 5.0).failures
+    failures = gate(audit, 5.0, ceiling_units=UNITS).failures
     assert any(f.startswith("condition (within-image pairs") for f in failures)
     assert any(f.startswith("condition (per image") for f in failures)

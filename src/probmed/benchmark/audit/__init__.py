@@ -33,7 +33,6 @@ from typing import Any, Sequence
 import numpy as np
 import pandas as pd
 
-from probmed.benchmark.audit.blind_ceiling import UNITS
 from probmed.benchmark.audit.oracle import OracleSettings
 from probmed.core.params_schema import Audit
 from probmed.core.records import ImageRecord
@@ -151,12 +150,13 @@ def _ceiling_checks(audit: dict[str, Any], max_margin: float, units: Sequence[st
 
 
 def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True,
-         ceiling_units: Sequence[str] = UNITS) -> GateResult:
+         ceiling_units: Sequence[str] = tuple(Audit().ceiling_units)) -> GateResult:
     """Fail when the blind ceiling beats its bar, or the oracle exact random, by more than the margin, or a lint
     or contradiction remains.
 
-    The blind ceiling is checked in every category on each of `ceiling_units` (audit.ceiling_units) the set
-    has; a unit fixed by construction (a normal image's hallucinated finding) is reported, never checked.
+    The blind ceiling is checked in every category on each of `ceiling_units` (audit.ceiling_units; every unit
+    in :data:`blind_ceiling.UNITS`) the set has; a unit fixed by construction (a normal image's hallucinated
+    finding) is reported, never checked.
 
     An empty set fails too: with nothing to score every check passes vacuously, and a run over it measures nothing.
     """
