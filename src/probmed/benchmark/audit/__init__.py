@@ -19,6 +19,9 @@ is, never rebalanced):
   needs the image records);
 * how well simple pixel statistics separate normal from abnormal images within
   an image type (audit.pixels; needs the image files);
+* shortcuts beyond the text: fixed answer tables keyed on the text and the file's
+  size, format/mode/dimensions or mean grey level, per category (audit.files;
+  needs the image files);
 * the image-type mix beside the paper's Table 1.
 
 The gate (:func:`gate`) turns the audit into a pass/fail for the generation stage.
@@ -93,7 +96,7 @@ def run_audit(
     source: str = "",
 ) -> dict[str, Any]:
     """The full audit of a question set as a JSON-ready dict (sections in the module docstring)."""
-    from probmed.benchmark.audit import leaks, pixels, scores, texts, truthcheck
+    from probmed.benchmark.audit import files, leaks, pixels, scores, texts, truthcheck
     from probmed.benchmark.audit.blind_ceiling import blind_ceiling
 
     settings = settings if settings is not None else Audit()
@@ -118,11 +121,13 @@ def run_audit(
         "context_leaks": leaks.context_leaks(questions),
         "contradictions": truthcheck.contradictions(questions, records),
         "pixel_leak": None,
+        "file_shortcuts": None,
         "image_mix": image_mix(questions),
     }
     if image_root is not None:
         items = _pixel_items(questions, records, Path(image_root))
         audit["pixel_leak"] = pixels.pixel_leak(items, settings.pixel_folds, settings.seed)
+        audit["file_shortcuts"] = files.file_shortcuts(questions, Path(image_root), settings.folds, settings.seed)
     return audit
 
 

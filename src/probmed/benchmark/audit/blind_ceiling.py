@@ -76,7 +76,7 @@ def learner_label(name: str) -> str:
     """What a learner is, in words."""
     if name.startswith("table:"):
         _, key, *support = name.split(":")
-        return (f"a fixed answer table keyed on {KEY_LABELS[key]}"
+        return (f"a fixed answer table keyed on {KEY_LABELS.get(key, key.replace('_', ' + '))}"
                 + (f" (keys asked at least {support[0]} times in training)" if support else ""))
     return {"words": "a logistic regression on the text's words", "blind": "the project's blind baseline"}.get(name, name)
 
@@ -154,8 +154,12 @@ def _unit_labels(questions: pd.DataFrame, category: str, unit: str) -> tuple[np.
     return rows, prep.unit[rows].astype(str)
 
 
-def unit_rows(questions: pd.DataFrame, category: str, unit: str, folds: int) -> UnitRows | None:
-    """The questions of `category` on `unit` as arrays; None when the category has no such unit in the set."""
+def unit_rows(questions: pd.DataFrame, category: str, unit: str, folds: int,
+              prefixes: Mapping[str, np.ndarray] | None = None) -> UnitRows | None:
+    """The questions of `category` on `unit` as arrays; None when the category has no such unit in the set.
+
+    The keys are the text, (image type, text) and (source, text), or with `prefixes` (key name -> a string per
+    question of the table) the text and (prefix, text) per prefix instead."""
     if unit not in UNITS:
         raise ValueError(f"blind ceiling: unknown unit {unit!r}; known: {', '.join(UNITS)}")
     rows, unit_of = _unit_labels(questions, category, unit)
@@ -168,7 +172,9 @@ def unit_rows(questions: pd.DataFrame, category: str, unit: str, folds: int) -> 
     text_code, text_uniques = pd.factorize(text, sort=True)
     keys, n_keys, back = {"text": text_code.astype(np.int64)}, {"text": len(text_uniques)}, {}
     back["text"] = np.arange(len(text_uniques), dtype=np.int64)
-    for name, prefix in (("type_text", itype), ("source_text", source)):
+    named = {"type_text": itype, "source_text": source} if prefixes is None else \
+        {name: np.asarray(values, dtype=object)[rows] for name, values in prefixes.items()}
+    for name, prefix in named.items():
         code, uniques = pd.factorize(prefix + "\x1f" + text, sort=True)
         keys[name], n_keys[name] = code.astype(np.int64), len(uniques)
         b = np.zeros(len(uniques), dtype=np.int64)
@@ -336,7 +342,8 @@ def _words_chances(data: UnitRows, train: np.ndarray, rows: np.ndarray) -> np.nd
 def learner_scores(data: UnitRows, folds: int, seed: int = 0, exhaustive_max: int = 12,
                    blind_p_yes: np.ndarray | None = None, supports: Sequence[int] = SUPPORTS) -> dict[str, np.ndarray]:
     """Per learner, per unit: the chance it is right held out (each fold fitted on the others)."""
-    names = [table_name(k, m) for k in KEYS for m in supports] + ["words"]
+    keys = list(data.keys)
+    names = [table_name(k, m) for k in keys for m in supports] + ["words"]
     out = {name: np.zeros(data.n_units) for name in names}
     row_fold = data.row_fold
     for k in range(folds):
@@ -345,8 +352,8 @@ def learner_scores(data: UnitRows, folds: int, seed: int = 0, exhaustive_max: in
             continue
         train = np.flatnonzero(row_fold != k)
         held_units = np.unique(data.unit[held])
-        fitted = {name: _Fitted.on(data, name, train, seed + k, exhaustive_max) for name in KEYS}
-        for name in KEYS:
+        fitted = {name: _Fitted.on(data, name, train, seed + k, exhaustive_max) for name in keys}
+        for name in keys:
             for m in supports:
                 p = _table_chances(data, name, fitted, held, m)
                 out[table_name(name, m)][held_units] = _per_unit(data, p, held)[held_units]
