@@ -16,8 +16,9 @@ fixed table key -> yes/no for that unit's accuracy is fitted on 4/5 of the
 images and scored on the rest (folds by image id, audit.oracle.image_fold):
 
 * keys (:data:`KEYS`): the normalised text; (image type, text); (source, text).
-  A keyed table backs off to the text table on a key its training folds never
-  saw, and to a guess (0.5 per question, an exact expectation) on a text never seen;
+  Each table is used trusting every key, or only keys the training folds asked
+  at least 5 or 20 times (:data:`SUPPORTS`); an untrusted key backs off to the
+  text table, then to a guess (0.5 per question, an exact expectation);
 * the search (:func:`best_table`): every table when there are at most
   ``exhaustive_max`` keys, else coordinate ascent on whole units right (flip the
   key that rights more units than it breaks) from several starts (each key's
