@@ -14,6 +14,7 @@ from probmed.benchmark.audit import gate, run_audit
 from probmed.benchmark.audit.blind_ceiling import (
     UNITS,
     BlindCeiling,
+    CeilingCell,
     best_table,
     blind_ceiling,
     ceiling_failures,
@@ -70,11 +71,11 @@ def test_the_ceiling_is_what_a_table_learnt_on_other_images_scores_and_the_image
     assert cell.learners["table:type_text"] == 100.0 and "table:type_text" in cell.not_blind
     assert cell.margin == pytest.approx(200 / 3 - 100 / 3)
     assert cell.by_image_type["x-ray"]["table:text"] == 100.0 and cell.by_image_type["ct"]["table:text"] == 0.0
-    failures = ceiling_failures(ceiling, max_margin=5.0)
+    failures, _ = ceiling_failures(ceiling, max_margin=5.0)
     assert len(failures) == 1 and failures[0].startswith("modality (within-image pairs, each on its own): a fixed "
                                                          "answer table keyed on text")
     assert "66.7% strict" in failures[0] and "above the floor (33.3%" in failures[0]
-    assert ceiling_failures(ceiling, max_margin=5.0, units=("contrast",)) == []
+    assert ceiling_failures(ceiling, max_margin=5.0, units=("contrast",)) == ([], [])
 
 
 def _balanced_abnormality_set(per_fold: int = 2, folds: int = 5) -> pd.DataFrame:
@@ -101,7 +102,7 @@ def test_a_set_without_a_fixed_winner_sits_at_random_and_passes():
     cell = ceiling.cell("abnormality", "single")
     assert cell is not None and (cell.units, cell.random, cell.in_sample) == (20, 50.0, 50.0)
     assert cell.learners["table:text"] == 50.0 and cell.ceiling == 50.0
-    assert ceiling_failures(ceiling, max_margin=5.0) == []
+    assert ceiling_failures(ceiling, max_margin=5.0) == ([], [])
 
 
 def test_the_pair_floor_is_what_any_design_of_n_values_leaves_to_a_fixed_table():
@@ -180,7 +181,7 @@ def test_a_normal_images_hallucinated_finding_is_reported_never_gated():
     ceiling = blind_ceiling(pd.DataFrame(rows))
     cell = ceiling.cell("condition", "single")
     assert cell is not None and cell.ceiling == 100.0 and cell.random == 50.0 and cell.exempt
-    assert ceiling_failures(ceiling, 5.0) == []
+    assert ceiling_failures(ceiling, 5.0) == ([], [])
 
 
 # --- the search against brute force --------------------------------------------------------------------------
@@ -272,3 +273,18 @@ def test_the_gate_fails_a_set_built_to_be_blind_beatable_on_pairs_and_per_image(
     failures = gate(audit, 5.0, ceiling_units=UNITS).failures
     assert any(f.startswith("condition (within-image pairs") for f in failures)
     assert any(f.startswith("condition (per image") for f in failures)
+
+
+def test_a_ceiling_on_too_few_units_to_tell_from_chance_is_unchecked_not_failed():
+    """Seven contrast units, three right (42.9% against 25%): a binomial test at alpha 0.05 cannot tell that
+    from luck, so the gate lists it as unchecked; 30 of 70 is a failure."""
+    def ceiling_of(units: int, right: int) -> BlindCeiling:
+        return BlindCeiling(folds=5, cells=(CeilingCell(
+            "abnormality", "contrast", units=units, questions=2 * units, texts=1, random=25.0, floor=None,
+            ceiling=100 * right / units, reached_by="table:source_text", learners={}, in_sample=0.0),))
+
+    failures, unchecked = ceiling_failures(ceiling_of(7, 3), 5.0, alpha=0.05)
+    assert failures == [] and "7 units: too few to tell from chance" in unchecked[0]
+    failures, unchecked = ceiling_failures(ceiling_of(70, 30), 5.0, alpha=0.05)
+    assert len(failures) == 1 and unchecked == []
+    assert len(ceiling_failures(ceiling_of(7, 3), 5.0)[0]) == 1  # alpha 1: every cell checked

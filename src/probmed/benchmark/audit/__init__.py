@@ -144,14 +144,14 @@ class GateResult:
         return {"passed": self.passed, "enforced": self.enforced, "failures": self.failures, "unchecked": self.unchecked}
 
 
-def _ceiling_checks(audit: dict[str, Any], max_margin: float, units: Sequence[str]) -> list[str]:
-    """The failures of the blind ceiling on `units`."""
+def _ceiling_checks(audit: dict[str, Any], max_margin: float, units: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(failures, cells too small to tell from chance) of the blind ceiling on `units`."""
     from probmed.benchmark.audit.blind_ceiling import BlindCeiling, ceiling_failures
 
     ceiling = BlindCeiling.from_json(audit.get("blind_ceiling"))
     if ceiling is None:
-        return ["the audit has no blind ceiling per unit (it predates it): re-run probmed audit on the set"]
-    return ceiling_failures(ceiling, max_margin, units)
+        return ["the audit has no blind ceiling per unit (it predates it): re-run probmed audit on the set"], []
+    return ceiling_failures(ceiling, max_margin, units, audit["meta"].get("alpha", 1.0))
 
 
 def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True,
@@ -161,7 +161,8 @@ def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True,
 
     The blind ceiling is checked in every category on each of `ceiling_units` (audit.ceiling_units; every unit
     in :data:`blind_ceiling.UNITS`) the set has; a unit fixed by construction (a normal image's hallucinated
-    finding) is reported, never checked.
+    finding) is reported, never checked, and a cell whose units a binomial test at audit.alpha cannot tell from
+    its bar is listed as unchecked (the best of a dozen learners on seven units beats any bar by luck).
 
     An empty set fails too: with nothing to score every check passes vacuously, and a run over it measures nothing.
     """
@@ -176,7 +177,8 @@ def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True,
                 f"{name}: the text-only oracle scores {acc:.1f}% strict, {acc - rnd:.1f} points above exact random "
                 f"({rnd:.1f}%; audit.max_oracle_margin = {max_oracle_margin:g})"
             )
-    failures += _ceiling_checks(audit, max_oracle_margin, ceiling_units)
+    ceiling_failed, unchecked = _ceiling_checks(audit, max_oracle_margin, ceiling_units)
+    failures += ceiling_failed
     lint = audit["lint"]
     if lint["findings"]:
         first = lint["examples"][0]
@@ -186,4 +188,4 @@ def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True,
         first = contra["examples"][0]
         failures.append(f"{contra['count']} \"no\" answer(s) contradicted by the image's own metadata or QA, "
                         f"e.g. image {first['image_id']}: {first['question']!r} ({first['why']})")
-    return GateResult(passed=not failures, failures=failures, enforced=enforce)
+    return GateResult(passed=not failures, failures=failures, enforced=enforce, unchecked=unchecked)

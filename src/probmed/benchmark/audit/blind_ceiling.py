@@ -504,14 +504,29 @@ def blind_ceiling(questions: pd.DataFrame, folds: int = 5, seed: int = 0, exhaus
     return BlindCeiling(folds=folds, cells=tuple(cells), learners=learners)
 
 
-def ceiling_failures(ceiling: BlindCeiling, max_margin: float, units: Sequence[str] = UNITS) -> list[str]:
-    """The gate's reasons: a cell of `units` whose ceiling is more than `max_margin` points above its bar."""
-    failures = []
+def beats_bar(cell: CeilingCell, alpha: float) -> bool:
+    """Whether the cell's ceiling is above its bar beyond chance: a one-sided binomial test of its units right
+    against the bar's rate (the highest of a dozen learners on a few units beats any bar by luck)."""
+    from scipy.stats import binomtest
+
+    right = int(round(cell.ceiling / 100.0 * cell.units))
+    return bool(binomtest(right, cell.units, min(max(cell.bar_value / 100.0, 0.0), 1.0), "greater").pvalue < alpha)
+
+
+def ceiling_failures(ceiling: BlindCeiling, max_margin: float, units: Sequence[str] = UNITS,
+                     alpha: float = 1.0) -> tuple[list[str], list[str]]:
+    """(the gate's reasons, cells too small to tell): a cell of `units` whose ceiling is more than `max_margin`
+    points above its bar fails, unless a binomial test at `alpha` cannot tell it from the bar (then it is listed
+    as unchecked; alpha 1 checks every cell)."""
+    failures, unchecked = [], []
     for c in ceiling.cells:
         if c.unit not in units or c.exempt or c.margin <= max_margin:
             continue
-        failures.append(f"{c.category} ({UNIT_LABELS[c.unit]}): {learner_label(c.reached_by)}, "
-                        f"learnt on {ceiling.folds - 1}/{ceiling.folds} of the images, scores {c.ceiling:.1f}% strict "
-                        f"on the rest, {c.margin:.1f} points above {'the floor' if c.bar == 'floor' else 'exact random'} "
-                        f"({c.bar_value:.1f}%; audit.max_oracle_margin = {max_margin:g})")
-    return failures
+        line = (f"{c.category} ({UNIT_LABELS[c.unit]}): {learner_label(c.reached_by)}, learnt on {ceiling.folds - 1}/"
+                f"{ceiling.folds} of the images, scores {c.ceiling:.1f}% strict on the rest, {c.margin:.1f} points above "
+                f"{'the floor' if c.bar == 'floor' else 'exact random'} ({c.bar_value:.1f}%")
+        if alpha < 1.0 and not beats_bar(c, alpha):
+            unchecked.append(f"{line}) on {c.units} units: too few to tell from chance (binomial test, alpha {alpha:g})")
+        else:
+            failures.append(f"{line}; audit.max_oracle_margin = {max_margin:g})")
+    return failures, unchecked
