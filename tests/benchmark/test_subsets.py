@@ -123,3 +123,12 @@ def test_the_balanced_subset_still_meets_its_minimums():
     subset = subset_questions(frame, 10, seed=0, min_units_per_category=30)
     assert subset_counts(subset)["units"]["modality"] >= 30
     assert _best_fixed_share(subset) <= 1 / 3 + 0.02
+
+
+def test_vqarad_twins_are_no_design_and_stay_whole():
+    frame = _modality_design({("x-ray", "ct"): 30, ("ct", "x-ray"): 10})
+    frame["category"] = "organ"
+    frame["qa_type"] = "vqarad_gt_0"
+    from probmed.benchmark.subsets import balance_designed_pairs
+
+    assert len(balance_designed_pairs(frame, seed=0)) == len(frame)

@@ -158,8 +158,12 @@ BALANCE_ROUNDS = 8
 
 
 def designed_pairs(frame: pd.DataFrame, category: str) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(pair id, true value, (its adversary,)) of every complete pair of `category` (the value is ``entity``)."""
-    rows = frame[frame["category"] == category]
+    """(pair id, true value, (its adversary,)) of every complete pair of `category` (the value is ``entity``) a
+    design drew; VQA-RAD's own pairs (``qa_type`` ``vqarad_*``: a question and its twin) are no design's."""
+    mine = frame["category"] == category
+    if "qa_type" in frame.columns:
+        mine &= ~frame["qa_type"].astype(str).str.startswith("vqarad")
+    rows = frame[mine]
     truth = rows[rows["polarity"] == "gt"].drop_duplicates("pair_id").set_index("pair_id")["entity"]
     adversary = rows[rows["polarity"] == "adversarial"].drop_duplicates("pair_id").set_index("pair_id")["entity"]
     return [(str(pid), str(truth[pid]), (str(adversary[pid]),)) for pid in truth.index
