@@ -282,15 +282,17 @@ def test_one_models_param_reruns_only_its_stages_and_metrics_params_show(pipelin
         params.write_text(original)
     shown = json.loads(sh(f"{BIN}/dvc", "metrics", "show", "--json", cwd=repo).stdout)
     files = shown[""]["data"]
-    assert set(files) == {"metrics/evaluation.json", "metrics/audit.json", "metrics/transfer.json"}
+    assert set(files) == {"metrics/evaluation.json", "metrics/audit.json", "metrics/audit-probmed.json",
+                          "metrics/transfer.json"}
     evaluation = files["metrics/evaluation.json"]["data"]
     runs = {f"{qset}/{run}": entry for qset, by_run in evaluation.items() for run, entry in by_run.items()}
     assert set(runs) == {f"{r['question_set']}/{r['model']}/{r['setting']}" for r in {**TINY_RUNS, **TINY_DESCRIBED}.values()}
     assert all(len(entry) <= 6 for entry in runs.values())  # strict accuracy per category and overall
     leaves = [v for f in files.values() for v in _leaves(f["data"])]
     assert all(v is None or isinstance(v, (int, float)) for v in leaves)  # numbers only, never a run id
-    # the validity headline of one set: oracle, blind ceiling on both units, leaks, truth (36 today)
+    # the validity headline of one set: the blind ceiling per category and unit, oracle, leaks, truth (about 30)
     assert len(list(_leaves(files["metrics/audit.json"]["data"]))) <= 40
+    assert "audit_ceiling_image_condition" in files["metrics/audit-probmed.json"]["data"]["probmed"]
     assert len(list(_leaves(files["metrics/transfer.json"]["data"]))) == 6  # base and adapted: in domain, elsewhere, all
 
 

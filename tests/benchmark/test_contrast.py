@@ -110,3 +110,17 @@ def test_the_same_image_never_pairs_with_itself():
     rows = [("a", CT, MASS, "yes"), ("a", CT, MASS, "no")]  # a table that asks one text twice of one image
     frame = assign_contrast_pairs(_table(rows).assign(qid=["q0", "q1"]), seed=0)
     assert frame["contrast_id"].isna().all()
+
+
+def test_within_a_type_the_same_source_first_so_a_table_per_source_and_text_wins_nothing():
+    """Two sources of chest radiographs, each with both answers: every pair stays within its source, so a table
+    keyed on (source, text), whatever it answers, wins none of them."""
+    rows = [(f"{src}{i}", XR, MASS, "yes" if i % 2 else "no") for src in ("n", "v") for i in range(8)]
+    table = _table(rows)
+    table["source"] = ["nih" if i.startswith("n") else "vqa" for i in table["image_id"]]
+    for seed in range(5):
+        frame = assign_contrast_pairs(table, seed=seed)
+        pairs = _pairs(frame)
+        assert len(pairs) == 8 and all(p["source"].nunique() == 1 for p in pairs.values())
+        for answers in ({"nih": "no", "vqa": "yes"}, {"nih": "yes", "vqa": "no"}):
+            assert _right_pairs(frame, lambda r: answers[r["source"]]) == 0

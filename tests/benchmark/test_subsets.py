@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pandas as pd
+import pytest
 
 from probmed.benchmark.subsets import drop_training_images, subset_counts, subset_questions, subset_shortfalls
 
@@ -76,3 +77,58 @@ def test_the_subset_respects_the_excluded_training_images():
     splits = pd.DataFrame({"image_id": trained, "split": "train"})
     subset = subset_questions(drop_training_images(frame, splits), 5, seed=0, min_units_per_category=3, min_image_types=8)
     assert not set(subset["image_id"]) & set(trained) and subset_shortfalls(subset, 3, 8) == []
+
+
+def _modality_design(kinds: dict[tuple[str, str], int]) -> pd.DataFrame:
+    """Modality pairs (truth, adversary) x count; the image type names the truth."""
+    rows, i = [], 0
+    for (truth, adversary), n in kinds.items():
+        for _ in range(n):
+            for polarity, value in (("gt", truth), ("adversarial", adversary)):
+                rows.append({"qid": f"q{i}-{polarity}", "image_id": f"img{i:03d}", "image_type": f"{truth} - Chest",
+                             "category": "modality", "polarity": polarity, "pair_id": f"img{i:03d}:modality",
+                             "entity": value, "question": f"Is this a {value} image?",
+                             "answer": "yes" if polarity == "gt" else "no"})
+            i += 1
+    return pd.DataFrame(rows)
+
+
+def _best_fixed_share(frame: pd.DataFrame) -> float:
+    from collections import Counter
+
+    from probmed.benchmark.balance import fixed_policy_share
+    from probmed.benchmark.subsets import designed_pairs
+
+    return fixed_policy_share(Counter((t, a[0]) for _, t, a in designed_pairs(frame, "modality")))
+
+
+def test_the_subset_keeps_its_modality_pairs_on_a_fair_design():
+    """A lopsided draw ("X-ray? yes, others no" wins 40 of 80 pairs) loses the pairs that tip it: every text is yes
+    as often as no again and no fixed answer wins more than the least a design of these pairs allows plus slack."""
+    from probmed.benchmark.subsets import balance_designed_pairs
+
+    lopsided = _modality_design({("x-ray", "ct"): 30, ("ct", "x-ray"): 10, ("mri", "x-ray"): 10, ("x-ray", "mri"): 10,
+                                 ("ct", "mri"): 10, ("mri", "ct"): 10})
+    assert _best_fixed_share(lopsided) == pytest.approx(0.5)
+    balanced = balance_designed_pairs(lopsided, seed=0)
+    answers = balanced.groupby("question")["answer"].value_counts().unstack()
+    assert (answers["yes"] == answers["no"]).all()
+    assert _best_fixed_share(balanced) <= 1 / 3 + 0.02 and balanced["pair_id"].nunique() >= 50
+    assert balanced.groupby("pair_id").size().eq(2).all()  # whole pairs go, never one question of a pair
+
+
+def test_the_balanced_subset_still_meets_its_minimums():
+    frame = _modality_design({("x-ray", "ct"): 60, ("ct", "x-ray"): 20, ("mri", "x-ray"): 20, ("x-ray", "mri"): 20,
+                              ("ct", "mri"): 20, ("mri", "ct"): 20})
+    subset = subset_questions(frame, 10, seed=0, min_units_per_category=30)
+    assert subset_counts(subset)["units"]["modality"] >= 30
+    assert _best_fixed_share(subset) <= 1 / 3 + 0.02
+
+
+def test_vqarad_twins_are_no_design_and_stay_whole():
+    frame = _modality_design({("x-ray", "ct"): 30, ("ct", "x-ray"): 10})
+    frame["category"] = "organ"
+    frame["qa_type"] = "vqarad_gt_0"
+    from probmed.benchmark.subsets import balance_designed_pairs
+
+    assert len(balance_designed_pairs(frame, seed=0)) == len(frame)

@@ -312,3 +312,17 @@ def test_a_same_content_release_refreshes_what_describes_it(small_set, repo_root
     assert json.loads((folder / "harness" / "probmed_task.json").read_text())["prompt"] == "{question} Reply yes or no."
     assert {k: v for k, v in tree(folder).items() if k in data} == data
     assert not [p for p in folder.iterdir() if p.name.startswith(".")]
+
+
+def test_the_card_shows_the_blind_ceiling_and_what_a_batching_harness_would_leak(released, small_set):
+    """The card's yardstick is the blind ceiling on the scorer's unit beside random and the floor, and it states,
+    with the audit's numbers, what showing an image's questions together would leak."""
+    _, body = card_parts(released)
+    text = "\n".join(body)
+    audit = json.loads((small_set["passing_audit"]).read_text())
+    assert "The yardstick: the blind ceiling" in text and "| category | unit | units | exact random | floor |" in text
+    modality = next(c for c in audit["blind_ceiling"]["cells"] if c["category"] == "modality" and c["unit"] == "pair")
+    assert f"| modality | pair | {modality['units']} | 25.0 |" in text
+    leak = audit["context_leaks"]["leaks"]["condition_pair_implies_abnormal"]
+    assert "Ask one question per prompt." in text and f"{leak['implied']} questions" in text
+    assert "the blind ceiling of the set" not in text  # the per-text oracle is no longer called that

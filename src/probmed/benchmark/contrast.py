@@ -7,8 +7,11 @@ of those pairs (33.3% for 4 modalities against 25% random), whatever the
 adversaries. A contrast pair (as NaturalBench's) asks one text twice: "yes" on
 one image, "no" on another; it counts only when both answers are right, so any
 answer that depends on the text alone scores exactly 0. Pairs are matched
-within one image type wherever the type has both answers, so a model that
-recognises the image type and nothing else scores 0 on those as well.
+within one image type and source wherever they have both answers, then within
+the image type, then across types, so a model that recognises the image type or
+the source and nothing else scores 0 on the first (a table keyed on the source
+won 42.9% of the smoke set's abnormality contrast pairs when normal chest
+radiographs came from one source and abnormal ones from another).
 
 ``assign_contrast_pairs`` is the last step of building every question table (a
 generated set, an image subset, the VQA-RAD adversarial set): the pairs of a
@@ -56,7 +59,8 @@ def _codes(values: pd.Series) -> np.ndarray:
 
 def assign_contrast_pairs(questions: pd.DataFrame, seed: int) -> pd.DataFrame:
     """The table with ``contrast_id`` set: shared by two questions of one text, one answered yes, one no, on two
-    images; null for a question left without a partner. Same image type first, then across types for the rest.
+    images; null for a question left without a partner. Same image type and source first, then the same image
+    type, then across types for the rest.
 
     Each question is in at most one pair; an existing ``contrast_id`` is replaced (the pairs are the table's own).
     Partners meet in a seeded order of the images (sorted ids, then permuted), so row order never decides a pair.
@@ -68,12 +72,14 @@ def assign_contrast_pairs(questions: pd.DataFrame, seed: int) -> pd.DataFrame:
         raw, texts = pd.factorize(frame["question"].astype(str))
         text = pd.factorize(pd.Index(texts).map(contrast_text))[0][raw].astype(np.int64)  # each text normalised once
         itype = _codes(frame["image_type"])
+        source = _codes(frame["source"]) if "source" in frame.columns else np.zeros(n, dtype=np.int64)
         yes = (frame["answer"] == "yes").to_numpy(dtype=bool)
         qid = frame["qid"].astype(str)
         image = _codes(frame["image_id"])  # sorted ids: the codes do not depend on row order
         rank = np.random.default_rng([seed, 0x5EED]).permutation(int(image.max()) + 1)[image]  # a seeded image order
         free = np.ones(n, dtype=bool)
-        for group in (text * (int(itype.max()) + 1) + itype, text):
+        by_type = text * (int(itype.max()) + 1) + itype
+        for group in (by_type * (int(source.max()) + 1) + source, by_type, text):
             y, m = _match(group, yes, rank, np.flatnonzero(free))
             ok = image[y] != image[m]  # one text of one image is asked once; a table that repeats it pairs less
             y, m = y[ok], m[ok]

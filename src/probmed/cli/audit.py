@@ -69,7 +69,7 @@ def _track(params: Params, headline: dict[str, float], out_dir: Path, name: str)
 def cmd_audit(args: argparse.Namespace) -> int:
     """Audit a question set, write its report and headline, and exit 1 on a failed gate under --strict.
 
-    The gate reads the blind ceiling on audit.ceiling_unit; a set without that unit is listed as unchecked."""
+    The gate reads the blind ceiling on audit.ceiling_units."""
     from probmed.benchmark.audit import gate, run_audit
     from probmed.core.records import read_image_records
 
@@ -83,7 +83,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
         records += read_image_records(p)
     image_root = None if args.no_pixels else Path(args.image_root or params.curate.image_root)
     audit = run_audit(questions, records or None, image_root, settings, _blind(args, params, questions), str(args.questions))
-    result = gate(audit, settings.max_oracle_margin, settings.enforce).to_json()
+    result = gate(audit, settings.max_oracle_margin, settings.enforce, settings.ceiling_units).to_json()
     out_dir = Path(args.out_dir or Path(args.questions).with_suffix("").as_posix() + ".audit")
     headline = write_audit(audit, result, out_dir)
     name = args.name or Path(args.questions).stem

@@ -138,7 +138,7 @@ def cmd_generate(args: argparse.Namespace) -> int:
     settings = cfg.audit
     # the gate: the set must not be answerable from its texts, every "no" must be true, every question must read right
     audit = run_audit(frame, records, None, settings, source=str(out))
-    verdict = gate(audit, settings.max_oracle_margin, settings.enforce)
+    verdict = gate(audit, settings.max_oracle_margin, settings.enforce, settings.ceiling_units)
     audit_dir = Path(args.audit_dir or out.with_suffix("").as_posix() + ".audit")
     write_audit(audit, verdict.to_json(), audit_dir)
     # DVC-tracked: no timing in it (identical runs write identical bytes); the seconds are printed below

@@ -25,6 +25,7 @@ def cmd_release(args: argparse.Namespace) -> int:
         out_dir=Path(args.out_dir or params.release.out_dir),
         image_root=Path(args.image_root or params.curate.image_root),
         max_oracle_margin=params.audit.max_oracle_margin,
+        ceiling_units=tuple(params.audit.ceiling_units),
         prompt=prompt,
         audit=Path(args.audit) if args.audit else None,
         name=args.name,

@@ -20,6 +20,7 @@ import pandas as pd
 
 from probmed.core.errors import ProbmedError, RecordError
 from probmed.core.names import checked_name
+from probmed.core.params_schema import Audit
 from probmed.core.release_format import read_questions_any, write_question_file
 from probmed.infra.io import folder_for, write_json_atomic, write_text_atomic
 from probmed.release import publish
@@ -46,6 +47,7 @@ class ReleaseOptions:
     audit: Path | None = None  # audit.json or its folder; default: <questions without suffix>.audit/
     name: str | None = None  # default: the question file's stem
     allow_unaudited: bool = False
+    ceiling_units: tuple[str, ...] = tuple(Audit().ceiling_units)  # where the gate checks the blind ceiling
 
 
 @dataclass(frozen=True)
@@ -85,7 +87,7 @@ def check_gate(opts: ReleaseOptions, audit: dict[str, Any] | None) -> tuple[dict
     if audit is None:
         reason = f"the set has no audit ({audit_path(opts)} not found; run probmed audit)"
     else:
-        verdict = gate(audit, opts.max_oracle_margin).to_json()
+        verdict = gate(audit, opts.max_oracle_margin, ceiling_units=opts.ceiling_units).to_json()
         if not verdict["passed"]:
             reason = "the set failed its audit gate: " + "; ".join(verdict["failures"])
     if reason and not opts.allow_unaudited:

@@ -101,8 +101,11 @@ def _audit_section(release: Release) -> list[str]:
     out += [f"Gate ({verdict}): a text-only oracle (the majority answer of each question text, learnt on other images) "
             "may not beat exact random by more than the margin in any category, and no lint finding or contradicted "
             "\"no\" may remain.", ""] + [f"- {f}" for f in (gate or {}).get("failures", [])]
-    out += ["", "Strict accuracy (%) of text-only models beside exact random (the blind ceiling of the set):", "",
+    out += _ceiling_lines(audit)
+    out += ["", "For reference, strict accuracy (%) of the per-text majority oracle and the blind baseline beside exact "
+            "random (per-text majority is 50/50 by construction once texts balance: it is not the yardstick):", "",
             markdown_table(pd.DataFrame(baseline_rows(audit)))]
+    out += _context_lines(audit)
     fixed = {c: m for c, m in ((audit.get("fixed_policy") or {}).get("by_category") or {}).items() if m["accuracy"] is not None}
     if fixed:
         out += ["Upper bound for the categories with few texts (the best fixed answer per text, chosen with the answers "
@@ -114,6 +117,41 @@ def _audit_section(release: Release) -> list[str]:
     out += [f"Truth check: {truth}; {100 * ev['known_absent_share']:.1f}% of the \"no\" answers rest on a label table or "
             f"QA answer (known absent), the rest on absence of mention; {audit['lint']['findings']} grammar lint findings.", ""]
     return out
+
+
+def _ceiling_lines(audit: dict[str, Any]) -> list[str]:
+    """The blind ceiling on the scorer's unit per category beside random and the floor; the other units by name."""
+    from probmed.benchmark.audit.blind_ceiling import BlindCeiling, learner_label
+
+    ceiling = BlindCeiling.from_json(audit.get("blind_ceiling"))
+    if ceiling is None:
+        return ["", "The audit has no blind ceiling per unit: re-run probmed audit on the set."]
+    rows = [{"category": c.category, "unit": c.unit, "units": c.units, "exact random": round(c.random, 1),
+             "floor": None if c.floor is None else round(c.floor, 1), "blind ceiling": round(c.ceiling, 1),
+             "reached by": learner_label(c.reached_by)} for c in ceiling.cells if c.paper_unit]
+    others = ", ".join(f"{c.category} {c.unit} {c.ceiling:.1f} (random {c.random:.1f})" for c in ceiling.cells
+                       if not c.paper_unit and not c.exempt)
+    return ["", "The yardstick: the blind ceiling, the best strict accuracy (%) a model that never sees the image "
+            "reaches (fixed answer tables keyed on the text, image type + text or source + text, searched for the "
+            "unit's accuracy, and a learnt text-only model, each learnt on 4/5 of the images and scored on the rest), "
+            "on the scorer's unit, beside exact random and the floor n/(4(n-1)) of a pair over n values. A model "
+            "between random and the ceiling is above random but below a blind policy, not 'worse than random':", "",
+            markdown_table(pd.DataFrame(rows)), f"Other units: {others}." if others else ""]
+
+
+def _context_lines(audit: dict[str, Any]) -> list[str]:
+    """What a harness that showed an image's questions together would leak (audit.leaks), with the numbers."""
+    leaks = audit.get("context_leaks")
+    if not leaks:
+        return []
+    parts = [f"{e['what']}: {e['implied']} questions ({100 * e['share_of_questions']:.1f}%), the implied answer right "
+             f"on {e['right']}" for e in leaks["leaks"].values()]
+    gain = leaks["all"]["strict_gain"]["overall"]
+    return ["", "Ask one question per prompt. A harness that showed a model all questions of an image at once would "
+            "leak answers without the image: " + "; ".join(parts) + (f". Together they lift strict accuracy "
+            f"{gain:.1f} points above exact random (original weighting) for a model that answers by them and guesses "
+            "elsewhere." if gain is not None else ".") + " Every task and file of this release, and probmed's own "
+            "prompts, carry one question each.", ""]
 
 
 def _mix_section(release: Release) -> list[str]:

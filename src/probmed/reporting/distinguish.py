@@ -8,7 +8,10 @@ vanilla run of a model that is not a baseline the report states, per category:
 - its accuracy with adversarial pairs, with its bootstrap 95% interval over images
   and the scoring units behind it;
 - whether that interval lies above or below exact random and the audit's
-  cross-fitted blind ceiling (both fixed numbers), or includes them;
+  blind ceiling on the same unit (both fixed numbers), or includes them, and
+  what that reads as (:func:`reading`: "worse than random" only where the
+  interval lies below random, "above random, below a blind policy" where it
+  lies between them);
 - its paired difference to the blind baseline run on the same images
   (scoring.compare.paired_differences), and whether that interval excludes 0.
 
@@ -40,21 +43,42 @@ def scoring_units(section: Any, category: str, image_type: str | None = None) ->
     return section.value(category, "n_units" if category in PAIRED_CATEGORIES else "n_questions", image_type)
 
 
-PAIR_UNIT = "pair"  # the audit's within-image pair: the unit of the report's accuracy with adversarial pairs
-
-
 def ceiling_by_category(audit: Mapping[str, Any] | None) -> dict[str, dict[str, Any]]:
-    """{category: {cross_fitted, type_keyed, random, units, ...}} of an audit's blind ceiling (empty when absent).
+    """{category: {ceiling, random, floor, units, unit, reached_by}} of an audit's blind ceiling on the unit the
+    scorer's strict accuracy uses (the paper's: pairs, per image for condition and position, single questions);
+    empty when the audit has none (probmed.benchmark.audit.blind_ceiling.BlindCeiling)."""
+    from probmed.benchmark.audit.blind_ceiling import BlindCeiling, paper_unit
 
-    The one place the report reads the blind ceiling (summary, distinguishability and ceiling tables all come
-    through here). ``audit["blind_ceiling"]`` is per scoring unit (``{gate_unit, pair: {by_category, ...},
-    contrast: ...}``, probmed.benchmark.audit.blind_ceiling.blind_ceilings); the report's accuracy is on
-    within-image pairs, so the ``pair`` unit is read. An older audit with one unit (``by_category`` directly
-    under ``blind_ceiling``) is read as it is."""
-    ceiling = (audit or {}).get("blind_ceiling") or {}
-    if "by_category" not in ceiling:
-        ceiling = ceiling.get(PAIR_UNIT) or {}
-    return {cat: dict(entry) for cat, entry in (ceiling.get("by_category") or {}).items()}
+    ceiling = BlindCeiling.from_json((audit or {}).get("blind_ceiling"))
+    if ceiling is None:
+        return {}
+    out = {}
+    for category in dict.fromkeys(c.category for c in ceiling.cells):
+        cell = ceiling.cell(category, paper_unit(category))
+        if cell is not None:
+            out[category] = {"ceiling": cell.ceiling, "random": cell.random, "floor": cell.floor, "units": cell.units,
+                             "unit": cell.unit, "reached_by": cell.reached_by}
+    return out
+
+
+def reading(low: float | None, high: float | None, rnd: float | None, ceiling: float | None) -> str:
+    """What an accuracy interval says against exact random and the blind ceiling, in words.
+
+    "worse than random" only where the interval lies below random and so below every blind bar (a blind model
+    can always guess); above random but not above the blind ceiling is said as it is."""
+    if is_missing(low) or is_missing(high) or is_missing(rnd):
+        return "—"
+    assert low is not None and high is not None and rnd is not None
+    bar = rnd if is_missing(ceiling) else max(rnd, float(ceiling))  # type: ignore[arg-type]
+    if high < rnd:
+        return "worse than random"
+    if low <= rnd:
+        return "not distinguishable from random"
+    if low > bar:
+        return "above random and the blind ceiling"
+    if high < bar:
+        return "above random, below a blind policy"
+    return "above random, not distinguishable from a blind policy"
 
 
 def verdict(low: float | None, high: float | None, bar: float | None) -> str:
@@ -97,7 +121,7 @@ def _row(run: Run, category: str, comp: Comparisons, ceiling: Mapping[str, Any],
         value, units = run.scores.value(category, "accuracy_adv_pairs"), scoring_units(run.scores, category)
         baseline = run.scores.random_baseline
         rnd = baseline.value(category, "accuracy_adv_pairs") if baseline is not None else math.nan
-    bar = (ceiling.get(category) or {}).get("cross_fitted")
+    bar = (ceiling.get(category) or {}).get("ceiling")
     few = math.isnan(units) or units < report.min_units
     diff = blind_diff.loc[category] if blind_diff is not None and category in blind_diff.index else None
     row: dict[str, Any] = {
@@ -109,11 +133,12 @@ def _row(run: Run, category: str, comp: Comparisons, ceiling: Mapping[str, Any],
         "vs random": verdict(low, high, None if math.isnan(rnd) else rnd),
         "blind ceiling (audit)": math.nan if bar is None else float(bar),
         "vs blind ceiling": verdict(low, high, bar),
+        "reading": reading(low, high, None if math.isnan(rnd) else rnd, bar),
         "Δ vs blind run [95% CI]": "—" if diff is None else difference_cell(diff["diff"], diff["ci_low"], diff["ci_high"]),
         "vs blind run": "—" if diff is None else verdict(diff["ci_low"], diff["ci_high"], 0.0),
     }
     if few:  # too few units for any verdict: say so instead of a verdict that looks like a finding
-        for key in ("vs random", "vs blind ceiling", "vs blind run"):
+        for key in ("vs random", "vs blind ceiling", "reading", "vs blind run"):
             row[key] = f"— (n={row['units'] if row['units'] is not None else '?'})"
     return row
 

@@ -361,10 +361,12 @@ def audited_set(name: str, question_sets: Iterable[str]) -> str:
 
 
 def ceiling_table(name: str, audit: Mapping[str, Any]) -> pd.DataFrame:
-    """The audit's blind ceiling per category beside exact random (empty when the audit has none)."""
-    rows = [{"category": cat, "units": entry.get("units"), "exact random": entry.get("random"),
-             "blind ceiling, cross-fitted": entry.get("cross_fitted"),
-             "blind ceiling, keyed on image type + text": entry.get("type_keyed")}
+    """The audit's blind ceiling per category on the scorer's unit beside exact random and the floor (empty when
+    the audit has none)."""
+    from probmed.benchmark.audit.blind_ceiling import learner_label
+
+    rows = [{"category": cat, "unit": entry["unit"], "units": entry["units"], "exact random": entry["random"],
+             "floor": entry["floor"], "blind ceiling": entry["ceiling"], "reached by": learner_label(entry["reached_by"])}
             for cat, entry in ceiling_by_category(audit).items()]
     return pd.DataFrame(rows).assign(audit=name) if rows else pd.DataFrame()
 
@@ -438,8 +440,9 @@ def audit_ceilings(audits: Mapping[str, str | Path], question_sets: Iterable[str
     """Evaluated question set -> its audit's blind ceiling per category (distinguish.ceiling_by_category: the one
     reader of the audit's ceiling, so a new estimator is wired in there)."""
     sets = list(question_sets)
-    return {audited_set(name, sets): ceiling_by_category(read_audit(Path(directory)))
-            for name, directory in audits.items()}
+    # an audit of the evaluated set itself wins over that of the full set it was drawn from
+    ordered = sorted(audits.items(), key=lambda item: item[0] in sets)
+    return {audited_set(name, sets): ceiling_by_category(read_audit(Path(directory))) for name, directory in ordered}
 
 
 def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, str | Path],
@@ -452,13 +455,14 @@ def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, 
         frame = ceiling_table(name, read_audit(Path(directory)))
         if not frame.empty:
             tables[f"blind_ceiling_{slug(name)}"] = (
-                f"Blind ceiling ({name}): the strict accuracy a model that never sees the image reaches with a fixed "
-                "answer per question text, learnt on 4/5 of the images and scored on the rest, beside exact random", frame)
+                f"Blind ceiling ({name}): the best strict accuracy a model that never sees the image reaches (fixed "
+                "answer tables searched for the unit's accuracy, a learnt text-only model), learnt on 4/5 of the "
+                "images and scored on the rest, on the scorer's unit, beside exact random and the floor", frame)
     frame = distinguishability_table(runs, comp, ceilings, report, boot)
     if not frame.empty:
         tables["distinguishable"] = (
             "Which models the data tell from a blind one: per category, strict accuracy with its bootstrap 95% "
-            "interval over images, against exact random, the audit's cross-fitted blind ceiling and the blind "
+            "interval over images, against exact random, the audit's blind ceiling on the same unit and the blind "
             f"baseline run '{report.blind_model}' (paired 95% interval); 'not distinguishable': the interval includes "
             f"it; '— (n=...)': fewer than {report.min_units} units (report.min_units), no verdict", frame)
     return tables

@@ -50,10 +50,9 @@ def headline_runs(runs: Sequence[Run], question_set: str, report: Report) -> lis
 
 
 def ceiling_values(run: Run, ceiling: Mapping[str, Mapping[str, Any]]) -> dict[str, float]:
-    """Category -> the audit's cross-fitted blind ceiling (strict %), and ``overall`` pooled as the run's own
-    pooled overall is (paired categories, weighted by the run's scoring units), so the two compare."""
-    out = {cat: float(entry["cross_fitted"]) for cat, entry in ceiling.items()
-           if entry.get("cross_fitted") is not None}
+    """Category -> the audit's blind ceiling on the scorer's unit (strict %), and ``overall`` pooled as the run's
+    own pooled overall is (paired categories, weighted by the run's scoring units), so the two compare."""
+    out = {cat: float(entry["ceiling"]) for cat, entry in ceiling.items() if entry.get("ceiling") is not None}
     weights = {cat: scoring_units(run.scores, cat) for cat in PAIRED_CATEGORIES if cat in out}
     weights = {cat: w for cat, w in weights.items() if not math.isnan(w) and w > 0}
     if weights:

@@ -1,14 +1,26 @@
-"""The blind ceiling on small tables whose best fixed answer per text can be worked out by hand, and the gate on it."""
+"""The blind ceiling: a search for the best fixed answer table per unit, checked against brute force and against
+sets whose best table can be worked out by hand; the gate on it."""
 
 from __future__ import annotations
 
 import json
+from itertools import product
 
+import numpy as np
 import pandas as pd
 import pytest
 
 from probmed.benchmark.audit import gate, run_audit
-from probmed.benchmark.audit.blind_ceiling import blind_ceiling, blind_ceilings, ceiling_failures, pair_floor
+from probmed.benchmark.audit.blind_ceiling import (
+    UNITS,
+    BlindCeiling,
+    CeilingCell,
+    best_table,
+    blind_ceiling,
+    ceiling_failures,
+    pair_floor,
+    units_right,
+)
 from probmed.benchmark.audit.oracle import image_fold
 from probmed.benchmark.audit.report import audit_markdown, headline_metrics
 from probmed.core.params_schema import Audit
@@ -16,13 +28,15 @@ from probmed.core.params_schema import Audit
 XRAY, CT, MRI = "Is this an X-ray image?", "Is this a CT image?", "Is this an MRI image?"
 
 
-def _pair_rows(image_id: str, image_type: str, yes_text: str, no_text: str) -> list[dict]:
-    base = {"image_id": image_id, "image_type": image_type, "category": "modality", "qa_type": "modality",
-            "pair_id": f"{image_id}:modality", "image_path": f"{image_id}.png", "source": "test", "strategy": "balanced",
+def _pair_rows(image_id: str, image_type: str, yes_text: str, no_text: str, category: str = "modality",
+               k: int | None = None, source: str = "test") -> list[dict]:
+    pair = category if k is None else f"entity_{k}"
+    base = {"image_id": image_id, "image_type": image_type, "category": category, "qa_type": pair,
+            "pair_id": f"{image_id}:{pair}", "image_path": f"{image_id}.png", "source": source, "strategy": "balanced",
             "licence": "CC0"}
-    return [{**base, "qid": f"{image_id}-gt", "question": yes_text, "answer": "yes", "polarity": "gt", "evidence": "gt",
-             "entity": yes_text.split()[3]},
-            {**base, "qid": f"{image_id}-adv", "question": no_text, "answer": "no", "polarity": "adv",
+    return [{**base, "qid": f"{image_id}-{pair}-gt", "question": yes_text, "answer": "yes", "polarity": "gt",
+             "evidence": "gt", "entity": yes_text.split()[3]},
+            {**base, "qid": f"{image_id}-{pair}-adv", "question": no_text, "answer": "no", "polarity": "adversarial",
              "evidence": "known_absent", "entity": no_text.split()[3]}]
 
 
@@ -38,29 +52,34 @@ def _modality_set(copies: dict[tuple[str, str, str], int]) -> pd.DataFrame:
 A, B, C, D = ("x-ray", XRAY, CT), ("x-ray", XRAY, MRI), ("ct", CT, XRAY), ("mri", MRI, XRAY)
 
 
-def test_a_balanced_set_with_a_fixed_winner_has_a_ceiling_of_half_its_pairs():
-    """"X-ray? yes, others no" wins patterns A and B (half the pairs); no policy wins more; random wins a quarter."""
-    ceiling = blind_ceiling(_modality_set({A: 1, B: 1, C: 1, D: 1}))
-    entry = ceiling["by_category"]["modality"]
-    assert (entry["units"], entry["keys"], entry["random"], entry["in_sample"]) == (4, 3, 25.0, 50.0)
+def test_a_balanced_set_with_a_fixed_winner_has_an_in_sample_ceiling_of_half_its_pairs():
+    """"X-ray? yes, others no" wins patterns A and B (half the pairs); no table wins more; random wins a quarter."""
+    cell = blind_ceiling(_modality_set({A: 1, B: 1, C: 1, D: 1})).cell("modality", "pair")
+    assert cell is not None
+    assert (cell.units, cell.texts, cell.random, cell.in_sample) == (4, 3, 25.0, 50.0)
+    assert cell.floor == pytest.approx(100 / 3) and cell.bar == "floor" and cell.paper_unit
 
 
-def test_the_cross_fitted_ceiling_is_what_a_policy_learnt_on_other_images_scores():
-    """30 copies of A make "X-ray? yes, CT? no, MRI? no" the only best policy in every training fold: it is right on
-    A and B (40 of 60 pairs) and wrong on C and D, so held out it scores 66.7% against 25% random."""
+def test_the_ceiling_is_what_a_table_learnt_on_other_images_scores_and_the_image_type_is_not_blind():
+    """30 copies of A make "X-ray? yes, CT? no, MRI? no" the only best table in every training fold: right on A and
+    B (40 of 60 pairs), wrong on C and D, so held out it scores 66.7% against a floor of 33.3%. A table keyed on
+    the image type answers every pair (it names the modality): reported, not counted."""
     ceiling = blind_ceiling(_modality_set({A: 30, B: 10, C: 10, D: 10}))
-    entry = ceiling["by_category"]["modality"]
-    assert entry["cross_fitted"] == pytest.approx(200 / 3) and entry["in_sample"] == pytest.approx(200 / 3)
-    assert entry["random"] == 25.0
-    assert ceiling["by_image_type"]["x-ray"]["modality"]["cross_fitted"] == 100.0
-    assert ceiling["by_image_type"]["ct"]["modality"]["cross_fitted"] == 0.0
-    failures = ceiling_failures(ceiling, max_margin=5.0)
-    assert any(f.startswith("modality: a blind fixed answer per text") and "66.7% strict" in f for f in failures)
-    assert any(f.startswith("overall:") for f in failures)
+    cell = ceiling.cell("modality", "pair")
+    assert cell is not None
+    assert cell.learners["table:text"] == pytest.approx(200 / 3) and cell.ceiling == pytest.approx(200 / 3)
+    assert cell.learners["table:type_text"] == 100.0 and "table:type_text" in cell.not_blind
+    assert cell.margin == pytest.approx(200 / 3 - 100 / 3)
+    assert cell.by_image_type["x-ray"]["table:text"] == 100.0 and cell.by_image_type["ct"]["table:text"] == 0.0
+    failures, _ = ceiling_failures(ceiling, max_margin=5.0)
+    assert len(failures) == 1 and failures[0].startswith("modality (within-image pairs, each on its own): a fixed "
+                                                         "answer table keyed on text")
+    assert "66.7% strict" in failures[0] and "above the floor (33.3%" in failures[0]
+    assert ceiling_failures(ceiling, max_margin=5.0, units=("contrast",)) == ([], [])
 
 
 def _balanced_abnormality_set(per_fold: int = 2, folds: int = 5) -> pd.DataFrame:
-    """Single abnormality questions, each text yes and no equally often in every fold: no fixed answer wins."""
+    """Single abnormality questions, the text yes and no equally often in every fold: no fixed answer wins."""
     rows, wanted = [], {(k, a): per_fold for k in range(folds) for a in ("yes", "no")}
     i = 0
     while any(wanted.values()):
@@ -73,31 +92,22 @@ def _balanced_abnormality_set(per_fold: int = 2, folds: int = 5) -> pd.DataFrame
         wanted[(fold, answer)] -= 1
         rows.append({"image_id": image_id, "image_type": "ct/abdomen", "category": "abnormality", "qa_type": "abnormality",
                      "pair_id": f"{image_id}:abnormality", "image_path": f"{image_id}.png", "qid": image_id,
-                     "question": "Is there any abnormality in this image?", "answer": answer, "polarity": "single"})
+                     "question": "Is there any abnormality in this image?", "answer": answer, "polarity": "single",
+                     "source": "test"})
     return pd.DataFrame(rows)
 
 
-def test_a_set_without_a_fixed_winner_sits_at_random_and_passes_the_gate():
+def test_a_set_without_a_fixed_winner_sits_at_random_and_passes():
     ceiling = blind_ceiling(_balanced_abnormality_set())
-    entry = ceiling["by_category"]["abnormality"]
-    assert (entry["units"], entry["random"], entry["cross_fitted"], entry["in_sample"]) == (20, 50.0, 50.0, 50.0)
-    assert ceiling_failures(ceiling, max_margin=5.0) == []
+    cell = ceiling.cell("abnormality", "single")
+    assert cell is not None and (cell.units, cell.random, cell.in_sample) == (20, 50.0, 50.0)
+    assert cell.learners["table:text"] == 50.0 and cell.ceiling == 50.0
+    assert ceiling_failures(ceiling, max_margin=5.0) == ([], [])
 
 
-def test_the_type_keyed_ceiling_gates_condition_and_position_only():
-    ceiling = {"folds": 5, "overall": {"random": 30.0, "cross_fitted": 31.0, "type_keyed": 60.0},
-               "by_category": {"organ": {"random": 25.0, "cross_fitted": 26.0, "type_keyed": 70.0},
-                               "condition": {"random": 26.1, "cross_fitted": 28.0, "type_keyed": 47.0}}}
-    failures = ceiling_failures(ceiling, max_margin=5.0)
-    assert len(failures) == 1 and failures[0].startswith("condition: a blind fixed answer per (image type, text)")
-    assert "20.9 points above exact random (26.1%" in failures[0]
-
-
-def test_the_pair_floor_is_what_any_design_of_n_values_leaves_to_a_fixed_policy():
+def test_the_pair_floor_is_what_any_design_of_n_values_leaves_to_a_fixed_table():
     assert [round(pair_floor(n), 2) for n in (2, 3, 4, 5)] == [50.0, 33.33, 33.33, 30.0]
     assert pair_floor(1) is None
-    entry = blind_ceiling(_modality_set({A: 1, B: 1, C: 1, D: 1}))["by_category"]["modality"]
-    assert entry["floor"] == pytest.approx(100 / 3) and entry["in_sample"] >= entry["floor"]
 
 
 def _condition_row(image_id: str, image_type: str, text: str, answer: str, contrast_id: str | None) -> dict:
@@ -114,7 +124,7 @@ MASS, EDEMA = "Is there a mass in this image?", "Is there edema in this image?"
 
 def contrast_set(mixed: int, same: int) -> pd.DataFrame:
     """Contrast pairs of one condition text: `mixed` across two image types (CT abdomen yes, MRI brain no), `same`
-    within MRI brain. A policy per text is wrong on one side of every pair; one per (image type, text) wins every
+    within MRI brain. A table per text is wrong on one side of every pair; one per (image type, text) wins every
     mixed pair and none of the others."""
     rows = []
     for i in range(mixed):
@@ -126,34 +136,32 @@ def contrast_set(mixed: int, same: int) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def test_on_contrast_pairs_a_policy_per_text_scores_zero_and_one_per_image_type_wins_the_mixed_pairs():
-    ceilings = blind_ceilings(contrast_set(mixed=10, same=10))
-    entry = ceilings["contrast"]["by_category"]["condition"]
-    assert (entry["units"], entry["keys"], entry["random"]) == (20, 2, 25.0)
-    assert (entry["cross_fitted"], entry["in_sample"]) == (0.0, 0.0)
-    assert (entry["type_keyed"], entry["type_keyed_in_sample"]) == (50.0, 50.0)
-    assert "floor" not in entry
-    assert ceilings["contrast"]["by_image_type"]["CT Scan - Abdomen"]["condition"]["type_keyed"] == 100.0
-    failures = ceiling_failures(ceilings["contrast"], max_margin=5.0)
-    assert len(failures) == 1 and failures[0].startswith("condition: a blind fixed answer per (image type, text)")
-    assert "unit: contrast pairs" in failures[0]
-    assert ceilings["pair"]["unit"] == "pair" and blind_ceilings(contrast_set(2, 2).drop(columns="contrast_id"))["contrast"] is None
+def test_on_contrast_pairs_a_table_per_text_scores_zero_and_one_per_image_type_wins_the_mixed_pairs():
+    cell = blind_ceiling(contrast_set(mixed=10, same=10)).cell("condition", "contrast")
+    assert cell is not None and (cell.units, cell.texts, cell.random) == (20, 2, 25.0)
+    assert cell.learners["table:text"] == 0.0 and cell.in_sample == 0.0
+    assert cell.learners["table:type_text"] == 50.0 and cell.reached_by == "table:type_text"
+    assert cell.by_image_type["CT Scan - Abdomen"]["table:type_text"] == 100.0
+    assert blind_ceiling(contrast_set(2, 2).drop(columns="contrast_id")).cell("condition", "contrast") is None
 
 
-def test_the_gate_stops_a_set_whose_contrast_pairs_a_type_keyed_policy_wins():
+def test_the_gate_stops_a_set_whose_contrast_pairs_a_type_keyed_table_wins():
     audit = run_audit(contrast_set(mixed=10, same=10), settings=Audit())
-    result = gate(audit, 5.0)
-    assert not result.passed and result.unchecked == []
-    assert [f for f in result.failures if "blind fixed answer" in f] == [
-        f for f in result.failures if f.startswith("condition: a blind fixed answer per (image type, text)")]
-    assert result.failures and all("text-only oracle" not in f for f in result.failures)  # each text is 50% yes
-    headline = headline_metrics(audit)
-    assert headline["audit_type_keyed_margin_contrast_condition"] == 25.0
-    assert headline["audit_ceiling_margin_contrast_condition"] == -25.0
+    result = gate(audit, 5.0, ceiling_units=("contrast",))
+    assert not result.passed and len(result.failures) == 1, result.failures  # each text is 50% yes: no oracle failure
+    assert result.failures[0].startswith("condition (contrast pairs (one text, two images)): a fixed answer table "
+                                         "keyed on image type + text")
+    assert result.failures[0] in gate(audit, 5.0, ceiling_units=UNITS).failures  # and among every unit's
+    cell = BlindCeiling.from_json(audit["blind_ceiling"]).cell("condition", "contrast")  # type: ignore[union-attr]
+    assert (cell.ceiling, cell.random, cell.margin) == (50.0, 25.0, 25.0)
+    headline = headline_metrics(audit)  # the headline: every unit but contrast pairs (audit.json has them)
+    assert "audit_ceiling_contrast_condition" not in headline
+    assert headline["audit_ceiling_pair_condition"] == pytest.approx(BlindCeiling.from_json(  # type: ignore[union-attr]
+        audit["blind_ceiling"]).cell("condition", "pair").ceiling, abs=1e-3)
     text = audit_markdown(audit, result.to_json())
-    assert "### On contrast pairs (one text, two images) (the gate: audit.ceiling_unit)" in text
-    assert "### On within-image pairs (the paper's unit) (reported, not the gate)" in text
+    assert "## Blind ceiling" in text and "a fixed answer table keyed on image type + text" in text
     json.dumps(audit)  # JSON-ready
+    assert BlindCeiling.from_json(json.loads(json.dumps(audit["blind_ceiling"]))) == BlindCeiling.from_json(audit["blind_ceiling"])
 
 
 def test_the_gate_passes_contrast_pairs_without_a_fixed_winner():
@@ -161,22 +169,122 @@ def test_the_gate_passes_contrast_pairs_without_a_fixed_winner():
     assert result.passed, result.failures
 
 
-def test_on_the_pair_unit_the_gate_stops_a_balanced_set_with_a_fixed_winner():
-    """Every text is yes as often as no (the oracle sits at random), yet "X-ray? yes, others no" wins half the pairs."""
-    questions = _modality_set({A: 20, B: 20, C: 20, D: 20})
-    result = gate(run_audit(questions, settings=Audit(ceiling_unit="pair")), 5.0)
-    assert [f.split(",")[0] for f in result.failures] == [
-        "modality: a blind fixed answer per text", "overall: a blind fixed answer per text"]
-    assert "45.0% strict" in result.failures[0] and "within-image pairs" in result.failures[0]
-    # gated on contrast pairs, a set without them is unchecked, not failed; its pair-unit ceilings stay in the audit
-    audit = run_audit(questions, settings=Audit())
-    unchecked = gate(audit, 5.0)
-    assert unchecked.passed and "no contrast_id column" in unchecked.unchecked[0]
-    assert audit["blind_ceiling"]["contrast"] is None and audit["blind_ceiling"]["pair"]["by_category"]["modality"]
-    assert "unchecked: blind ceiling on contrast pairs" in audit_markdown(audit, unchecked.to_json())
-
-
-def test_an_audit_without_a_blind_ceiling_fails_the_gate():
+def test_an_audit_without_a_blind_ceiling_per_unit_fails_the_gate():
     audit = run_audit(_modality_set({A: 1, B: 1, C: 1, D: 1}), settings=Audit())
-    del audit["blind_ceiling"]
+    audit["blind_ceiling"] = {"gate_unit": "pair", "pair": {"by_category": {}}}  # the shape before units
     assert any("predates it" in f for f in gate(audit, 5.0).failures)
+
+
+def test_a_normal_images_hallucinated_finding_is_reported_never_gated():
+    rows = [{**_condition_row(f"n{i:02d}", "X-ray - Chest", MASS if i % 2 else EDEMA, "no", None), "polarity": "single",
+             "pair_id": f"n{i:02d}:entity_hallu", "qa_type": "entity_hallu"} for i in range(20)]
+    ceiling = blind_ceiling(pd.DataFrame(rows))
+    cell = ceiling.cell("condition", "single")
+    assert cell is not None and cell.ceiling == 100.0 and cell.random == 50.0 and cell.exempt
+    assert ceiling_failures(ceiling, 5.0) == ([], [])
+
+
+# --- the search against brute force --------------------------------------------------------------------------
+
+
+def _brute_force(key: np.ndarray, unit: np.ndarray, yes: np.ndarray, n_keys: int) -> int:
+    """Units right with the best table, every table tried one at a time (independent of best_table)."""
+    best = 0
+    for bits in product((False, True), repeat=n_keys):
+        table = np.array(bits)
+        right = sum(all(table[key[i]] == yes[i] for i in np.flatnonzero(unit == u)) for u in np.unique(unit))
+        best = max(best, right)
+    return best
+
+
+def _synthetic(seed: int, n_keys: int, n_units: int, pairs_per_unit: int) -> tuple[np.ndarray, ...]:
+    """Units of 1..pairs_per_unit pairs (truth, adversary) over skewed values: a structure a table can exploit."""
+    rng = np.random.default_rng(seed)
+    weights = rng.dirichlet(np.ones(n_keys) * 0.7)
+    key, unit, yes = [], [], []
+    for u in range(n_units):
+        for _ in range(int(rng.integers(1, pairs_per_unit + 1))):
+            truth, adversary = rng.choice(n_keys, 2, replace=False, p=weights)
+            key += [truth, adversary]
+            unit += [u, u]
+            yes += [True, False]
+    return np.array(key), np.array(unit), np.array(yes)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("seed", range(6))
+@pytest.mark.parametrize("pairs_per_unit", [1, 3])
+def test_the_search_finds_the_optimum_brute_force_finds(seed, pairs_per_unit):
+    """On small synthetic sets (9 keys, 60 units) the coordinate-ascent search, forced on (no exhaustive path),
+    and the exhaustive path both reach the optimum of a brute-force search written independently of them."""
+    key, unit, yes = _synthetic(seed, 9, 60, pairs_per_unit)
+    optimum = _brute_force(key, unit, yes, 9)
+    assert units_right(key, unit, yes, best_table(key, unit, yes, 9, exhaustive_max=12)) == optimum
+    assert units_right(key, unit, yes, best_table(key, unit, yes, 9, seed=seed, exhaustive_max=0)) == optimum
+
+
+@pytest.mark.slow
+def test_the_search_is_never_beaten_by_an_independent_auditor_by_more_than_a_point():
+    """Larger sets (30 keys, 600 units): the search against 200 random restarts of a greedy best-flip ascent."""
+    for seed in range(3):
+        key, unit, yes = _synthetic(100 + seed, 30, 600, 2)
+        ours = units_right(key, unit, yes, best_table(key, unit, yes, 30, seed=seed))
+        rng = np.random.default_rng(seed)
+        theirs = 0
+        for _ in range(200):
+            table = rng.random(30) < 0.5
+            while True:
+                gains = []
+                for k in range(30):
+                    table[k] = ~table[k]
+                    gains.append(units_right(key, unit, yes, table))
+                    table[k] = ~table[k]
+                k = int(np.argmax(gains))
+                if gains[k] <= units_right(key, unit, yes, table):
+                    break
+                table[k] = ~table[k]
+            theirs = max(theirs, units_right(key, unit, yes, table))
+        assert 100 * (theirs - ours) / len(np.unique(unit)) <= 1.0, (seed, ours, theirs)
+
+
+def _blind_beatable_condition_set(images: int = 400) -> pd.DataFrame:
+    """Condition pairs built to be blind-beatable although every text is yes exactly as often as no: each common
+    finding (effusion, mass) is asked against a rare one on its images, each rare finding against a common one.
+    The table "effusion, mass: yes; the rest: no" wins every pair whose truth is common: half of them."""
+    common, rare = ["effusion", "mass"], ["nodule", "edema", "fibrosis", "hernia"]
+    text = "Is there evidence of {} in this image?".format
+    rows = []
+    for i in range(images):
+        j = i // 2
+        truth, adversary = (common[j % 2], rare[j % 4]) if i % 2 == 0 else (rare[j % 4], common[j % 2])
+        rows += _pair_rows(f"img{i:04d}", "X-ray - Chest", text(truth), text(adversary), "condition", 0)
+    return pd.DataFrame(rows)
+
+
+@pytest.mark.slow
+def test_the_gate_fails_a_set_built_to_be_blind_beatable_on_pairs_and_per_image():
+    questions = _blind_beatable_condition_set()
+    audit = run_audit(questions, settings=Audit())
+    ceiling = BlindCeiling.from_json(audit["blind_ceiling"])
+    assert ceiling is not None
+    pair, image = ceiling.cell("condition", "pair"), ceiling.cell("condition", "image")
+    assert pair is not None and image is not None
+    assert pair.ceiling >= 40.0 and image.ceiling >= 40.0 and pair.random == 25.0  # 50 in sample, less fold noise
+    failures = gate(audit, 5.0, ceiling_units=UNITS).failures
+    assert any(f.startswith("condition (within-image pairs") for f in failures)
+    assert any(f.startswith("condition (per image") for f in failures)
+
+
+def test_a_ceiling_on_too_few_units_to_tell_from_chance_is_unchecked_not_failed():
+    """Seven contrast units, three right (42.9% against 25%): a binomial test at alpha 0.05 cannot tell that
+    from luck, so the gate lists it as unchecked; 30 of 70 is a failure."""
+    def ceiling_of(units: int, right: int) -> BlindCeiling:
+        return BlindCeiling(folds=5, cells=(CeilingCell(
+            "abnormality", "contrast", units=units, questions=2 * units, texts=1, random=25.0, floor=None,
+            ceiling=100 * right / units, reached_by="table:source_text", learners={}, in_sample=0.0),))
+
+    failures, unchecked = ceiling_failures(ceiling_of(7, 3), 5.0, alpha=0.05)
+    assert failures == [] and "7 units: too few to tell from chance" in unchecked[0]
+    failures, unchecked = ceiling_failures(ceiling_of(70, 30), 5.0, alpha=0.05)
+    assert len(failures) == 1 and unchecked == []
+    assert len(ceiling_failures(ceiling_of(7, 3), 5.0)[0]) == 1  # alpha 1: every cell checked

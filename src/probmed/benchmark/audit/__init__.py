@@ -3,10 +3,11 @@
 For any question set, generated or imported (an imported set is audited as it
 is, never rebalanced):
 
-* the blind ceiling (audit.blind_ceiling): the best fixed answer per text (and per
-  image type and text), learnt on 4/5 of the images and scored on the rest, with
-  the in-sample bound, on within-image pairs and on contrast pairs (when the set
-  has them), beside exact random; the gate reads it on ``audit.ceiling_unit``;
+* the blind ceiling (audit.blind_ceiling): the best fixed answer table (keyed on the
+  text, image type + text, source + text) searched for each unit's accuracy, and a
+  learnt text-only model, cross-fitted over image folds, per category and unit
+  (each pair, per image, single questions, contrast pairs), beside exact random and
+  the floor; the gate reads it on ``audit.ceiling_units``;
 * text-only models (the oracle and the blind baseline, audit.scores) scored by
   the project scorer beside the exact random baseline, per category, overall
   (original weighting) and per image type: for reference, the gate's old yardstick;
@@ -18,6 +19,9 @@ is, never rebalanced):
   needs the image records);
 * how well simple pixel statistics separate normal from abnormal images within
   an image type (audit.pixels; needs the image files);
+* shortcuts beyond the text: fixed answer tables keyed on the text and the file's
+  size, format/mode/dimensions or mean grey level, per category (audit.files;
+  needs the image files);
 * the image-type mix beside the paper's Table 1.
 
 The gate (:func:`gate`) turns the audit into a pass/fail for the generation stage.
@@ -92,8 +96,8 @@ def run_audit(
     source: str = "",
 ) -> dict[str, Any]:
     """The full audit of a question set as a JSON-ready dict (sections in the module docstring)."""
-    from probmed.benchmark.audit import leaks, pixels, scores, texts, truthcheck
-    from probmed.benchmark.audit.blind_ceiling import blind_ceilings
+    from probmed.benchmark.audit import files, leaks, pixels, scores, texts, truthcheck
+    from probmed.benchmark.audit.blind_ceiling import blind_ceiling
 
     settings = settings if settings is not None else Audit()
     audit: dict[str, Any] = {
@@ -102,8 +106,8 @@ def run_audit(
             "folds": settings.folds, "alpha": settings.alpha, "seed": settings.seed,
             "records": bool(records), "pixels": image_root is not None, "blind": blind_p_yes is not None,
         },
-        # the gate's yardstick: what a blind model can learn, on both units (audit.blind_ceiling)
-        "blind_ceiling": {"gate_unit": settings.ceiling_unit, **blind_ceilings(questions, settings.folds)},
+        # the gate's yardstick: what a blind model can learn, per category and unit (audit.blind_ceiling)
+        "blind_ceiling": blind_ceiling(questions, settings.folds, settings.seed, blind_p_yes=blind_p_yes).to_json(),
         "oracle": scores.oracle_scores(questions, oracle_settings(settings)),
         # for reference, not the gate: every training majority taken, however slight (audit.scores explains)
         "oracle_raw": scores.oracle_scores(questions, OracleSettings(folds=settings.folds, alpha=1.0)),
@@ -117,11 +121,13 @@ def run_audit(
         "context_leaks": leaks.context_leaks(questions),
         "contradictions": truthcheck.contradictions(questions, records),
         "pixel_leak": None,
+        "file_shortcuts": None,
         "image_mix": image_mix(questions),
     }
     if image_root is not None:
         items = _pixel_items(questions, records, Path(image_root))
         audit["pixel_leak"] = pixels.pixel_leak(items, settings.pixel_folds, settings.seed)
+        audit["file_shortcuts"] = files.file_shortcuts(questions, Path(image_root), settings.folds, settings.seed)
     return audit
 
 
@@ -138,27 +144,25 @@ class GateResult:
         return {"passed": self.passed, "enforced": self.enforced, "failures": self.failures, "unchecked": self.unchecked}
 
 
-def _ceiling_checks(audit: dict[str, Any], max_margin: float) -> tuple[list[str], list[str]]:
-    """(failures, unchecked) of the blind ceiling on the unit the audit was configured to gate on."""
-    from probmed.benchmark.audit.blind_ceiling import UNIT_LABELS, ceiling_failures
+def _ceiling_checks(audit: dict[str, Any], max_margin: float, units: Sequence[str]) -> tuple[list[str], list[str]]:
+    """(failures, cells too small to tell from chance) of the blind ceiling on `units`."""
+    from probmed.benchmark.audit.blind_ceiling import BlindCeiling, ceiling_failures
 
-    ceiling = audit.get("blind_ceiling")
+    ceiling = BlindCeiling.from_json(audit.get("blind_ceiling"))
     if ceiling is None:
-        return ["the audit has no blind ceiling (it predates it): re-run probmed audit on the set"], []
-    unit = ceiling.get("gate_unit", "contrast")
-    if ceiling.get(unit) is None:
-        return [], [f"blind ceiling on {UNIT_LABELS[unit]}: the set has no contrast_id column (no contrast pairs), so "
-                    f"audit.ceiling_unit = {unit} has nothing to check; the other unit's ceilings are in the audit"]
-    return ceiling_failures(ceiling[unit], max_margin), []
+        return ["the audit has no blind ceiling per unit (it predates it): re-run probmed audit on the set"], []
+    return ceiling_failures(ceiling, max_margin, units, audit["meta"].get("alpha", 1.0))
 
 
-def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True) -> GateResult:
-    """Fail when the blind ceiling or the oracle beats exact random by more than the margin, or a lint or
-    contradiction remains.
+def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True,
+         ceiling_units: Sequence[str] = tuple(Audit().ceiling_units)) -> GateResult:
+    """Fail when the blind ceiling beats its bar, or the oracle exact random, by more than the margin, or a lint
+    or contradiction remains.
 
-    The blind ceiling is checked on the unit the audit names (``blind_ceiling.gate_unit``, from
-    audit.ceiling_unit): the cross-fitted ceiling in every category and overall, the type-keyed one for
-    condition and position. A set without that unit (no contrast_id) is reported as unchecked, not failed.
+    The blind ceiling is checked in every category on each of `ceiling_units` (audit.ceiling_units; every unit
+    in :data:`blind_ceiling.UNITS`) the set has; a unit fixed by construction (a normal image's hallucinated
+    finding) is reported, never checked, and a cell whose units a binomial test at audit.alpha cannot tell from
+    its bar is listed as unchecked (the best of a dozen learners on seven units beats any bar by luck).
 
     An empty set fails too: with nothing to score every check passes vacuously, and a run over it measures nothing.
     """
@@ -173,7 +177,7 @@ def gate(audit: dict[str, Any], max_oracle_margin: float, enforce: bool = True) 
                 f"{name}: the text-only oracle scores {acc:.1f}% strict, {acc - rnd:.1f} points above exact random "
                 f"({rnd:.1f}%; audit.max_oracle_margin = {max_oracle_margin:g})"
             )
-    ceiling_failed, unchecked = _ceiling_checks(audit, max_oracle_margin)
+    ceiling_failed, unchecked = _ceiling_checks(audit, max_oracle_margin, ceiling_units)
     failures += ceiling_failed
     lint = audit["lint"]
     if lint["findings"]:

@@ -1,38 +1,50 @@
-"""The blind ceiling: the best strict accuracy a model that never looks at the image can learn.
+"""The blind ceiling: the best strict accuracy a model that never looks at the image can learn, per unit.
 
 A model without the image can still commit to one answer per question text
-("Is this an X-ray? yes", "Is the brain shown? no"). On a set whose pairs have
-structure (every organ pair pits the brain against a body organ; every X-ray
-image asks "X-ray?") such a fixed policy beats exact random although each text
-is answered yes exactly as often as no, which is why a text-majority oracle
-that only acts on significant majorities can sit at random while the set is
-still passable blind.
+("Is this an X-ray? yes", "Is there a glioma? yes, a meningioma? no"). Per-text
+majority says nothing once every text is answered yes as often as no; what
+matters is whether a *fixed answer table* wins whole units. Think of a set's
+pairs as a directed graph from the true value to the false one: a table
+answering yes to the values in S wins every pair it cuts (truth in S, adversary
+not), so "X-ray? yes, CT? no, MRI? no" wins every X-ray pair of a set that never
+asks an X-ray image about anything but CT and MRI.
 
-The policy is fitted on 4/5 of the images and scored on the held-out fifth
-(folds by image id, audit.oracle.image_fold), so the ceiling is what a blind
-model can *learn*, not what it could pick with the answers in hand (that is the
-in-sample bound, reported beside it). It is fitted per category on the
-scorer's own units (a pair, or all pairs of an image for per-image categories,
-or a single question; scoring.metrics.prepare): exhaustively when a category
-has at most ``exhaustive_max`` keys, otherwise from each key's majority answer
-by flipping one key at a time while the training score rises. The key is the
-normalised text, or (image type, text) for a model that recognises the image
-type (trivial) but reads nothing else. A key the training folds never saw is
-guessed: each of its questions counts 0.5 (an exact expectation, no draw).
+So the ceiling is a *search*, not a majority. Per category and unit
+(:data:`UNITS`: each within-image pair, the paper's per-image all-or-nothing
+unit for condition and position, single questions, contrast pairs), the best
+fixed table key -> yes/no for that unit's accuracy is fitted on 4/5 of the
+images and scored on the rest (folds by image id, audit.oracle.image_fold):
 
-Two scoring units (``UNITS``): ``pair``, the paper's within-image pair (the
-scorer's units above), and ``contrast``, two questions of one normalised text on
-two images, one yes and one no (the question table's ``contrast_id``, when it has
-one). A contrast unit's fold is that of its first image (by id). On the pair unit a
-category whose unit is one pair of n values has a floor no design can remove
-(:func:`pair_floor`); the contrast unit has none: a policy keyed on the text alone
-scores 0 on it, and only one keyed on the image type can win.
+* keys (:data:`KEYS`): the normalised text; (image type, text); (source, text).
+  Each table is used trusting every key, or only keys the training folds asked
+  at least 5 or 20 times (:data:`SUPPORTS`); an untrusted key backs off to the
+  text table, then to a guess (0.5 per question, an exact expectation);
+* the search (:func:`best_table`): every table when there are at most
+  ``exhaustive_max`` keys, else coordinate ascent on whole units right (flip the
+  key that rights more units than it breaks) from several starts (each key's
+  majority, all yes, all no, seeded random ones), keeping the best;
+* a learnt text-only model (``words``): a logistic regression over the words and
+  word pairs of the text, cross-fitted alike, answering its more likely answer;
+  and the project's blind baseline (``blind``) where the audit ran it.
+
+The ceiling is the highest of them (``reached_by`` names which). Two exceptions
+are reported, never counted: a key that names the answer (the image type or
+source tells modality and organ: that is looking at the image,
+:func:`not_blind`), and a unit whose answer is fixed by construction
+(:data:`BY_CONSTRUCTION`). Beside it: exact random, and for a unit of one pair
+over n values the floor no design can go below, n/(4(n-1)) (:func:`pair_floor`).
+The bar a ceiling is judged against (:attr:`CeilingCell.bar`) is that floor for
+modality and organ pairs and exact random elsewhere.
+
+:class:`BlindCeiling` is the typed result (``to_json`` / ``from_json``: the
+audit's ``blind_ceiling`` section) that the gate, the report, the card and the
+headline read.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import asdict, dataclass, field
+from typing import Any, Mapping, Sequence
 
 import numpy as np
 import pandas as pd
@@ -40,62 +52,143 @@ import pandas as pd
 from probmed.benchmark.audit.oracle import image_fold, normalise_text
 from probmed.core.categories import CATEGORIES, PAIRED_CATEGORIES, PER_IMAGE_CATEGORIES
 
-KEYINGS = ("text", "type_text")  # what a fixed policy may condition on
-UNITS = ("pair", "contrast")  # what a policy must get right together: a within-image pair, or a contrast pair
-UNIT_LABELS = {"pair": "within-image pairs (the paper's unit)", "contrast": "contrast pairs (one text, two images)"}
+UNITS = ("pair", "image", "single", "contrast")
+UNIT_LABELS = {
+    "pair": "within-image pairs, each on its own",
+    "image": "per image, all pairs of the category together (the paper's unit for condition and position)",
+    "single": "single questions",
+    "contrast": "contrast pairs (one text, two images)",
+}
+KEYS = ("text", "type_text", "source_text")
+KEY_LABELS = {"text": "text", "type_text": "image type + text", "source_text": "source + text"}
+# a key is trusted where the training folds asked it this often (else: the text table, then a guess). Why more
+# than one: a balanced text asked a few times answers the held-out folds the opposite of its training answers
+# (the cross-fitting artefact of audit.oracle), so the table that trusts every key can score below one that
+# trusts only the common ones; every variant is a learner and the best counts
+SUPPORTS = (1, 5, 20)
+
+
+def table_name(key: str, min_support: int) -> str:
+    """A table learner's name: ``table:<key>`` (every key trusted) or ``table:<key>:<min support>``."""
+    return f"table:{key}" if min_support == 1 else f"table:{key}:{min_support}"
+
+
+def learner_label(name: str) -> str:
+    """What a learner is, in words."""
+    if name.startswith("table:"):
+        _, key, *support = name.split(":")
+        return (f"a fixed answer table keyed on {KEY_LABELS.get(key, key.replace('_', ' + '))}"
+                + (f" (keys asked at least {support[0]} times in training)" if support else ""))
+    return {"words": "a logistic regression on the text's words", "blind": "the project's blind baseline"}.get(name, name)
+
+
+def not_blind(category: str, name: str) -> bool:
+    """Whether a learner sees what the question asks: the image type and the source name the modality and organ."""
+    return category in ("modality", "organ") and name.startswith(("table:type_text", "table:source_text"))
+BY_CONSTRUCTION = {
+    ("condition", "single"): "a normal image's hallucinated finding is always no: always-no scores 100 on these "
+                             "questions, which is why the scorer reports them beside the pairs, never in strict accuracy",
+}
+FLOOR_CATEGORIES = ("modality", "organ")  # pairs over a handful of values: judged against the floor, not random
+
+
+def paper_unit(category: str) -> str:
+    """The unit the scorer's strict accuracy uses for `category` (scoring.metrics)."""
+    if category not in PAIRED_CATEGORIES:
+        return "single"
+    return "image" if category in PER_IMAGE_CATEGORIES else "pair"
+
+
+def category_units(category: str) -> tuple[str, ...]:
+    """The units a category is scored on: its pairs, per image, its single questions, contrast pairs."""
+    if category not in PAIRED_CATEGORIES:
+        return ("single", "contrast")
+    own = ("pair", "image") if category in PER_IMAGE_CATEGORIES else ("pair",)
+    return (*own, "single", "contrast")
+
+
+# --- one category on one unit as arrays ------------------------------------------------------------------------
 
 
 @dataclass(frozen=True)
-class CategoryRows:
-    """One category's questions as arrays: the policy key, the scoring unit, the answer and the fold of each."""
+class UnitRows:
+    """One category's questions on one unit: per row its text, its keys, its unit and answer; per unit its fold."""
 
-    key: np.ndarray  # key code per row (0..n_keys-1)
-    n_keys: int
+    text: np.ndarray  # normalised text per row
+    keys: dict[str, np.ndarray]  # key name -> key code per row (text codes are the back-off of the others)
+    n_keys: dict[str, int]
+    back: dict[str, np.ndarray]  # key name -> per key code, the text code it backs off to
     unit: np.ndarray  # unit code per row (0..n_units-1)
     n_units: int
     yes: np.ndarray  # bool: the true answer is yes
-    unit_fold: np.ndarray  # fold of each unit (its image's)
-    unit_type: np.ndarray  # image type of each unit
+    unit_fold: np.ndarray  # fold of each unit (that of its first image by id)
+    unit_type: np.ndarray  # image type of each unit (that of its first image)
+
+    @property
+    def row_fold(self) -> np.ndarray:
+        return self.unit_fold[self.unit]
 
 
-def _scored_rows(questions: pd.DataFrame, category: str, unit: str) -> tuple[np.ndarray, np.ndarray]:
-    """(row positions, unit label per row) of `category` on the scoring unit `unit`."""
+def _unit_labels(questions: pd.DataFrame, category: str, unit: str) -> tuple[np.ndarray, np.ndarray]:
+    """(row positions, unit label per row) of `category` on `unit`."""
     cats = questions["category"].to_numpy(dtype=object)
+    single = (questions["polarity"].astype(str) == "single").to_numpy(dtype=bool)
+    mine = cats == category
     if unit == "contrast":
         if "contrast_id" not in questions.columns:
             return np.array([], dtype=np.int64), np.array([], dtype=object)
         ids = questions["contrast_id"].to_numpy(dtype=object)
-        rows = np.flatnonzero((cats == category) & pd.notna(ids))
+        rows = np.flatnonzero(mine & pd.notna(ids))
         return rows, ids[rows].astype(str)
-    from probmed.scoring.metrics import prepare
+    if unit == "single":
+        rows = np.flatnonzero(mine & (single | (category not in PAIRED_CATEGORIES)))
+        return rows, rows.astype(str)
+    if category not in PAIRED_CATEGORIES or (unit == "image" and category not in PER_IMAGE_CATEGORIES):
+        return np.array([], dtype=np.int64), np.array([], dtype=object)
+    rows = np.flatnonzero(mine & ~single)
+    if unit == "pair":
+        return rows, questions["pair_id"].astype(str).to_numpy(dtype=object)[rows]
+    from probmed.scoring.metrics import prepare  # the scorer's own units (VQA-RAD pairs stay pairs)
 
     prep = prepare(questions, pd.DataFrame({"qid": pd.Series([], dtype=object), "label": pd.Series([], dtype=object)}))
-    rows = np.flatnonzero(prep.cat == CATEGORIES.index(category))
-    if category in PAIRED_CATEGORIES:
-        rows = rows[prep.unit[rows] >= 0]
-        return rows, prep.unit[rows]
-    return rows, rows
+    rows = rows[prep.unit[rows] >= 0]
+    return rows, prep.unit[rows].astype(str)
 
 
-def category_rows(questions: pd.DataFrame, category: str, keying: str, folds: int, unit: str = "pair") -> CategoryRows | None:
-    """The scored questions of `category` on `unit`, keyed by `keying`; None when the category has no such unit."""
+def unit_rows(questions: pd.DataFrame, category: str, unit: str, folds: int,
+              prefixes: Mapping[str, np.ndarray] | None = None) -> UnitRows | None:
+    """The questions of `category` on `unit` as arrays; None when the category has no such unit in the set.
+
+    The keys are the text, (image type, text) and (source, text), or with `prefixes` (key name -> a string per
+    question of the table) the text and (prefix, text) per prefix instead."""
     if unit not in UNITS:
         raise ValueError(f"blind ceiling: unknown unit {unit!r}; known: {', '.join(UNITS)}")
-    rows, unit_of = _scored_rows(questions, category, unit)
+    rows, unit_of = _unit_labels(questions, category, unit)
     if not len(rows):
         return None
     sub = questions.iloc[rows]
     text = sub["question"].map(normalise_text).to_numpy(dtype=object)
     itype = sub["image_type"].astype(str).to_numpy(dtype=object)
-    keys = text if keying == "text" else itype + "\x1f" + text
-    key, uniques = pd.factorize(keys, sort=True)
+    source = (sub["source"] if "source" in sub.columns else pd.Series([""] * len(sub))).astype(str).to_numpy(dtype=object)
+    text_code, text_uniques = pd.factorize(text, sort=True)
+    keys, n_keys, back = {"text": text_code.astype(np.int64)}, {"text": len(text_uniques)}, {}
+    back["text"] = np.arange(len(text_uniques), dtype=np.int64)
+    named = {"type_text": itype, "source_text": source} if prefixes is None else \
+        {name: np.asarray(values, dtype=object)[rows] for name, values in prefixes.items()}
+    for name, prefix in named.items():
+        code, uniques = pd.factorize(prefix + "\x1f" + text, sort=True)
+        keys[name], n_keys[name] = code.astype(np.int64), len(uniques)
+        b = np.zeros(len(uniques), dtype=np.int64)
+        b[code] = text_code
+        back[name] = b
     unit_values, unit_code = np.unique(unit_of, return_inverse=True)
     image_ids = sub["image_id"].astype(str).to_numpy(dtype=object)
     order = np.lexsort((image_ids, unit_code))  # per unit, its rows by image id: the first is the unit's image
     first_row = order[np.unique(unit_code[order], return_index=True)[1]]
     fold = np.array([image_fold(i, folds) for i in image_ids[first_row]], dtype=np.int64)
-    return CategoryRows(key=key.astype(np.int64), n_keys=len(uniques), unit=unit_code.astype(np.int64), n_units=len(unit_values),
-                        yes=(sub["answer"] == "yes").to_numpy(dtype=bool), unit_fold=fold, unit_type=itype[first_row])
+    return UnitRows(text=text, keys=keys, n_keys=n_keys, back=back, unit=unit_code.astype(np.int64),
+                    n_units=len(unit_values), yes=(sub["answer"] == "yes").to_numpy(dtype=bool), unit_fold=fold,
+                    unit_type=itype[first_row])
 
 
 def pair_floor(n_values: int) -> float | None:
@@ -113,164 +206,327 @@ def pair_floor(n_values: int) -> float | None:
     return 100.0 * k * (n_values - k) / (n_values * (n_values - 1))
 
 
-def _units_right(data: CategoryRows, policy: np.ndarray, rows: np.ndarray) -> int:
-    """How many units all of whose questions (among `rows`) the policy answers right."""
-    wrong = np.zeros(data.n_units, dtype=np.int64)
-    np.add.at(wrong, data.unit[rows], (policy[data.key[rows]] != data.yes[rows]).astype(np.int64))
-    return int((wrong[np.unique(data.unit[rows])] == 0).sum())
+# --- the search ------------------------------------------------------------------------------------------------
 
 
-def fit_policy(data: CategoryRows, rows: np.ndarray, exhaustive_max: int = 10) -> np.ndarray:
-    """The fixed answer per key (True = yes) that answers the most units of `rows` right.
-
-    Exhaustive over every policy when there are at most `exhaustive_max` keys;
-    otherwise each key's majority answer on `rows` (ties: no), then single-key
-    flips in key order while the count of right units rises.
-    """
-    if data.n_keys <= exhaustive_max:
-        best, best_right = np.zeros(data.n_keys, dtype=bool), -1
-        for choice in range(2 ** data.n_keys):
-            policy = ((choice >> np.arange(data.n_keys)) & 1).astype(bool)
-            right = _units_right(data, policy, rows)
-            if right > best_right:
-                best, best_right = policy, right
-        return best
-    yes_votes = np.bincount(data.key[rows], weights=data.yes[rows], minlength=data.n_keys)
-    totals = np.bincount(data.key[rows], minlength=data.n_keys)
-    policy = 2 * yes_votes > totals
-    return _local_search(data, rows, policy)
+def units_right(key: np.ndarray, unit: np.ndarray, yes: np.ndarray, table: np.ndarray) -> int:
+    """How many units all of whose rows the table (key -> answer yes) answers right."""
+    wrong = np.bincount(unit, weights=(table[key] != yes), minlength=int(unit.max()) + 1 if len(unit) else 0)
+    present = np.bincount(unit, minlength=len(wrong)) > 0
+    return int(((wrong == 0) & present).sum())
 
 
-def _local_search(data: CategoryRows, rows: np.ndarray, policy: np.ndarray, max_passes: int = 50) -> np.ndarray:
-    """Flip one key at a time while it answers more units right (deterministic: key order, first improvement)."""
-    policy = policy.copy()
-    wrong = np.zeros(data.n_units, dtype=np.int64)
-    np.add.at(wrong, data.unit[rows], (policy[data.key[rows]] != data.yes[rows]).astype(np.int64))
-    rows_of_key = [rows[data.key[rows] == k] for k in range(data.n_keys)]
+def _exhaustive(key: np.ndarray, unit: np.ndarray, yes: np.ndarray, n_keys: int) -> np.ndarray:
+    """The best table over every one of the 2^n_keys (ties: the first in binary order)."""
+    from scipy.sparse import csr_matrix
+
+    _, unit = np.unique(unit, return_inverse=True)
+    n_units = int(unit.max()) + 1
+    member = csr_matrix((np.ones(len(unit)), (np.arange(len(unit)), unit)), shape=(len(unit), n_units))
+    best, best_right = np.zeros(n_keys, dtype=bool), -1
+    chunk = 1024
+    for start in range(0, 2 ** n_keys, chunk):
+        choices = np.arange(start, min(start + chunk, 2 ** n_keys))
+        tables = ((choices[:, None] >> np.arange(n_keys)[None, :]) & 1).astype(bool)  # (choices, keys)
+        wrong = (tables[:, key] != yes[None, :]).astype(float)  # (choices, rows)
+        right = ((member.T @ wrong.T).T == 0).sum(axis=1)  # (choices,)
+        i = int(np.argmax(right))
+        if right[i] > best_right:
+            best, best_right = tables[i].copy(), int(right[i])
+    return best
+
+
+def _ascend(per_key: list[tuple[np.ndarray, np.ndarray, np.ndarray]], wrong: np.ndarray, table: np.ndarray,
+            rng: np.random.Generator, max_passes: int = 100) -> np.ndarray:
+    """Coordinate ascent: flip any key that rights more units than it breaks, in a seeded order, until none does."""
+    table = table.copy()
+    keys = [k for k, (u, _, _) in enumerate(per_key) if len(u)]
     for _ in range(max_passes):
         improved = False
-        for k, krows in enumerate(rows_of_key):
-            if not len(krows):
-                continue
-            now_wrong = policy[k] != data.yes[krows]
-            change = np.where(now_wrong, -1, 1)  # a flip rights what was wrong and wrongs what was right
-            units, inverse = np.unique(data.unit[krows], return_inverse=True)
-            delta_units = np.bincount(inverse, weights=change, minlength=len(units)).astype(np.int64)
-            before, after = wrong[units] == 0, (wrong[units] + delta_units) == 0
-            if int(after.sum()) > int(before.sum()):
-                policy[k] = ~policy[k]
-                wrong[units] += delta_units
+        for k in rng.permutation(keys):
+            units, n_yes, n_no = per_key[k]
+            delta = (n_yes - n_no) if table[k] else (n_no - n_yes)  # a flip wrongs what was right, rights the rest
+            gain = int(((wrong[units] + delta) == 0).sum()) - int((wrong[units] == 0).sum())
+            if gain > 0:
+                table[k] = ~table[k]
+                wrong[units] += delta
                 improved = True
         if not improved:
             break
-    return policy
+    return table
 
 
-def _expected_right(data: CategoryRows, policy: np.ndarray, known: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """Per unit: the chance the policy answers all its questions (among `rows`) right; unknown keys count 0.5."""
-    p = np.where(known[data.key[rows]], (policy[data.key[rows]] == data.yes[rows]).astype(float), 0.5)
+def best_table(key: np.ndarray, unit: np.ndarray, yes: np.ndarray, n_keys: int, seed: int = 0,
+               exhaustive_max: int = 12, restarts: int = 8) -> np.ndarray:
+    """The fixed answer per key (True = yes) that answers the most whole units right.
+
+    Exhaustive when there are at most `exhaustive_max` keys (the exact optimum);
+    otherwise coordinate ascent from each key's majority, all no, all yes and
+    `restarts` seeded random tables, the best of them (ties: the first start).
+    """
+    if not len(key):
+        return np.zeros(n_keys, dtype=bool)
+    if n_keys <= exhaustive_max:
+        return _exhaustive(key, unit, yes, n_keys)
+    _, unit = np.unique(unit, return_inverse=True)
+    n_units = int(unit.max()) + 1
+    cells, inverse = np.unique(key * n_units + unit, return_inverse=True)  # (key, unit) cells, sorted by key
+    n_yes = np.bincount(inverse, weights=yes).astype(np.int64)
+    n_no = np.bincount(inverse, weights=~yes).astype(np.int64)
+    bounds = np.searchsorted(cells // n_units, np.arange(n_keys + 1))
+    per_key = [(cells[a:b] % n_units, n_yes[a:b], n_no[a:b]) for a, b in zip(bounds[:-1], bounds[1:])]
+    rng = np.random.default_rng(seed)
+    votes, totals = np.bincount(key, weights=yes, minlength=n_keys), np.bincount(key, minlength=n_keys)
+    starts = [2 * votes > totals, np.zeros(n_keys, bool), np.ones(n_keys, bool)]
+    starts += [rng.random(n_keys) < 0.5 for _ in range(restarts)]
+    best, best_right = starts[0], -1
+    for start in starts:
+        wrong = np.bincount(unit, weights=(start[key] != yes), minlength=n_units).astype(np.int64)
+        table = _ascend(per_key, wrong, start, rng)
+        right = units_right(key, unit, yes, table)
+        if right > best_right:
+            best, best_right = table, right
+    return best
+
+
+# --- cross-fitting ---------------------------------------------------------------------------------------------
+
+
+def _per_unit(data: UnitRows, p_correct: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Per unit: the chance all its rows (among `rows`) are right, from each row's chance."""
     prod = np.ones(data.n_units)
-    np.multiply.at(prod, data.unit[rows], p)
+    np.multiply.at(prod, data.unit[rows], p_correct)
     return prod
 
 
-def ceilings(data: CategoryRows, folds: int, exhaustive_max: int = 10) -> dict[str, np.ndarray]:
-    """Per unit: right with the cross-fitted policy (expected), with the in-sample policy, and at random."""
-    unit_fold_of_row = data.unit_fold[data.unit]
-    crossed = np.zeros(data.n_units)
+@dataclass(frozen=True)
+class _Fitted:
+    """A table fitted on some rows, and how often the rows asked each of its keys."""
+
+    table: np.ndarray
+    support: np.ndarray
+
+    @classmethod
+    def on(cls, data: UnitRows, name: str, train: np.ndarray, seed: int, exhaustive_max: int) -> "_Fitted":
+        key, n_keys = data.keys[name], data.n_keys[name]
+        return cls(best_table(key[train], data.unit[train], data.yes[train], n_keys, seed, exhaustive_max),
+                   np.bincount(key[train], minlength=n_keys))
+
+
+def _table_chances(data: UnitRows, name: str, fitted: Mapping[str, _Fitted], rows: np.ndarray,
+                   min_support: int) -> np.ndarray:
+    """Each row of `rows` right with the table keyed on `name`, trusting a key only where the training folds asked
+    it at least `min_support` times (else backing off to the text table, then to a guess)."""
+    p = np.full(len(rows), np.nan)
+    for each in (name, "text"):  # the table's own key first, then the text's
+        key, table = data.keys[each][rows], fitted[each]
+        trusted = np.isnan(p) & (table.support[key] >= min_support)
+        p = np.where(trusted, (table.table[key] == data.yes[rows]).astype(float), p)
+    return np.where(np.isnan(p), 0.5, p)
+
+
+def _words_chances(data: UnitRows, train: np.ndarray, rows: np.ndarray) -> np.ndarray:
+    """Each row of `rows` right with the more likely answer of a logistic regression on the words of the text."""
+    from sklearn.feature_extraction.text import CountVectorizer
+    from sklearn.linear_model import LogisticRegression
+
+    y = data.yes[train]
+    if y.all() or not y.any():
+        return (data.yes[rows] == bool(y.all())).astype(float) if len(y) else np.full(len(rows), 0.5)
+    words = CountVectorizer(ngram_range=(1, 2), binary=True, token_pattern=r"[a-z0-9]+")
+    x = words.fit_transform(data.text[train])
+    model = LogisticRegression(C=1.0, solver="liblinear").fit(x, y)
+    p = model.predict_proba(words.transform(data.text[rows]))[:, 1]
+    return np.where(np.isclose(p, 0.5), 0.5, ((p > 0.5) == data.yes[rows]).astype(float))
+
+
+def learner_scores(data: UnitRows, folds: int, seed: int = 0, exhaustive_max: int = 12,
+                   blind_p_yes: np.ndarray | None = None, supports: Sequence[int] = SUPPORTS) -> dict[str, np.ndarray]:
+    """Per learner, per unit: the chance it is right held out (each fold fitted on the others)."""
+    keys = list(data.keys)
+    names = [table_name(k, m) for k in keys for m in supports] + ["words"]
+    out = {name: np.zeros(data.n_units) for name in names}
+    row_fold = data.row_fold
     for k in range(folds):
-        held = np.flatnonzero(unit_fold_of_row == k)
+        held = np.flatnonzero(row_fold == k)
         if not len(held):
             continue
-        train = np.flatnonzero(unit_fold_of_row != k)
-        known = np.bincount(data.key[train], minlength=data.n_keys) > 0
-        policy = fit_policy(data, train, exhaustive_max)
+        train = np.flatnonzero(row_fold != k)
         held_units = np.unique(data.unit[held])
-        crossed[held_units] = _expected_right(data, policy, known, held)[held_units]
-    everything = np.arange(len(data.key))
-    in_sample = _expected_right(data, fit_policy(data, everything, exhaustive_max), np.ones(data.n_keys, bool), everything)
-    sizes = np.bincount(data.unit, minlength=data.n_units)
-    return {"cross_fitted": crossed, "in_sample": in_sample, "random": 0.5 ** sizes.astype(float)}
-
-
-def _pct(values: np.ndarray) -> float | None:
-    return float(100.0 * values.mean()) if len(values) else None
-
-
-def _category_entry(by_text: CategoryRows, text_units: dict[str, np.ndarray], type_units: dict[str, np.ndarray],
-                    category: str, unit: str) -> dict[str, Any]:
-    """One category's figures; on the pair unit with one pair per unit, the floor no design can remove."""
-    entry: dict[str, Any] = {"units": by_text.n_units, "questions": len(by_text.key), "keys": by_text.n_keys,
-                             "random": _pct(text_units["random"]), "cross_fitted": _pct(text_units["cross_fitted"]),
-                             "in_sample": _pct(text_units["in_sample"]), "type_keyed": _pct(type_units["cross_fitted"]),
-                             "type_keyed_in_sample": _pct(type_units["in_sample"])}
-    if unit == "pair" and category in PAIRED_CATEGORIES and category not in PER_IMAGE_CATEGORIES:
-        entry["floor"] = pair_floor(by_text.n_keys)
-    return entry
-
-
-def blind_ceiling(questions: pd.DataFrame, folds: int = 5, exhaustive_max: int = 10, unit: str = "pair") -> dict[str, Any]:
-    """The blind ceiling on `unit` per category, overall (categories weighted by their questions) and per image type.
-
-    Every figure is a strict accuracy in percent: ``random`` (exact), ``cross_fitted``
-    and ``in_sample`` for a policy keyed on the text, ``type_keyed`` (cross-fitted) and
-    ``type_keyed_in_sample`` for one keyed on (image type, text); ``units`` is how many
-    scored units, ``keys`` how many distinct texts, ``floor`` (pair unit, one pair per
-    unit) the in-sample ceiling any design of that many values has (:func:`pair_floor`).
-    """
-    out: dict[str, Any] = {"unit": unit, "folds": folds, "exhaustive_max": exhaustive_max, "by_category": {},
-                           "by_image_type": {}}
-    names = ("random", "cross_fitted", "in_sample", "type_keyed")
-    totals = {name: 0.0 for name in names}
-    weight = units = 0
-    for cat in CATEGORIES:
-        by_text = category_rows(questions, cat, "text", folds, unit)
-        if by_text is None:
-            continue
-        by_type = category_rows(questions, cat, "type_text", folds, unit)
-        assert by_type is not None
-        text_units = ceilings(by_text, folds, exhaustive_max)
-        type_units = ceilings(by_type, folds, exhaustive_max)
-        entry = _category_entry(by_text, text_units, type_units, cat, unit)
-        out["by_category"][cat] = entry
-        for name in names:
-            totals[name] += float(entry[name] or 0.0) * entry["questions"]
-        weight += entry["questions"]
-        units += by_text.n_units
-        for itype in sorted(set(by_text.unit_type.tolist())):
-            mask = by_text.unit_type == itype
-            out["by_image_type"].setdefault(itype, {})[cat] = {
-                "units": int(mask.sum()), "random": _pct(text_units["random"][mask]),
-                "cross_fitted": _pct(text_units["cross_fitted"][mask]),
-                "type_keyed": _pct(type_units["cross_fitted"][by_type.unit_type == itype]),
-            }
-    out["overall"] = {name: (value / weight if weight else None) for name, value in totals.items()}
-    out["overall"].update(questions=weight, units=units)
+        fitted = {name: _Fitted.on(data, name, train, seed + k, exhaustive_max) for name in keys}
+        for name in keys:
+            for m in supports:
+                p = _table_chances(data, name, fitted, held, m)
+                out[table_name(name, m)][held_units] = _per_unit(data, p, held)[held_units]
+        out["words"][held_units] = _per_unit(data, _words_chances(data, train, held), held)[held_units]
+    if blind_p_yes is not None:  # cross-fitted by the blind backend itself: its more likely answer
+        everything = np.arange(len(data.yes))
+        p = np.where(np.isclose(blind_p_yes, 0.5), 0.5, ((blind_p_yes > 0.5) == data.yes).astype(float))
+        out["blind"] = _per_unit(data, p, everything)
     return out
 
 
-def blind_ceilings(questions: pd.DataFrame, folds: int = 5, exhaustive_max: int = 10) -> dict[str, Any]:
-    """The blind ceiling on both units: ``pair`` always, ``contrast`` when the table has contrast pairs (else None)."""
-    contrast = None
-    if "contrast_id" in questions.columns and questions["contrast_id"].notna().any():
-        contrast = blind_ceiling(questions, folds, exhaustive_max, "contrast")
-    return {"pair": blind_ceiling(questions, folds, exhaustive_max, "pair"), "contrast": contrast}
+def in_sample(data: UnitRows, seed: int = 0, exhaustive_max: int = 12) -> float:
+    """The best text table chosen with every answer in hand (percent): an upper bound, not a model."""
+    key = data.keys["text"]
+    table = best_table(key, data.unit, data.yes, data.n_keys["text"], seed, exhaustive_max)
+    return 100.0 * units_right(key, data.unit, data.yes, table) / data.n_units
 
 
-def ceiling_failures(ceiling: dict[str, Any], max_margin: float) -> list[str]:
-    """The gate's reasons: the cross-fitted ceiling above exact random by more than `max_margin` points in a
-    category or overall, or the type-keyed one for condition or position."""
-    failures = []
-    label = UNIT_LABELS.get(ceiling.get("unit", "pair"), "")
-    entries = [*ceiling["by_category"].items(), ("overall", ceiling["overall"])]
-    for name, entry in entries:
-        checks = [("cross_fitted", "a blind fixed answer per text")]
-        if name in ("condition", "position"):
-            checks.append(("type_keyed", "a blind fixed answer per (image type, text)"))
-        for field, what in checks:
-            acc, rnd = entry.get(field), entry.get("random")
-            if acc is not None and rnd is not None and acc - rnd > max_margin:
-                failures.append(f"{name}: {what}, learnt on {ceiling['folds'] - 1}/{ceiling['folds']} of the images, "
-                                f"scores {acc:.1f}% strict on the rest, {acc - rnd:.1f} points above exact random "
-                                f"({rnd:.1f}%; audit.max_oracle_margin = {max_margin:g}; unit: {label})")
-    return failures
+# --- the typed result ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class CeilingCell:
+    """The blind ceiling of one category on one unit, beside exact random and the floor.
+
+    ``learners``: every learner's cross-fitted strict accuracy (%); ``ceiling`` the highest of those that count
+    (``not_blind`` names the ones that do not: their key names the answer), reached by ``reached_by``;
+    ``bar`` is what the ceiling is judged against (``"floor"`` for modality and organ pairs, else ``"random"``),
+    ``margin`` how far above it the ceiling is; ``exempt`` says why the gate does not check the cell.
+    """
+
+    category: str
+    unit: str
+    units: int
+    questions: int
+    texts: int
+    random: float
+    floor: float | None
+    ceiling: float
+    reached_by: str
+    learners: dict[str, float]
+    in_sample: float
+    bar: str = "random"
+    not_blind: tuple[str, ...] = ()
+    exempt: str | None = None
+    by_image_type: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    @property
+    def bar_value(self) -> float:
+        return self.floor if self.bar == "floor" and self.floor is not None else self.random
+
+    @property
+    def margin(self) -> float:
+        return self.ceiling - self.bar_value
+
+    @property
+    def paper_unit(self) -> bool:
+        return paper_unit(self.category) == self.unit
+
+    def to_json(self) -> dict[str, Any]:
+        out = asdict(self)
+        out["not_blind"] = list(self.not_blind)
+        out.update(bar_value=self.bar_value, margin=self.margin, paper_unit=self.paper_unit)
+        return out
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any]) -> "CeilingCell":
+        names = {f for f in cls.__dataclass_fields__}
+        values = {k: v for k, v in data.items() if k in names}
+        values["not_blind"] = tuple(values.get("not_blind") or ())
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class BlindCeiling:
+    """Every (category, unit) cell of a set's blind ceiling: the audit's ``blind_ceiling`` section."""
+
+    folds: int
+    cells: tuple[CeilingCell, ...]
+    learners: tuple[str, ...] = ()
+
+    def cell(self, category: str, unit: str) -> CeilingCell | None:
+        return next((c for c in self.cells if c.category == category and c.unit == unit), None)
+
+    def paper(self, category: str) -> CeilingCell | None:
+        """The cell of the unit the scorer's strict accuracy uses for `category`."""
+        return self.cell(category, paper_unit(category))
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON: the cells, and ``by_category`` (the paper unit's cell per category, for readers of one number)."""
+        by_category = {c.category: {"unit": c.unit, "units": c.units, "random": c.random, "floor": c.floor,
+                                    "ceiling": c.ceiling, "reached_by": c.reached_by, "bar_value": c.bar_value,
+                                    "margin": c.margin} for c in self.cells if c.paper_unit}
+        return {"folds": self.folds, "learners": list(self.learners), "units": list(UNITS),
+                "cells": [c.to_json() for c in self.cells], "by_category": by_category}
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any] | None) -> "BlindCeiling | None":
+        """The typed result of an audit's ``blind_ceiling`` section; None for an audit without one (or older)."""
+        if not data or "cells" not in data:
+            return None
+        return cls(folds=int(data["folds"]), cells=tuple(CeilingCell.from_json(c) for c in data["cells"]),
+                   learners=tuple(data.get("learners") or ()))
+
+
+def _pct(values: np.ndarray) -> float:
+    return float(100.0 * values.mean()) if len(values) else 0.0
+
+
+def _cell(data: UnitRows, category: str, unit: str, scores: Mapping[str, np.ndarray], seed: int,
+          exhaustive_max: int) -> CeilingCell:
+    sizes = np.bincount(data.unit, minlength=data.n_units)
+    random = 0.5 ** sizes.astype(float)
+    learners = {name: _pct(v) for name, v in scores.items()}
+    looking = tuple(n for n in learners if not_blind(category, n))
+    counted = {n: v for n, v in learners.items() if n not in looking}
+    reached_by = max(counted, key=lambda n: (counted[n], -list(counted).index(n)))
+    floor = pair_floor(data.n_keys["text"]) if unit == "pair" and category in PAIRED_CATEGORIES else None
+    by_type: dict[str, dict[str, Any]] = {}
+    for itype in sorted(set(data.unit_type.tolist())):
+        mask = data.unit_type == itype
+        by_type[itype] = {"units": int(mask.sum()), "random": _pct(random[mask]),
+                          **{name: _pct(v[mask]) for name, v in scores.items()}}
+    return CeilingCell(category=category, unit=unit, units=data.n_units, questions=len(data.yes),
+                       texts=data.n_keys["text"], random=_pct(random), floor=floor, ceiling=counted[reached_by],
+                       reached_by=reached_by, learners=learners, in_sample=in_sample(data, seed, exhaustive_max),
+                       bar="floor" if category in FLOOR_CATEGORIES and unit == "pair" and floor is not None else "random",
+                       not_blind=looking, exempt=BY_CONSTRUCTION.get((category, unit)), by_image_type=by_type)
+
+
+def blind_ceiling(questions: pd.DataFrame, folds: int = 5, seed: int = 0, exhaustive_max: int = 12,
+                  blind_p_yes: np.ndarray | None = None, units: Sequence[str] = UNITS) -> BlindCeiling:
+    """The blind ceiling of every category on every unit it has (module docstring)."""
+    from probmed.infra.progress import progress
+
+    cells = []
+    plan = [(cat, unit) for cat in CATEGORIES for unit in category_units(cat) if unit in units]
+    for cat, unit in progress(plan, desc="blind ceiling", unit="cell"):
+        rows, _ = _unit_labels(questions, cat, unit)
+        data = unit_rows(questions, cat, unit, folds)
+        if data is None:
+            continue
+        blind = None if blind_p_yes is None else np.asarray(blind_p_yes, dtype=float)[rows]
+        scores = learner_scores(data, folds, seed, exhaustive_max, blind)
+        cells.append(_cell(data, cat, unit, scores, seed, exhaustive_max))
+    learners = tuple(dict.fromkeys(n for c in cells for n in c.learners))
+    return BlindCeiling(folds=folds, cells=tuple(cells), learners=learners)
+
+
+def beats_bar(cell: CeilingCell, alpha: float) -> bool:
+    """Whether the cell's ceiling is above its bar beyond chance: a one-sided binomial test of its units right
+    against the bar's rate (the highest of a dozen learners on a few units beats any bar by luck)."""
+    from scipy.stats import binomtest
+
+    right = int(round(cell.ceiling / 100.0 * cell.units))
+    return bool(binomtest(right, cell.units, min(max(cell.bar_value / 100.0, 0.0), 1.0), "greater").pvalue < alpha)
+
+
+def ceiling_failures(ceiling: BlindCeiling, max_margin: float, units: Sequence[str] = UNITS,
+                     alpha: float = 1.0) -> tuple[list[str], list[str]]:
+    """(the gate's reasons, cells too small to tell): a cell of `units` whose ceiling is more than `max_margin`
+    points above its bar fails, unless a binomial test at `alpha` cannot tell it from the bar (then it is listed
+    as unchecked; alpha 1 checks every cell)."""
+    failures, unchecked = [], []
+    for c in ceiling.cells:
+        if c.unit not in units or c.exempt or c.margin <= max_margin:
+            continue
+        line = (f"{c.category} ({UNIT_LABELS[c.unit]}): {learner_label(c.reached_by)}, learnt on {ceiling.folds - 1}/"
+                f"{ceiling.folds} of the images, scores {c.ceiling:.1f}% strict on the rest, {c.margin:.1f} points above "
+                f"{'the floor' if c.bar == 'floor' else 'exact random'} ({c.bar_value:.1f}%")
+        if alpha < 1.0 and not beats_bar(c, alpha):
+            unchecked.append(f"{line}) on {c.units} units: too few to tell from chance (binomial test, alpha {alpha:g})")
+        else:
+            failures.append(f"{line}; audit.max_oracle_margin = {max_margin:g})")
+    return failures, unchecked

@@ -7,6 +7,10 @@ resampling filter and writes PNG, so downstream code cannot tell normal from
 abnormal by anything but the pixels. Two size policies (``fit``): ``square``
 (size x size, the ChestX-ray14 policy) and ``long_side`` (aspect kept, the long
 side exactly ``size``: figures and slices of other shapes, never distorted).
+A source can be stored uncompressed (``compress_level`` 0: deflate's stored
+blocks), so that a file's size is a function of its dimensions alone: a
+compressed size follows the content, and in figshare the imaging plane, which
+differs by tumour type, showed in it.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ FILTERS = {
     "box": Image.Resampling.BOX,
 }
 MANIFEST = "hygiene.json"
+DEFAULT_COMPRESSION = 6  # PIL's; 0 stores the pixels uncompressed (the file size then depends on the dimensions only)
 
 
 FITS = ("square", "long_side")
@@ -43,8 +48,9 @@ def fitted_size(width: int, height: int, size: int, fit: str = "square") -> tupl
     raise ValueError(f"image fit {fit!r} not in {FITS}")
 
 
-def normalise_image(src: Path, dst: Path, size: int = 256, resample: str = "lanczos", fit: str = "square") -> None:
-    """Decode, grayscale (mode L), resize by the size policy, write PNG atomically."""
+def normalise_image(src: Path, dst: Path, size: int = 256, resample: str = "lanczos", fit: str = "square",
+                    compress_level: int = DEFAULT_COMPRESSION) -> None:
+    """Decode, grayscale (mode L), resize by the size policy, write PNG atomically (at `compress_level`)."""
     with Image.open(src) as im:
         im.load()
         gray = im.convert("L")
@@ -52,13 +58,13 @@ def normalise_image(src: Path, dst: Path, size: int = 256, resample: str = "lanc
     if gray.size != target:
         gray = gray.resize(target, FILTERS[resample])
     with atomic_path(dst) as tmp:
-        gray.save(tmp, format="PNG")
+        gray.save(tmp, format="PNG", compress_level=compress_level)
 
 
-def _job(args: tuple[str, str, int, str, str]) -> str | None:
-    src, dst, size, resample, fit = args
+def _job(args: tuple[str, str, int, str, str, int]) -> str | None:
+    src, dst, size, resample, fit, compress_level = args
     try:
-        normalise_image(Path(src), Path(dst), size, resample, fit)
+        normalise_image(Path(src), Path(dst), size, resample, fit, compress_level)
     except Exception as exc:  # unreadable image: reported by the caller, never fatal
         return f"{type(exc).__name__}: {exc}"
     return None
@@ -66,7 +72,7 @@ def _job(args: tuple[str, str, int, str, str]) -> str | None:
 
 def normalise_many(
     pairs: Iterable[tuple[Path, Path]], out_dir: Path, size: int = 256, resample: str = "lanczos", workers: int = 2,
-    fit: str = "square",
+    fit: str = "square", compress_level: int = DEFAULT_COMPRESSION,
 ) -> dict[str, str]:
     """Normalise (src, dst) pairs; returns {src: error} for the unreadable ones.
 
@@ -82,9 +88,11 @@ def normalise_many(
     settings = {"size": size, "resample": resample, "mode": "L", "format": "PNG"}
     if fit != "square":  # the square policy's manifest stays as it was, so its images are reused
         settings["fit"] = fit
+    if compress_level != DEFAULT_COMPRESSION:  # likewise: only a source stored otherwise says so
+        settings["compress_level"] = compress_level
     reuse = manifest.exists() and json.loads(manifest.read_text()) == settings
     todo = [
-        (str(s), str(d), size, resample, fit)
+        (str(s), str(d), size, resample, fit, compress_level)
         for s, d in pairs
         if not (reuse and d.exists() and d.stat().st_mtime >= s.stat().st_mtime)
     ]

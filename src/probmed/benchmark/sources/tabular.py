@@ -12,7 +12,7 @@ from typing import Iterable
 
 from PIL import Image
 
-from probmed.benchmark.curation.images import fitted_size, normalise_many
+from probmed.benchmark.curation.images import DEFAULT_COMPRESSION, fitted_size, normalise_many
 from probmed.benchmark.curation.positions import Box
 from probmed.benchmark.sources.base import SourceContext, SourceResult, require_file
 from probmed.core.errors import SourceError
@@ -57,19 +57,22 @@ class ImagePolicy:
     resample: str = _DEFAULT.resample
     fit: str = _DEFAULT.fit
     workers: int = _DEFAULT.workers
+    uncompressed: bool = False  # PNG stored uncompressed: the file size depends on the dimensions alone
 
     def describe(self) -> str:
-        return f"decode, grayscale, {self.fit} {self.size} px ({self.resample}), PNG"
+        return f"decode, grayscale, {self.fit} {self.size} px ({self.resample}), PNG" + (
+            " stored uncompressed" if self.uncompressed else "")
 
     @classmethod
-    def of(cls, options: CurateImages, images: CurateImagePolicy) -> "ImagePolicy":
+    def of(cls, options: CurateImages, images: CurateImagePolicy, source: str = "") -> "ImagePolicy":
         """The policy of one source: its `curate.<source>.images_dir` and the shared `curate.images`."""
-        return cls(Path(options.images_dir), images.image_size, images.resample, images.fit, images.workers)
+        return cls(Path(options.images_dir), images.image_size, images.resample, images.fit, images.workers,
+                   source in images.uncompressed)
 
     @classmethod
     def from_context(cls, context: SourceContext) -> "ImagePolicy":
         """The policy of the context's source (its section is a :class:`CurateImages`)."""
-        return cls.of(context.options_as(CurateImages), context.images)
+        return cls.of(context.options_as(CurateImages), context.images, context.name)
 
 
 def write_images(
@@ -81,7 +84,9 @@ def write_images(
     ``boxes_curated`` scaled from ``boxes`` when it has boxes).
     """
     pairs = [(src, policy.out_dir / f"{Path(src).stem}.png") for _, src in pending]
-    errors = normalise_many(pairs, policy.out_dir, policy.size, policy.resample, policy.workers, policy.fit) if write else {}
+    level = 0 if policy.uncompressed else DEFAULT_COMPRESSION
+    errors = normalise_many(pairs, policy.out_dir, policy.size, policy.resample, policy.workers, policy.fit,
+                            level) if write else {}
     for rec, src in pending:
         if str(src) in errors:
             result.exclude("unreadable image file", f"{rec.image_id}: {errors[str(src)]}")
