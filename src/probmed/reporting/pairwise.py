@@ -124,7 +124,7 @@ def markdown(a: RunRef, b: RunRef, diff: pd.DataFrame, boot: Bootstrap, image_ty
             *([f"- image type: {image_type}"] if image_type else []), "",
             f"Differences in points, A - B, with a paired bootstrap {level} interval over images ({boot.resamples} "
             "resamples): an interval that includes 0 means the data cannot tell the two runs apart.", ""]
-    return "\n".join(head) + markdown_table(pd.DataFrame(rows))
+    return "\n".join(head) + "\n" + markdown_table(pd.DataFrame(rows))
 
 
 def to_json(a: RunRef, b: RunRef, diff: pd.DataFrame, image_type: str | None = None) -> dict[str, Any]:
