@@ -183,6 +183,7 @@ def test_the_readmes_release_line_names_the_folder_the_release_stage_writes(repo
 
     text = (repo_root / "README.md").read_text(encoding="utf-8")
     (path,) = re.findall(r'load_dataset\("([^"]+)"', "\n".join(code_blocks(text, "python")))
+    assert set(re.findall(r'load_dataset\("(build/[^"]+)"', documented_text(repo_root))) == {path}  # the pages say it alike
     version = parse_params(to_plain(load_checked_params(str(repo_root / "params.yaml"), []))).release.version
     stage = yaml.safe_load((repo_root / "dvc.yaml").read_text(encoding="utf-8"))["stages"]["release"]
     (out,) = [next(iter(o)) if isinstance(o, dict) else o for o in stage["outs"]]

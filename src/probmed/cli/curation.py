@@ -462,7 +462,7 @@ def _register_review(sub: Any) -> None:
     i.add_argument("--out")
     _common(i)
     t = rs.add_parser("truth", help="a stratified sample of questions to judge true / doubtful / false by eye")
-    t.add_argument("--questions", help="question table (default predict.questions; the README samples the full set)")
+    t.add_argument("--questions", help="question table (default predict.questions; the documentation samples the full set)")
     t.add_argument("--n", type=int, help="questions to sample")
     t.add_argument("--seed", type=int)
     t.add_argument("--out")

@@ -16,7 +16,7 @@ from probmed.core.markdown import markdown_table
 
 FOLDER = "reference/commands"
 """Where the pages go, relative to the documentation folder."""
-USAGE_WIDTH = 100
+USAGE_WIDTH = 80
 
 
 def _subcommands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
