@@ -192,3 +192,17 @@ def test_by_hand_commands_leave_dvc_clean_the_tracked_files_and_the_root_as_they
     assert sh("git", "status", "--porcelain", "--untracked-files=no", cwd=repo).stdout == scratch.tracked_before
     assert sorted(p.name for p in repo.iterdir()) == scratch.root_before
     assert (repo / "build" / "adhoc" / "scores" / "mine" / "metrics.json").is_file()
+
+
+def test_the_readmes_figure_is_one_the_report_draws(scratch, repo_root):
+    """The README shows a committed copy of a report figure; the caption names the file the report stage writes."""
+    import re
+
+    from PIL import Image
+
+    readme = (repo_root / "README.md").read_text(encoding="utf-8")
+    (drawn,) = re.findall(r"`(build/report/plots/[^`]+\.png)`", readme)
+    (shown,) = re.findall(r"!\[[^\]]*\]\((docs/assets/[^)]+\.png)\)", readme)
+    assert (scratch.repo / drawn).is_file(), drawn
+    with Image.open(scratch.repo / drawn) as made, Image.open(repo_root / shown) as committed:
+        assert made.width == committed.width  # drawn at the page's width by the same figure code
