@@ -655,7 +655,7 @@ PARAM_FILES: dict[str, tuple[str, ...]] = {
                     "questions.vqarad_adversarial.report", "questions.review", "predict.questions",
                     "predict.store_dir", "predict.describe_dir", "predict.out_dir", "predict.read_stores",
                     "predict.batch_size", "predict.fsync", "predict.lock_wait_s", "predict.disk_reserve_mb",
-                    "datasets.sources", "release.out_dir"),
+                    "datasets.sources", "release.out_dir", "finetune.out_dir"),
 }
 """Registry files beside params.yaml and the keys each keeps (dotted: ``finetune.profiles`` within
 ``finetune``): models.yaml the model registry, layout.yaml what no DVC stage declares (folders, the files
