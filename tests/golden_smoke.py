@@ -117,10 +117,10 @@ def run_pipeline(work: Path) -> None:
         shutil.copy(REPO_ROOT / name, work / name)
     make_data(SHARED_DATA, work / "data")
     for source, folder in (("chestxray14", "chestxray14"), ("vqarad", "vqa-rad"), ("medicat", "medicat-sample")):
-        _probmed("curate", source, "curate.chestxray14.images_dir=build/images/chestxray14",
+        _probmed("curate", source, "--images-dir", "build/images",
                  "curate.images.workers=1", "--data", f"data/{folder}", "--out", f"build/records/{source}.parquet")
     for source, folder in NEW_SOURCES.items():
-        _probmed("curate", source, "curate.images.workers=1", "--data", f"data/{folder}",
+        _probmed("curate", source, "--images-dir", "build/images", "curate.images.workers=1", "--data", f"data/{folder}",
                  "--out", f"build/records/{source}.parquet")
     q = "build/questions"
     _probmed("generate", "--records", "build/records/chestxray14.parquet", "build/records/vqarad.parquet",

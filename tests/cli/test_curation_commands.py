@@ -96,3 +96,41 @@ def test_one_curate_names_several_sources_and_writes_what_each_alone_writes(shar
         assert (tmp_path / "together" / f"{src}.report.json").read_bytes() == (tmp_path / "alone" / f"{src}.report.json").read_bytes()
     assert main(["curate", "vqarad", "medicat", "--out", str(tmp_path / "x.parquet"), *params]) == 2
     assert "--out/--data apply to a single source, not 2 (vqarad, medicat)" in capsys.readouterr().err
+
+
+def test_extract_reads_captions_in_the_profile_named(repo_root: Path, tmp_path: Path) -> None:
+    """`--profile paper` keeps the paper's scope (ultrasound and the knee are `other`); `extended` reads them."""
+    captions = tmp_path / "captions.tsv"
+    captions.write_text("c1\tTransabdominal ultrasound of the right kidney shows a 2 cm cyst.\n"
+                        "c2\tAP radiograph of the left knee shows a fracture of the tibial plateau.\n", encoding="utf-8")
+    got = {}
+    for profile in ("paper", "extended"):
+        out = tmp_path / f"{profile}.jsonl"
+        assert main(["extract", str(captions), "--profile", profile, "--out", str(out),
+                     "--params", str(repo_root / "params.yaml")]) == 0
+        got[profile] = {r["id"]: r for r in map(json.loads, out.read_text().splitlines())}
+    assert (got["paper"]["c1"]["modality"], got["paper"]["c2"]["organ"]) == ("other", "other")
+    assert (got["extended"]["c1"]["modality"], got["extended"]["c2"]["organ"]) == ("ultrasound", "knee")
+
+
+def test_curate_all_is_the_curate_stages_sources_and_writes_under_adhoc_by_hand(repo_root: Path) -> None:
+    """One list: the curate stage runs `probmed curate all`, the sources of curate.all, whose records generation
+    and fine-tuning read; by hand its records and images go under build/adhoc/, never into the stage's outputs."""
+    import yaml
+
+    from probmed.cli.options import load_checked_params
+    from probmed.core.config import to_plain
+    from probmed.core.params_schema import RECORD_TABLES, parse_params
+
+    stage = yaml.safe_load((repo_root / "dvc.yaml").read_text())["stages"]["curate"]
+    params = parse_params(to_plain(load_checked_params(str(repo_root / "params.yaml"), [])))
+    assert stage["cmd"].split()[:3] == ["probmed", "curate", "all"] and "curate.all" in stage["params"]
+    assert params.curate.all == RECORD_TABLES and "roco" not in params.curate.all
+    assert {d for d in stage["deps"] if d.startswith("data/")} == {getattr(params.curate, s).data for s in params.curate.all}
+    assert params.questions.records == [f"build/records/{s}.parquet" for s in params.curate.all]
+    assert params.finetune.records == params.questions.records
+    outs = [str(o) for o in stage["outs"]]
+    by_hand = [params.curate.records_dir] + [getattr(params.curate, s).images_dir for s in params.curate.all
+                                             if hasattr(getattr(params.curate, s), "images_dir")]
+    assert all(p.startswith("build/adhoc/") for p in by_hand), by_hand
+    assert not [p for p in by_hand for o in outs if p == o or p.startswith(o + "/")]

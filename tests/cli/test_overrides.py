@@ -49,6 +49,7 @@ COMMANDS: dict[str, list[str]] = {
     "models": ["--profile", "paper"],
     "pin": ["llava-1.5", "--revision", "main"],
     "transfer": ["--no-progress"],
+    "compare": ["probmed/tiny/vanilla", "probmed/random/vanilla"],
 }
 
 

@@ -138,9 +138,10 @@ def test_exp_show_lists_declared_params_and_no_outside_path(repo_root, tmp_path)
     first_metric = next(_leaves(shown["metrics"]["metrics/evaluation.json"]["data"]))
     assert first_metric == (f"{first_run['question_set']}.{first_run['model']}/{first_run['setting']}"
                             ".overall_paper_weighted"), first_metric
-    # one image policy (curate.images), not a copy per source: a source's folders are layout, not params
+    # one image policy (curate.images), not a copy per source: a source's folders are layout, not params; the
+    # sources themselves (curate.all) are a param, the one list `probmed curate all` reads
     assert not [key for file, key in columns if key.startswith("curate.") and not key.startswith(
-        ("curate.images.", "curate.image_root"))], sorted(key for _, key in columns if key.startswith("curate."))
+        ("curate.images.", "curate.image_root", "curate.all"))], sorted(key for _, key in columns if key.startswith("curate."))
 
 
 def _declared_values(repo: Path) -> dict[str, dict]:

@@ -51,3 +51,11 @@ def test_report_scores_and_table1_markdown_keep_their_rows_whole():
     _well_formed(table1_markdown(table), len(table.columns))
     frame = pd.DataFrame({"model": ["run|<b>x</b>\n"], "averaged_accuracy": [50.0]})
     _well_formed(scores_markdown(frame, "title"), 2)
+
+
+def test_code_spans_keep_their_text_and_terminal_cells_carry_no_entities():
+    assert escape_cell("`<image_id>:abnormality` marks <single> questions") == \
+        "`<image_id>:abnormality` marks &lt;single&gt; questions"
+    assert escape_cell("``a|b`` x|y") == "``a\\|b`` x\\|y"  # a pipe still cannot end the cell
+    assert escape_cell(">=24 GB & <2 GPUs\nnext", markup=False) == ">=24 GB & <2 GPUs next"
+    assert markdown_table(pd.DataFrame({"needs": [">=1 GPU"]}), markup=False).endswith("| >=1 GPU |\n")

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, answering_kernels, params_of
+from probmed.cli.options import add_params_arguments, adhoc_path, answering_kernels, params_of
 from probmed.core.errors import UserError
 
 if TYPE_CHECKING:
@@ -84,7 +84,7 @@ def cmd_audit(args: argparse.Namespace) -> int:
     image_root = None if args.no_pixels else Path(args.image_root or params.curate.image_root)
     audit = run_audit(questions, records or None, image_root, settings, _blind(args, params, questions), str(args.questions))
     result = gate(audit, settings.max_oracle_margin, settings.enforce, settings.ceiling_units).to_json()
-    out_dir = Path(args.out_dir or Path(args.questions).with_suffix("").as_posix() + ".audit")
+    out_dir = Path(args.out_dir or adhoc_path(args, "audit", Path(args.questions).stem))
     headline = write_audit(audit, result, out_dir)
     name = args.name or Path(args.questions).stem
     if args.headline:  # dvc: metrics/audit.json, the headline `dvc metrics` and `dvc exp show` compare
@@ -103,7 +103,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("audit", help="is a question set answerable without the image? text-only baselines, truth, lint, leaks")
     p.add_argument("questions", help="question table (.parquet) or original-format question file (.json)")
     p.add_argument("--records", nargs="+", help="image record tables: check every 'no' against metadata and QA")
-    p.add_argument("--out-dir", help="where audit.json, audit.md, metrics.json go (default: <questions>.audit/)")
+    p.add_argument("--out-dir", help="where audit.json, audit.md, metrics.json go (default <paths.adhoc>/audit/<questions' stem>)")
     p.add_argument("--image-root", help="image paths are relative to this (default curate.image_root)")
     p.add_argument("--no-pixels", action="store_true", help="skip the pixel-statistics leak check (reads every image)")
     blind = p.add_mutually_exclusive_group()

@@ -4,8 +4,10 @@ stats, review, import-release. Thin: parse, call the library, print."""
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import time
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -49,7 +51,17 @@ def _narrowed(extractor: CaptionExtractor, profile: Profile) -> CaptionExtractor
     return extract
 
 
-def curate_one(cfg: Params, source: str, data: str | None, out: str | None, image_root: str | None) -> dict:
+@dataclass(frozen=True)
+class CurateTargets:
+    """Where `probmed curate` writes: one source's --out, or folders for every source (default layout.yaml's
+    by-hand curate.records_dir and curate.<source>.images_dir; the curate stage names build/records, build/images)."""
+
+    out: str | None = None
+    records_dir: str | None = None
+    images_dir: str | None = None  # each source's PNGs go to <images_dir>/<source>/
+
+
+def curate_one(cfg: Params, source: str, data: str | None, targets: CurateTargets, image_root: str | None) -> dict:
     """Curate one source into its record table and exclusion report; returns the report."""
     from probmed.benchmark.sources.base import SourceContext
     from probmed.benchmark.sources.text_positions import withhold_text_positions
@@ -57,6 +69,8 @@ def curate_one(cfg: Params, source: str, data: str | None, out: str | None, imag
 
     loader = SOURCES.load(source, "curate source")  # the command line offers only registered sources
     options = getattr(cfg.curate, source)  # every registered source has its section (params_schema.Curate)
+    if targets.images_dir and hasattr(options, "images_dir"):
+        options = dataclasses.replace(options, images_dir=(Path(targets.images_dir) / source).as_posix())
     data_dir = data or options.data
     if not data_dir:
         raise ConfigError(f"params: curate.{source}.data is missing (or pass --data)")
@@ -65,7 +79,7 @@ def curate_one(cfg: Params, source: str, data: str | None, out: str | None, imag
     t0 = time.perf_counter()
     res = loader(context)
     withhold_text_positions(res, source, cfg.curate.positions)
-    out_path = Path(out or Path(cfg.curate.records_dir) / f"{source}.parquet")
+    out_path = Path(targets.out or Path(targets.records_dir or cfg.curate.records_dir) / f"{source}.parquet")
     write_image_records(res.records, out_path)
     summary = res.summary()
     # DVC-tracked: identical runs must write identical bytes, so the timing goes to the log line only
@@ -84,8 +98,9 @@ def cmd_curate(args: argparse.Namespace) -> int:
     sources = list(dict.fromkeys(named))
     if len(sources) > 1 and (args.out or args.data):
         raise UserError(f"--out/--data apply to a single source, not {len(sources)} ({', '.join(sources)})")
+    targets = CurateTargets(args.out, args.records_dir, args.images_dir)
     for s in sources:
-        curate_one(cfg, s, args.data, args.out, args.image_root)
+        curate_one(cfg, s, args.data, targets, args.image_root)
     return 0
 
 
@@ -209,15 +224,25 @@ def cmd_vqarad_adversarial(args: argparse.Namespace) -> int:
 
 
 def cmd_extract(args: argparse.Namespace) -> int:
-    """Extract modality, organ and findings from a caption table into JSONL."""
+    """Extract modality, organ and findings from a caption table into JSONL, in the caption profile named."""
+    from functools import partial
+
+    from probmed.benchmark.curation.profiles import PROFILES
     from probmed.benchmark.sources.base import SourceResult
     from probmed.benchmark.sources.captions import read_caption_tsv, run_extractor
 
     cfg = params_of(args)
-    ex = _extractor(cfg.extract, args.method)
+    profile = PROFILES[args.profile]
+    ex: CaptionExtractor
+    if args.method == "rules":  # the rules read the caption in the profile's vocabularies; the LLM answers in all
+        from probmed.benchmark.curation.extract_rules import extract
+
+        ex = partial(extract, profile=profile)
+    else:
+        ex = _narrowed(_extractor(cfg.extract, args.method), profile)
     res = SourceResult("captions")
     items = read_caption_tsv(Path(args.captions), res)
-    outs = run_extractor(items, ex, res)
+    outs = run_extractor(items, ex, res, profile)
     write_text_atomic("".join(json.dumps(o.to_json()) + "\n" for o in outs), args.out)
     write_json_atomic({"captions": len(items), "extracted": len(outs), "excluded": {k: {"count": len(v), "ids": v} for k, v in res.excluded.items()}},
                       Path(args.out).with_suffix(".report.json"))
@@ -367,7 +392,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("source", nargs="+", choices=(*SOURCES.kinds, "all"),
                    help="one or more sources (curate.<source>), or all (curate.all)")
     p.add_argument("--data", help="source directory (default curate.<source>.data)")
-    p.add_argument("--out", help="record table (default curate.records_dir/<source>.parquet)")
+    p.add_argument("--out", help="record table of a single source (default <records-dir>/<source>.parquet)")
+    p.add_argument("--records-dir", help="<source>.parquet + <source>.report.json go here (default curate.records_dir)")
+    p.add_argument("--images-dir", help="each source's PNGs go to IMAGES_DIR/<source>/ (default curate.<source>.images_dir)")
     p.add_argument("--image-root", help="image paths are written relative to this (default curate.image_root)")
     _common(p)
     p.set_defaults(func=cmd_curate)
@@ -396,7 +423,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("extract", help="captions (id<TAB>caption) -> modality/organ/findings JSONL")
     p.add_argument("captions")
     p.add_argument("--method", choices=("rules", "llm"), default="rules")
-    p.add_argument("--out", required=True)
+    p.add_argument("--profile", choices=("paper", "extended"), default="paper",
+                   help="caption profile: paper (X-ray/CT/MRI; chest, abdomen, brain, spine) or extended "
+                   "(ultrasound too, and ten organs: roco_extended's)")
+    p.add_argument("--out", required=True, help="JSONL, one extraction per caption (+ <out>.report.json: exclusions)")
     _common(p)
     p.set_defaults(func=cmd_extract)
 
@@ -442,7 +472,7 @@ def _register_review(sub: Any) -> None:
     i.add_argument("--out")
     _common(i)
     t = rs.add_parser("truth", help="a stratified sample of questions to judge true / doubtful / false by eye")
-    t.add_argument("--questions", help="question table (default predict.questions; the README samples the full set)")
+    t.add_argument("--questions", help="question table (default predict.questions; the documentation samples the full set)")
     t.add_argument("--n", type=int, help="questions to sample")
     t.add_argument("--seed", type=seed_option)
     t.add_argument("--out")

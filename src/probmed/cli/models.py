@@ -62,7 +62,7 @@ def cmd_models(args: argparse.Namespace) -> int:
     if args.json:
         print("\n".join(json.dumps(r) for r in rows))
     else:
-        print(markdown_table(pd.DataFrame(rows)), end="")
+        print(markdown_table(pd.DataFrame(rows), markup=False), end="")  # a terminal: text as written, no entities
     return 0
 
 

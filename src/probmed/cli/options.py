@@ -137,6 +137,12 @@ def params_of(args: argparse.Namespace) -> Params:
     return typed
 
 
+def adhoc_path(args: argparse.Namespace, *parts: str) -> str:
+    """Where a command run by hand writes when no option names its output: under ``paths.adhoc`` (layout.yaml),
+    never the repository root nor a DVC stage's output (the stages name theirs on their command lines)."""
+    return Path(params_of(args).paths.adhoc, *parts).as_posix()
+
+
 def answering_kernels(params: Params) -> str:
     """The CPU kernels of a command whose models answer questions (`cpu_kernels_of` of predict, describe,
     audit and transfer): ``predict.cpu_kernels``."""

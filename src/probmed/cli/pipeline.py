@@ -19,7 +19,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from probmed.cli.options import add_params_arguments, command_params, params_of
+from probmed.cli.options import add_params_arguments, adhoc_path, command_params, params_of
 from probmed.core.config import to_plain
 from probmed.core.errors import ConfigError, UserError
 
@@ -45,7 +45,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     p = sub.add_parser("plan", help="check params (models, settings, datasets) before any work; write the plan")
     _params(p)
-    p.add_argument("--out-dir", default="build/plan")
+    p.add_argument("--out-dir", help="the plan and its gate file (default <paths.adhoc>/plan; the plan stage: build/plan)")
     p.set_defaults(func=cmd_plan)
 
     s = sub.add_parser("subset", help="seeded image-level subset of a question set (datasets.question_sets.<name>)")
@@ -64,8 +64,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     t.add_argument("--scores-root", default="build/scores")
     t.add_argument("--predictions-root", default="build/predictions")
     t.add_argument("--questions-root", default="build/questions")
-    t.add_argument("--out", default="build/tracking/runs.json",
-                   help="each evaluation's run key (MLflow tag probmed.run_key): the same in every clone")
+    t.add_argument("--out", help="each evaluation's run key (MLflow tag probmed.run_key): the same in every clone "
+                   "(default <paths.adhoc>/tracking/runs.json; the track stage: build/tracking/runs.json)")
     t.add_argument("--ids", default=RUN_IDS, help="each evaluation's MLflow run id (random per tracking store, "
                    "so kept out of DVC's outputs)")
     t.set_defaults(func=cmd_track)
@@ -75,7 +75,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("--scores-root", action="append",
                    help="<set>/<model>/<setting>/metrics.json root; repeat to join several (default build/scores)")
     r.add_argument("--questions-root", default="build/questions", help="question tables for Table 1")
-    r.add_argument("--out-dir", default="build/report")
+    r.add_argument("--out-dir", help="default <paths.adhoc>/report (the report stage: build/report)")
     r.add_argument("--runs", default=RUN_IDS, help="run ids by evaluation (`probmed track --ids`): visual "
                    "reliance goes onto these vanilla runs (absent: the newest vanilla run of each model)")
     r.add_argument("--headline", help="write the evaluation headline metrics here (dvc: metrics/evaluation.json)")
@@ -101,6 +101,7 @@ def cmd_plan(args: argparse.Namespace) -> int:
     """Check the params and write the run plan before any work."""
     from probmed.pipeline.plan import write_plan
 
+    args.out_dir = args.out_dir or adhoc_path(args, "plan")
     plan = write_plan(params_of(args), args.out_dir)
     print(json.dumps({"evaluations": len(plan["evaluations"]), "out": args.out_dir}))
     return 0
@@ -230,6 +231,7 @@ def cmd_track(args: argparse.Namespace) -> int:
     from probmed.reporting.tracking import RunSpec, log_model_runs
 
     cfg, params = _cfg(args), params_of(args)
+    args.out = args.out or adhoc_path(args, "tracking", "runs.json")
     if not params.tracking.enabled:
         write_json_atomic({}, args.out)
         write_json_atomic({}, args.ids)
@@ -276,6 +278,7 @@ def cmd_report(args: argparse.Namespace) -> int:
     from probmed.scoring.compare import Bootstrap
 
     params = params_of(args)
+    args.out_dir = args.out_dir or adhoc_path(args, "report")
     qroot = Path(args.questions_root)
     question_sets = params.datasets.question_sets
     questions = {name: qroot / f"{name}.parquet" for name in question_sets if (qroot / f"{name}.parquet").is_file()}

@@ -30,6 +30,8 @@ def cmd_release(args: argparse.Namespace) -> int:
         audit=Path(args.audit) if args.audit else None,
         name=args.name,
         allow_unaudited=args.allow_unaudited,
+        url=params.release.url,
+        truth_reviews=tuple(Path(p) for p in params.release.truth_reviews),
     )
     result = build_release(opts)
     rel = result.release

@@ -1,4 +1,5 @@
-"""`probmed score`, `probmed score-official`, `probmed baseline`: thin wrappers over probmed.scoring."""
+"""`probmed score`, `probmed score-official`, `probmed baseline`, `probmed compare`: thin wrappers over
+probmed.scoring (and probmed.reporting.pairwise for compare)."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from probmed.cli.options import add_params_arguments, params_of, seed_option
+from probmed.cli.options import add_params_arguments, adhoc_path, params_of, seed_option
 from probmed.core.params_schema import Score
 
 
@@ -119,6 +120,43 @@ def cmd_baseline(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_compare(args: argparse.Namespace) -> int:
+    """`probmed compare A B`: A - B per category with paired bootstrap intervals, as Markdown and JSON."""
+    import json
+
+    from probmed.infra.io import write_json_atomic, write_text_atomic
+    from probmed.reporting.pairwise import compare, markdown, resolve_run, to_json
+    from probmed.scoring.compare import Bootstrap
+
+    params = params_of(args)
+    roots = [Path(r) for r in (args.scores_root or DEFAULT_SCORE_ROOTS)]
+    a = resolve_run(args.a, roots, params.tracking.uri)
+    b = resolve_run(args.b, roots, params.tracking.uri)
+    boot = Bootstrap.of(params.score)
+    diff = compare(a, b, boot, args.image_type)
+    if diff.empty:
+        from probmed.core.errors import UserError
+
+        raise UserError(f"{args.a} vs {args.b}: no category has scored questions"
+                        + (f" of image type {args.image_type!r}" if args.image_type else ""))
+    page = markdown(a, b, diff, boot, args.image_type)
+    out = Path(args.out or adhoc_path(args, "compare", _slug(f"{args.a}-vs-{args.b}")))
+    write_text_atomic(page, out / "compare.md")
+    write_json_atomic(to_json(a, b, diff, args.image_type), out / "compare.json")
+    print(page, end="")
+    print(json.dumps({"out": out.as_posix()}))
+    return 0
+
+
+DEFAULT_SCORE_ROOTS = ("build/scores", "build/finetune/transfer/scores")  # the pipeline's score layouts
+
+
+def _slug(text: str) -> str:
+    import re
+
+    return re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("_")[:120] or "compare"
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     """Add `score`, `score-responses`, `score-official` and `baseline` to the `probmed` parser."""
     p = sub.add_parser(
@@ -159,6 +197,22 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="the original VQA-RAD ablation scorer instead: records paired by position (gt first)",
     )
     p.set_defaults(func=cmd_score_official, reads_params=False)  # the original scorer: no params
+
+    p = sub.add_parser(
+        "compare",
+        help="paired differences per category between two scored runs, with bootstrap intervals",
+        description="A - B per category and overall (accuracy with adversarial pairs and averaged accuracy), "
+        "with a paired bootstrap interval over the images both were scored on. A and B are each a score "
+        "folder, a name [<set>/]<model>[/<setting>] under the score roots, or an MLflow run id.",
+    )
+    p.add_argument("a", help="score folder, [<set>/]<model>[/<setting>] (setting default vanilla), or MLflow run id")
+    p.add_argument("b", help="the run A is compared with, named the same ways")
+    p.add_argument("--out", help="folder for compare.md and compare.json (default <paths.adhoc>/compare/<a>-vs-<b>)")
+    p.add_argument("--scores-root", action="append",
+                   help=f"where names are looked up; repeat for several (default {', '.join(DEFAULT_SCORE_ROOTS)})")
+    p.add_argument("--image-type", help="compare on one image type only, e.g. 'X-ray - Chest'")
+    add_params_arguments(p, "score.bootstrap_resamples=2000")
+    p.set_defaults(func=cmd_compare)
 
     p = sub.add_parser("baseline", help="write baseline predictions (random / always-yes / always-no)")
     p.add_argument("kind", choices=("random", "always-yes", "always-no"))

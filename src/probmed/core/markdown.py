@@ -18,18 +18,31 @@ import pandas as pd
 _NEWLINE = re.compile(r"\r\n|\r|\n")
 
 
-def escape_cell(text: str) -> str:
-    """``text`` safe inside one table cell: HTML's ``& < >`` as entities, ``|`` escaped, newlines as ``<br>``."""
-    text = html.escape(text, quote=False).replace("|", "\\|")
-    return _NEWLINE.sub("<br>", text)
+_CODE_SPAN = re.compile(r"(`+)(.+?)\1", re.S)
+
+
+def escape_cell(text: str, markup: bool = True) -> str:
+    """``text`` safe inside one table cell: ``|`` escaped; with ``markup`` (a Markdown or HTML file) HTML's
+    ``& < >`` as entities and newlines as ``<br>``, except inside code spans, which show their text as written
+    (an entity there would print as ``&lt;``); without (a terminal) the text as it is, on one line."""
+    if not markup:
+        return _NEWLINE.sub(" ", text).replace("|", "\\|")
+    parts, last = [], 0
+    for code in _CODE_SPAN.finditer(text):
+        parts.append(_NEWLINE.sub("<br>", html.escape(text[last:code.start()], quote=False)))
+        parts.append(_NEWLINE.sub(" ", code.group(0)))
+        last = code.end()
+    parts.append(_NEWLINE.sub("<br>", html.escape(text[last:], quote=False)))
+    return "".join(parts).replace("|", "\\|")
 
 
 def markdown_table(frame: pd.DataFrame, headers: Sequence[str] | None = None,
-                   cell: Callable[[Any], str] = str) -> str:
-    """``frame`` as a Markdown table; ``headers`` default to the column names; every cell and header escaped."""
-    heads = [escape_cell(str(h)) for h in (headers if headers is not None else frame.columns)]
+                   cell: Callable[[Any], str] = str, markup: bool = True) -> str:
+    """``frame`` as a Markdown table; ``headers`` default to the column names; every cell and header escaped
+    (``markup=False``: for a terminal, no HTML entities; escape_cell)."""
+    heads = [escape_cell(str(h), markup) for h in (headers if headers is not None else frame.columns)]
     lines = ["| " + " | ".join(heads) + " |", "|" + "|".join("---" for _ in heads) + "|"]
-    lines += ["| " + " | ".join(escape_cell(cell(v)) for v in row) + " |" for row in frame.itertuples(index=False)]
+    lines += ["| " + " | ".join(escape_cell(cell(v), markup) for v in row) + " |" for row in frame.itertuples(index=False)]
     return "\n".join(lines) + "\n"
 
 

@@ -107,6 +107,13 @@ class Paths(Section):
     """Raw inputs: the DVC-tracked copy of the source data (data.dvc)."""
     build: str = "build"
     """Every derived table, image and report."""
+    adhoc: str = "build/adhoc"
+    """Where a command run by hand writes when no output is named and no key below names one: never the
+    repository root, never a DVC stage's output (`probmed plan`, `track`, `report`, `audit`)."""
+
+
+RECORD_TABLES = ["chestxray14", "vqarad", "medicat", "roco_images", "roco_extended", "covid_ct", "figshare", "brats"]
+"""The sources whose records the pipeline curates and generates questions from (`curate.all`)."""
 
 
 @section
@@ -156,7 +163,7 @@ class CurateImages(Section):
 
 
 def _images(name: str, folder: str) -> Any:
-    return default(CurateImages(data=f"data/{folder}", images_dir=f"build/images/{name}"))
+    return default(CurateImages(data=f"data/{folder}", images_dir=f"build/adhoc/images/{name}"))
 
 
 @section
@@ -180,11 +187,11 @@ class Curate(Section):
 
     image_root: str = "."
     """Question image_path values are relative to this (the repository root)."""
-    records_dir: str = "build/records"
-    """<source>.parquet + <source>.report.json per source."""
-    all: list[str] = default(["chestxray14", "vqarad", "medicat", "roco", "roco_images", "roco_extended", "covid_ct",
-                              "figshare", "brats"])
-    """Sources `probmed curate all` reads."""
+    records_dir: str = "build/adhoc/records"
+    """<source>.parquet + <source>.report.json per source, by hand (the curate stage names build/records)."""
+    all: list[str] = default(list(RECORD_TABLES))
+    """Sources `probmed curate all` reads: the curate stage's (`dvc.yaml` runs `probmed curate all`) and the
+    record tables question generation and fine-tuning read. Text-only `roco` is curated only by name."""
     images: CurateImagePolicy = default(CurateImagePolicy())
     """The image policy of every source with images."""
     positions: CuratePositions = default(CuratePositions())
@@ -208,9 +215,9 @@ class Curate(Section):
 class VqaradAdversarial(Section):
     """The paper's VQA-RAD adversarial ablation set (`probmed vqarad-adversarial`)."""
 
-    out: str = "build/questions/vqarad_adversarial.parquet"
-    official: str = "build/questions/vqarad_adversarial.json"
-    report: str = "build/questions/vqarad_adversarial_report.md"
+    out: str = "build/adhoc/questions/vqarad_adversarial.parquet"
+    official: str = "build/adhoc/questions/vqarad_adversarial.json"
+    report: str = "build/adhoc/questions/vqarad_adversarial_report.md"
     use_llm: bool = False
     """Twins no rule covers go to extract.llm when true and an endpoint is set."""
 
@@ -231,10 +238,8 @@ class Review(Section):
     product over its columns, 1 for a value not listed): the newer sources and the organ and position questions,
     whose truth rests on rules rather than a source's labels, are drawn more often."""
     seed: Seed = 0
-    out_dir: str = "build/review"
+    out_dir: str = "build/adhoc/review"
 
-
-RECORD_TABLES = ["chestxray14", "vqarad", "medicat", "roco_images", "roco_extended", "covid_ct", "figshare", "brats"]
 
 
 @section
@@ -246,11 +251,11 @@ class Questions(Section):
     """balanced (each text answered yes as often as no) | random | popular | adversarial (POPE)."""
     seed: Seed | None = None
     """None: the top-level seed."""
-    out: str = "build/questions/questions.parquet"
-    official: str | None = "build/questions/test.json"
+    out: str = "build/adhoc/questions/questions.parquet"
+    official: str | None = "build/adhoc/questions/test.json"
     """The original release's question-file format."""
-    report: str = "build/questions/generation_report.json"
-    stats_dir: str = "build/stats"
+    report: str = "build/adhoc/questions/generation_report.json"
+    stats_dir: str = "build/adhoc/stats"
     vqarad_adversarial: VqaradAdversarial = default(VqaradAdversarial())
     review: Review = default(Review())
 
@@ -518,7 +523,8 @@ class FinetuneProfile(Section):
     questions: str = "build/questions/probmed-full.parquet"
     records: list[str] = default([f"build/records/{name}.parquet" for name in RECORD_TABLES])
     image_root: str = "."
-    out_dir: str = "build/finetune"
+    out_dir: str = "build/adhoc/finetune"
+    """By hand; the finetune stages name build/finetune (`--out-dir`)."""
     base_model: str = "tiny"
     """tiny: the tiny LLaVA built from config, then pretrained; else an HF dir / hub id."""
     revision: str | None = None
@@ -661,9 +667,17 @@ class Release(Section):
     """`probmed release`: the versioned, citable dataset folder of a question set."""
 
     version: SemVer = "1.1.0"
-    """The semantic version; the folder's content hash is added to it (1.0.0+<hash>). Bump it when the content changes."""
-    out_dir: str = "build/release"
+    """The semantic version, the release folder's name (<out_dir>/<set>/<version>/); the full version adds the first
+    12 hex digits of the content hash (<version>+<hash>, in release.json, the card and CITATION.cff). Bump it when
+    the content changes."""
+    out_dir: str = "build/adhoc/release"
     """Releases go to <out_dir>/<set>/<version>/."""
+    url: str | None = None
+    """Where the release is published (a URL, or https://doi.org/<DOI>), for the card's and CITATION.cff's citation;
+    None: the card shows a placeholder the releaser fills in."""
+    truth_reviews: list[str] = default(["review/truth_review.csv", "review/truth_review_round4.csv"])
+    """Committed by-eye truth sheets (`probmed review truth`, judged) whose true / doubtful / false counts the card
+    states among its limitations."""
 
 
 @section
@@ -697,7 +711,7 @@ class Params(Section):
     release: Release = default(Release())
 
 
-CURATE_PARAMS = ("image_root", "images", "positions")  # the keys of `curate` params.yaml keeps: the rest is where things are
+CURATE_PARAMS = ("image_root", "images", "positions", "all")  # the keys of `curate` params.yaml keeps: the rest is where things are
 
 PARAM_FILES: dict[str, tuple[str, ...]] = {
     "models.yaml": ("models", "model_profiles", "pricing", "finetune.profiles"),
@@ -707,7 +721,7 @@ PARAM_FILES: dict[str, tuple[str, ...]] = {
                     "questions.vqarad_adversarial.report", "questions.review", "predict.questions",
                     "predict.store_dir", "predict.describe_dir", "predict.out_dir", "predict.read_stores",
                     "predict.batch_size", "predict.fsync", "predict.lock_wait_s", "predict.disk_reserve_mb",
-                    "datasets.sources", "release.out_dir", "engine"),
+                    "datasets.sources", "release.out_dir", "engine", "finetune.out_dir"),
 }
 """Registry files beside params.yaml and the keys each keeps (dotted: ``finetune.profiles`` within
 ``finetune``): models.yaml the model registry, layout.yaml what no DVC stage declares (folders, the files

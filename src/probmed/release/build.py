@@ -48,6 +48,8 @@ class ReleaseOptions:
     name: str | None = None  # default: the question file's stem
     allow_unaudited: bool = False
     ceiling_units: tuple[str, ...] = tuple(Audit().ceiling_units)  # where the gate checks the blind ceiling
+    url: str | None = None  # release.url: where it is published (the citation's URL or DOI)
+    truth_reviews: tuple[Path, ...] = ()  # release.truth_reviews: judged by-eye sheets whose rates the card states
 
 
 @dataclass(frozen=True)
@@ -140,6 +142,17 @@ def release_name(opts: ReleaseOptions) -> str:
     return checked_name(opts.questions.stem, f"the set's name (the stem of {opts.questions}; --name gives another)")
 
 
+def truth_review_rates(sheets: tuple[Path, ...]) -> dict[str, dict[str, Any]]:
+    """Each judged truth sheet -> its overall counts (true / doubtful / false, questions, images)."""
+    from probmed.benchmark.review import read_truth_sheet, truth_rates
+
+    out = {}
+    for sheet in sheets:
+        rates = truth_rates(read_truth_sheet(sheet))
+        out[sheet.as_posix()] = {**rates["overall"], "images": rates["images"]}
+    return out
+
+
 def build_release(opts: ReleaseOptions) -> ReleaseResult:
     """Release one question set (module docstring); nothing is left under the version's name unless complete, and
     nothing at all when it fails (no folder it made, no staging folder)."""
@@ -158,7 +171,8 @@ def build_release(opts: ReleaseOptions) -> ReleaseResult:
             release = Release(name=name, semver=opts.semver, digest=digest,
                               version=publish.version_string(opts.semver, digest), questions=questions,
                               configs=configs, files=files, file_sizes={p: (staging / p).stat().st_size for p in files},
-                              audit=audit, gate=verdict, unaudited_reason=unaudited, omitted_configs=omitted)
+                              audit=audit, gate=verdict, unaudited_reason=unaudited, omitted_configs=omitted,
+                              url=opts.url, truth_reviews=truth_review_rates(opts.truth_reviews))
             describe(release, staging, images, opts.prompt)
         except BaseException:
             import shutil

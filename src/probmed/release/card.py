@@ -17,7 +17,7 @@ import yaml
 from probmed.core.categories import CATEGORY_SPECS
 from probmed.core.licences import commercial_use
 from probmed.core.markdown import markdown_table
-from probmed.release.card_text import FIELD_MEANINGS, LIMITATIONS, SCORING, built_section
+from probmed.release.card_text import FIELD_MEANINGS, INTENDED_USE, LIMITATIONS, SCORING, VALUE_FIELDS, built_section
 from probmed.release.citations import PROBMED_PAPER_BIBTEX, citation_of
 from probmed.release.manifest import Release
 from probmed.release.table import IMAGE_COLUMN, RELEASE_COLUMNS, SPLIT
@@ -70,8 +70,9 @@ def _head(release: Release) -> list[str]:
             f"A ProbMed-style probing benchmark for medical visual question answering: {len(release.questions):,} closed "
             f"yes/no questions on {release.images:,} radiology images, each ground-truth question paired with an "
             "adversarial twin about a hallucinated attribute. A pair counts only when both answers are right.", "",
-            f"Version `{release.version}`: semantic version {release.semver}, content hash (sha256 of `SHA256SUMS`, "
-            f"which lists every data file) `{release.digest}`.", ""]
+            f"Version `{release.version}`: the semantic version `{release.semver}` (this folder's name, "
+            f"`{release.name}/{release.semver}`) plus the first 12 hex digits of the content hash (sha256 of "
+            f"`SHA256SUMS`, which lists every data file: `{release.digest}`).", ""]
     return out
 
 
@@ -83,11 +84,38 @@ def _load_section(release: Release) -> list[str]:
            'row = ds[0]; row["image"]  # a PIL image', "```", "", markdown_table(rows)]
     for name in release.omitted_configs:
         out += [f"Config `{name}` is left out: no row of this set belongs to it.", ""]
-    out += ["Fields (every one a string but `image`):", "",
-            markdown_table(pd.DataFrame([{"field": c, "meaning": FIELD_MEANINGS[c]} for c in RELEASE_COLUMNS])),
+    out += ["Fields (every one a string but `image`), with the values that occur in the rows of config `all`:", "",
+            markdown_table(pd.DataFrame(field_rows(release.questions))),
             "A prompt shows the image and `question` only; `answer` and `evidence` are labels. `test.json` holds the "
             "same questions in the original ProbMed release's format (its `image` paths point into `images/`).", ""]
     return out
+
+
+def field_values(questions: pd.DataFrame, column: str) -> dict[str, int]:
+    """The values of one released field as they occur, with their row counts (missing as `unknown`/empty)."""
+    from probmed.release.table import text_rows
+
+    values = text_rows(questions)[column].fillna("").astype(str)
+    counts = values.value_counts()
+    return {str(v): int(counts[v]) for v in sorted(counts.index)}
+
+
+def field_rows(questions: pd.DataFrame) -> list[dict[str, str]]:
+    """The card's field table: each field, its meaning and, for the categorical ones, every value with its rows."""
+    rows = []
+    for c in RELEASE_COLUMNS:
+        values = ""
+        if c in VALUE_FIELDS:
+            values = ", ".join(f"`{v}` ({n:,})" if v else f"empty ({n:,})" for v, n in field_values(questions, c).items())
+        rows.append({"field": c, "meaning": FIELD_MEANINGS[c], "values (rows)": values})
+    return rows
+
+
+def limitations(release: Release) -> list[str]:
+    """The known limitations, measured on this set where a number exists, then the fixed ones."""
+    from probmed.release.card_text import measured_limitations
+
+    return [*measured_limitations(release), *LIMITATIONS]
 
 
 def _audit_section(release: Release) -> list[str]:
@@ -194,13 +222,23 @@ def bibtex(release: Release) -> str:
     key = f"probmed_{release.name}_{release.semver}".replace("-", "_").replace(".", "_")
     return (f"@misc{{{key},\n  title = {{{{{release.name}}}: a ProbMed-style probing set for medical VQA}},\n"
             f"  author = {{{{probmed contributors}}}},\n  version = {{{release.version}}},\n"
+            f"  url = {{{release_url(release)}}},\n"
             f"  note = {{content sha256 {release.digest}}},\n  howpublished = {{probmed release}}\n}}")
+
+
+URL_PLACEHOLDER = "<URL or https://doi.org/DOI: set release.url>"
+
+
+def release_url(release: Release) -> str:
+    """Where the release is published (params release.url), or the placeholder its releaser replaces."""
+    return release.url or URL_PLACEHOLDER
 
 
 def _cite_section(release: Release) -> list[str]:
     sources = [citation_of(str(s)).bibtex for s in sorted(release.questions["source"].unique())]
     return ["## Citation", "", f"Cite this version as `{release.name} {release.version}` (content sha256 `{release.digest}`), "
-            "with the ProbMed paper whose protocol it follows and every source whose images it holds:", "",
+            f"published at {release_url(release)}, with the ProbMed paper whose protocol it follows and every source "
+            "whose images it holds:", "",
             "```bibtex", bibtex(release), "", PROBMED_PAPER_BIBTEX, "", *[b + "\n" for b in sources], "```", ""]
 
 
@@ -209,7 +247,8 @@ def card_text(release: Release) -> str:
     front = yaml.safe_dump(metadata(release), sort_keys=False, allow_unicode=True, width=1000)
     categories = ", ".join(f"{c.name} ({'pairs' if c.paired else 'single questions'})" for c in CATEGORY_SPECS)
     body = (_head(release) + _load_section(release) + built_section(release, categories) + _audit_section(release)
-            + _mix_section(release) + ["## Known limitations", "", *[f"- {x}" for x in LIMITATIONS], ""]
+            + _mix_section(release) + ["## Intended use", "", *[f"- {x}" for x in INTENDED_USE], ""]
+            + ["## Known limitations", "", *[f"- {x}" for x in limitations(release)], ""]
             + ["## How to score", "", SCORING, ""] + _harness_section(release) + _sources_section(release)
             + _cite_section(release))
     return "---\n" + front + "---\n\n" + "\n".join(body).rstrip("\n") + "\n"

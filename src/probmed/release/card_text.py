@@ -6,20 +6,22 @@ numbers) so the wording can be reviewed on its own.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from probmed.release.manifest import Release
 
 FIELD_MEANINGS: dict[str, str] = {
     "qid": "question id: stable hash of the image, the original qa_type and the question (ties answers to `probmed score`)",
     "image_id": "image id (source prefix + the source's own id)",
     "source": "the dataset the image comes from (Sources below)",
-    "category": "modality, organ, abnormality, condition or position",
+    "category": "the question's category",
     "pair_id": "shared by a ground-truth question and its adversarial twin; `<image_id>:abnormality` / "
                "`<image_id>:entity_hallu` mark single questions",
     "question": "the closed question, the only text a prompt shows",
-    "answer": "yes or no (the label)",
+    "answer": "the label",
     "entity": "the modality, organ, condition or position the question asks about (as the question names it)",
     "image_type": "the original release's image type, e.g. `X-ray - Chest`",
     "evidence": "for a \"no\": `known_absent` (a label table or QA says so), `nlp_absent` (a label mined from a "
@@ -28,8 +30,8 @@ FIELD_MEANINGS: dict[str, str] = {
     "licence": "the image's licence as its source states it",
     "contrast_id": "shared by one question text answered yes on one image and no on another (a contrast pair, right "
                    "only when both are: a text-only answer scores 0); null for a question in none",
-    "modality": "x-ray, ct, mri or unknown (from image_type)",
-    "organ": "abdomen, brain, chest, spine or unknown (from image_type)",
+    "modality": "the imaging modality (from image_type; unknown where the source does not state it)",
+    "organ": "the body region (from image_type; head imaging counts as brain, the heart as chest)",
     "image": "the image (datasets.Image: PNG or JPEG bytes as curated)",
 }
 
@@ -43,6 +45,18 @@ SCORING = (
     "with probability 2^-m) is the yardstick. In this repository: `probmed score QUESTIONS PREDICTIONS` (questions: "
     "`test.json`, or the Parquet table); `test.json` with the original release's `calculate_score.py` (or "
     "`probmed score-official`) gives the original tools' numbers."
+)
+
+VALUE_FIELDS: tuple[str, ...] = ("source", "category", "answer", "modality", "organ", "evidence")
+"""Fields whose every value the card lists, with its row count, as it occurs in the released rows."""
+
+INTENDED_USE = (
+    "Intended use: measuring how reliably a multimodal model answers closed questions about medical images, "
+    "and how often it accepts a hallucinated modality, organ, condition or position, as research on model "
+    "evaluation (comparing models, settings and fine-tuning, and studying failure modes).",
+    "Out of scope: clinical decisions, diagnosis, triage or any use on patients; training or certifying a model "
+    "for clinical use; claims about a model's clinical safety. The labels come from public research datasets "
+    "and caption extraction, not from a clinical read of each image, and the image mix is not that of any clinic.",
 )
 
 LIMITATIONS: tuple[str, ...] = (
@@ -71,3 +85,52 @@ def built_section(release: "Release", categories: str) -> list[str]:
             "the clinical overlap group of a present finding; a position free of the finding. Values are asked as "
             "hallucinations as often as they are ground truth, so no question text predicts its answer, and image types "
             "are capped so none dominates. Every question set is audited before it is written (below).", ""]
+
+
+def _pct(value: float | None) -> str:
+    return "—" if value is None else f"{value:.1f}"
+
+
+def _abnormality_limitation(questions: "pd.DataFrame") -> str | None:
+    abnormal = questions[questions["category"] == "abnormality"]
+    if abnormal.empty:
+        return None
+    by_type = abnormal["image_type"].value_counts()
+    top, n_top = str(by_type.index[0]), int(by_type.iloc[0])
+    return (f"Abnormality is asked only within image types that have both normal and abnormal images: {len(abnormal):,} "
+            f"questions on {len(by_type)} image type(s), {100 * n_top / len(abnormal):.1f}% of them on {top} (as in the "
+            "paper, normal studies come almost only from chest radiographs), so abnormality accuracy is mostly chest "
+            "X-ray accuracy.")
+
+
+def _ceiling_limitation(audit: dict[str, Any] | None) -> str | None:
+    ceiling = (audit or {}).get("blind_ceiling") or {}
+    parts = []
+    for unit, name in (("pair", "within-image pairs (the paper's unit)"), ("contrast", "contrast pairs")):
+        block = ceiling.get(unit) or {}
+        cats = [f"{c} {_pct(m.get('cross_fitted'))} (random {_pct(m.get('random'))})"
+                for c, m in (block.get("by_category") or {}).items()]
+        overall = block.get("overall") or {}
+        if cats:
+            parts.append(f"on {name}: " + ", ".join(cats)
+                         + f", overall {_pct(overall.get('cross_fitted'))} (random {_pct(overall.get('random'))})")
+    if not parts:
+        return None
+    return ("Blind ceilings from this set's audit (strict accuracy, %, of the best fixed answer per question text, "
+            "fitted on 4/5 of the images and scored on the rest): " + "; ".join(parts) + ". A model's score on the "
+            "paper's unit must be read against its category's ceiling as well as against random.")
+
+
+def _truth_limitation(sheet: str, c: dict[str, Any]) -> str:
+    n = c["questions"]
+    return (f"Truth checked by eye ({sheet}): {n} questions on {c['images']} images judged against the image and its "
+            f"record: {c['true']} true, {c['doubtful']} doubtful, {c['false']} false ({100 * c['false'] / n:.1f}% false, "
+            f"{100 * (n - c['true']) / n:.1f}% not clearly true); the paper's two experts found 97.8% of its QA correct.")
+
+
+def measured_limitations(release: "Release") -> list[str]:
+    """The limitations this set's own numbers state: where abnormality is asked, its blind ceilings (audit), and the
+    by-eye truth rates of the committed review sheets."""
+    lines = [_abnormality_limitation(release.questions), _ceiling_limitation(release.audit)]
+    lines += [_truth_limitation(sheet, counts) for sheet, counts in release.truth_reviews.items() if counts["questions"]]
+    return [line for line in lines if line]

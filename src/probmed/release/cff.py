@@ -38,4 +38,6 @@ def citation_cff(release: Release) -> str:
                          "description": "content hash: sha256 of SHA256SUMS (every data file of the release)"}],
         "references": [PROBMED_PAPER_REFERENCE],
     }
+    if release.url:  # where it is published (params release.url); the card shows a placeholder until it is set
+        doc["url"] = release.url
     return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=1000)

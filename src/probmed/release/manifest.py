@@ -42,6 +42,8 @@ class Release:
     gate: dict[str, Any] | None  # passed / failures of the audit gate on that audit
     unaudited_reason: str | None = None  # set when released with --allow-unaudited despite the gate
     omitted_configs: list[str] = field(default_factory=list)
+    url: str | None = None  # where it is published (release.url); None: the card shows a placeholder
+    truth_reviews: dict[str, dict[str, Any]] = field(default_factory=dict)  # sheet -> its by-eye counts
 
     @property
     def images(self) -> int:

@@ -71,3 +71,10 @@ def test_models_command_lists_registry_and_profile(repo_root, capsys):
     assert main(["models", "--params", str(repo_root / "params.yaml"), "--profile", "paper"]) == 0
     table = capsys.readouterr().out
     assert table.startswith("| model | runs |") and "| CheXagent | unsupported |" in table
+
+
+def test_models_prints_text_as_written_in_a_terminal(repo_root, capsys):
+    """A terminal gets `>=`, not the HTML entity a Markdown file needs outside code."""
+    assert main(["models", "--params", str(repo_root / "params.yaml")]) == 0
+    table = capsys.readouterr().out
+    assert ">=" in table and "&gt;" not in table and "&lt;" not in table and "&amp;" not in table

@@ -136,7 +136,7 @@ def score_labelled_set(
 
 
 def scores_markdown(scores: dict[str, dict[str, Any]]) -> str:
-    """The README table: one row per part, the goals in the header."""
+    """The extraction-quality table (docs/benchmark/extraction.md): one row per part, the goals in the header."""
     head = ["part", "captions", "modality acc (>= 0.95)", "organ acc (>= 0.90)", "condition P (>= 0.90)",
             "condition R (>= 0.70)", "position P (>= 0.80)", "position R (>= 0.50)",
             "modality P when claimed", "organ P when claimed"]

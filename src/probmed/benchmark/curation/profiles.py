@@ -178,3 +178,5 @@ PAPER = Profile("paper", PAPER_MODALITIES, PAPER_ORGANS, ORGAN_REGIONS, ORGAN_AN
                 CONDITION_SYNONYMS)
 EXTENDED = Profile("extended", EXTENDED_MODALITIES, EXTENDED_ORGANS, EXTENDED_REGIONS, EXTENDED_ANATOMY,
                    EXTENDED_TECHNIQUES, True, {**CONDITION_SYNONYMS, **EXTENDED_SYNONYMS})
+PROFILES: dict[str, Profile] = {p.name: p for p in (PAPER, EXTENDED)}
+"""Every caption profile by name (`probmed extract --profile`)."""

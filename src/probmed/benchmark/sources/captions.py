@@ -15,7 +15,7 @@ from typing import Callable, Iterable
 
 from probmed.benchmark.curation.extract_rules import Extraction, is_empty
 from probmed.benchmark.curation.extract_rules import extract as extract_rules
-from probmed.benchmark.curation.profiles import PAPER
+from probmed.benchmark.curation.profiles import PAPER, Profile
 from probmed.benchmark.sources.base import (
     SourceContext,
     SourceResult,
@@ -55,9 +55,10 @@ def read_caption_tsv(path: Path, result: SourceResult | None = None) -> list[tup
 
 
 def run_extractor(
-    items: Iterable[tuple[str, str]], extractor: Extractor, result: SourceResult
+    items: Iterable[tuple[str, str]], extractor: Extractor, result: SourceResult, profile: Profile = PAPER
 ) -> list[Extraction]:
-    """Extract every caption; failures and empty extractions are excluded by id."""
+    """Extract every caption; failures and empty extractions are excluded by id. Modality and organ are read in
+    ``profile`` (the paper's caption sources keep its scope; `probmed extract --profile extended` widens it)."""
     out = []
     items = list(items)
     for cid, caption in progress(items, desc="extract", unit="caption", leave=False, disable=len(items) < 500):
@@ -68,7 +69,7 @@ def run_extractor(
         except ValueError as exc:  # invalid LLM answer: reported, not crashed on
             result.exclude("extractor error", f"{cid}: {exc}")
             continue
-        ex.modality, ex.organ = PAPER.narrow(ex.modality, ex.organ)  # caption sources keep the paper's scope
+        ex.modality, ex.organ = profile.narrow(ex.modality, ex.organ)
         if is_empty(ex):
             result.exclude("nothing extractable", cid)
             continue

@@ -8,7 +8,7 @@ tokenizer trained in-process (tiny_tokenizers), and saves it so the Auto classes
 load it like a hub checkpoint. Random weights answer noise; what they prove is
 the code path: prompt building, image token placement, multimodal position ids,
 generation, logit mode and LoRA loading. Image geometry is shrunk (a few image
-tokens, not hundreds); the real figures are in the README's model table.
+tokens, not hundreds); the real figures are in the model table of docs/evaluate/models.md.
 
 Deterministic for a given family and seed. The default tiny LLaVA of
 `probmed build-tiny-model` (tiny.py, word-level tokenizer) is separate and
