@@ -11,6 +11,7 @@ import pytest
 import yaml
 from test_build import VERSION, card_parts, release
 
+from probmed.benchmark.audit.blind_ceiling import BlindCeiling, paper_unit
 from probmed.benchmark.review import read_truth_sheet, truth_rates
 from probmed.core.params_schema import Release
 
@@ -82,8 +83,8 @@ def test_limitations_state_this_sets_numbers(released, small_set, repo_root):
         assert f"{len(abnormal):,} questions on {len(top)} image type(s), {100 * top.iloc[0] / len(abnormal):.1f}% of " \
                f"them on {top.index[0]}" in section
     audit = json.loads(Path(small_set["passing_audit"]).read_text())
-    organ = audit["blind_ceiling"]["pair"]["by_category"]["organ"]
-    assert f"organ {organ['cross_fitted']:.1f} (random {organ['random']:.1f})" in section
+    organ = BlindCeiling.from_json(audit["blind_ceiling"]).cell("organ", paper_unit("organ"))
+    assert organ is not None and f"organ {organ.ceiling:.1f} (random {organ.random:.1f})" in section
     for sheet in Release().truth_reviews:
         c = truth_rates(read_truth_sheet(repo_root / sheet))["overall"]
         assert (f"({sheet}): {c['questions']} questions" in section

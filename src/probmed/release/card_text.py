@@ -104,21 +104,25 @@ def _abnormality_limitation(questions: "pd.DataFrame") -> str | None:
 
 
 def _ceiling_limitation(audit: dict[str, Any] | None) -> str | None:
-    ceiling = (audit or {}).get("blind_ceiling") or {}
+    """The blind ceiling per category on the scorer's unit and on contrast pairs, beside random (the audit's
+    typed result, probmed.benchmark.audit.blind_ceiling.BlindCeiling)."""
+    from probmed.benchmark.audit.blind_ceiling import BlindCeiling
+
+    ceiling = BlindCeiling.from_json((audit or {}).get("blind_ceiling"))
+    if ceiling is None:
+        return None
     parts = []
-    for unit, name in (("pair", "within-image pairs (the paper's unit)"), ("contrast", "contrast pairs")):
-        block = ceiling.get(unit) or {}
-        cats = [f"{c} {_pct(m.get('cross_fitted'))} (random {_pct(m.get('random'))})"
-                for c, m in (block.get("by_category") or {}).items()]
-        overall = block.get("overall") or {}
-        if cats:
-            parts.append(f"on {name}: " + ", ".join(cats)
-                         + f", overall {_pct(overall.get('cross_fitted'))} (random {_pct(overall.get('random'))})")
+    for name, cells in (("on the scorer's unit (the paper's: pairs, per image for condition and position)",
+                         [c for c in ceiling.cells if c.paper_unit and not c.exempt]),
+                        ("on contrast pairs", [c for c in ceiling.cells if c.unit == "contrast" and not c.exempt])):
+        if cells:
+            parts.append(f"{name}: " + ", ".join(f"{c.category} {_pct(c.ceiling)} (random {_pct(c.random)})"
+                                                for c in cells))
     if not parts:
         return None
-    return ("Blind ceilings from this set's audit (strict accuracy, %, of the best fixed answer per question text, "
-            "fitted on 4/5 of the images and scored on the rest): " + "; ".join(parts) + ". A model's score on the "
-            "paper's unit must be read against its category's ceiling as well as against random.")
+    return ("Blind ceilings from this set's audit (strict accuracy, %, of the best fixed answer table or text-only "
+            "model, fitted on 4/5 of the images and scored on the rest): " + "; ".join(parts) + ". A model's score "
+            "must be read against its category's ceiling as well as against random.")
 
 
 def _truth_limitation(sheet: str, c: dict[str, Any]) -> str:
