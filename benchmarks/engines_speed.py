@@ -24,7 +24,7 @@ from pathlib import Path
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests" / "inference" / "models"))  # the vLLM test's venv, model and server
+sys.path[:0] = [str(ROOT / "tests" / "inference" / "models"), str(ROOT / "tests")]  # the vLLM test's venv, model, server
 
 from predict_helpers import make_questions  # noqa: E402
 from vllm_server import VllmServer, free_port, make_yes_no_model, vllm_python  # noqa: E402

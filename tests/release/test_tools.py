@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 import yaml
-from venvs import CFFCONVERT, MLCROISSANT, venv
 
 from probmed.cli import main
 from probmed.core.params_schema import Release
+from venvs import CFFCONVERT, MLCROISSANT, venv
 
 VERSION = Release().version  # the configured release version (params.yaml release.version)
 
@@ -33,7 +33,7 @@ def test_the_project_citation_carries_the_package_version(repo_root):
 
 @pytest.mark.slow
 def test_cffconvert_validates_the_project_and_the_release_citation(repo_root, folder):
-    bin_dir = venv("cffconvert", CFFCONVERT)
+    bin_dir = venv(CFFCONVERT)
     for path in (repo_root / "CITATION.cff", folder / "CITATION.cff"):
         proc = subprocess.run([str(bin_dir / "cffconvert"), "--validate", "-i", str(path)], capture_output=True, text=True)
         assert proc.returncode == 0, f"{path}: {proc.stdout}{proc.stderr}"
@@ -55,7 +55,7 @@ print(json.dumps(out))
 
 @pytest.mark.slow
 def test_mlcroissant_loads_every_record_set(folder, small_set):
-    bin_dir = venv("mlcroissant", MLCROISSANT)
+    bin_dir = venv(MLCROISSANT)
     proc = subprocess.run([str(bin_dir / "python"), "-c", LOAD_RECORDS, "croissant.json"], cwd=folder,
                           capture_output=True, text=True, timeout=600)
     assert proc.returncode == 0, proc.stderr[-3000:]

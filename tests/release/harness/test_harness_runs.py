@@ -9,11 +9,11 @@ import os
 import subprocess
 
 import pytest
-from venvs import INSPECT_AI, LMMS_EVAL, LMMS_EVAL_FIXES, venv
 
 from probmed.cli import main
 from probmed.core.categories import CATEGORIES
 from probmed.inference.models.mock_server import MockChatServer
+from venvs import INSPECT_AI, LMMS_EVAL, venv
 
 pytestmark = [pytest.mark.slow, pytest.mark.harness]
 
@@ -53,7 +53,7 @@ def test_the_scores_are_not_trivial(run):
 
 
 def test_inspect_ai_reproduces_probmed_score(run):
-    bin_dir = venv("inspect-ai", INSPECT_AI)
+    bin_dir = venv(INSPECT_AI)
     logs = run["root"] / "inspect-logs"
     env = {**os.environ, "OPENAI_BASE_URL": run["server"].base_url, "OPENAI_API_KEY": "mock-key", "HF_DATASETS_OFFLINE": "1",
            "HF_HUB_OFFLINE": "1", "HF_HOME": str(run["root"] / "hf"), "INSPECT_LOG_DIR": str(logs)}
@@ -69,7 +69,7 @@ def test_inspect_ai_reproduces_probmed_score(run):
 
 
 def test_lmms_eval_reproduces_probmed_score(run):
-    bin_dir = venv("lmms-eval", LMMS_EVAL, fixes=LMMS_EVAL_FIXES)
+    bin_dir = venv(LMMS_EVAL)
     out = run["root"] / "lmms-out"
     env = {**os.environ, "HF_DATASETS_OFFLINE": "1", "HF_HUB_OFFLINE": "1", "HF_HOME": str(run["root"] / "hf-lmms")}
     args = f"model=mock,base_url={run['server'].base_url},api_key=mock-key"
