@@ -90,6 +90,7 @@ def load_plan(root: str | Path = ".") -> Plan:
     """The evaluation stages of the DVC project at `root` (each stage whose command is ``probmed predict``)."""
     from dvc.exceptions import DvcException
     from dvc.repo import Repo
+    from dvc.stage import PipelineStage
 
     root = Path(root)
     stages: list[PlanStage] = []
@@ -97,13 +98,15 @@ def load_plan(root: str | Path = ".") -> Plan:
     try:
         with Repo(str(root)) as repo:
             for stage in repo.index.stages:
+                if not isinstance(stage, PipelineStage) or not stage.cmd:  # data.dvc: fetched, not made
+                    continue
                 for out in stage.outs:
-                    producers[str(out.def_path)] = stage.addressing
-                argv = tuple(shlex.split(stage.cmd)) if isinstance(getattr(stage, "cmd", None), str) else ()
+                    producers[str(out.def_path)] = stage.name
+                argv = tuple(shlex.split(stage.cmd))
                 if argv[: len(COMMAND)] != COMMAND:
                     continue
-                run = stage.addressing.partition("@")[2] or stage.addressing
-                stages.append(PlanStage(stage.addressing, run, argv, tuple(str(d.def_path) for d in stage.deps),
+                run = stage.name.partition("@")[2] or stage.name
+                stages.append(PlanStage(stage.name, run, argv, tuple(str(d.def_path) for d in stage.deps),
                                         tuple((str(o.def_path), bool(o.persist)) for o in stage.outs)))
     except DvcException as exc:
         raise ConfigError(f"dvc.yaml of {root.resolve()} could not be read: {exc}") from None
