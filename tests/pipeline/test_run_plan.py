@@ -185,7 +185,7 @@ def copy_data(repo: Path, shared_data: Path, sources: tuple[str, ...] | None) ->
     """data/ as `probmed fetch-data` makes it (a copy of ../shared/data: images are read only from inside the
     project), the folders of `sources` only, when given."""
     curate = to_plain(load_params(repo / "params.yaml"))["curate"]
-    folders = [Path(curate[s]["data"]).name for s in sources] if sources else [p.name for p in shared_data.iterdir()]
+    folders = [Path(curate[s]["data"]).name for s in sources] if sources else [p.name for p in shared_data.iterdir() if p.is_dir()]
     for name in folders:
         shutil.copytree(shared_data / name, repo / "data" / name)
 

@@ -32,6 +32,9 @@ if TYPE_CHECKING:  # annotations only: `probmed --help` must not import the infe
     from probmed.core.params_schema import Params, Predict
     from probmed.inference.predict import PredictJob, Shard
     from probmed.inference.prompting import PromptSet
+    from probmed.pipeline.run_plan import Evaluation, Outcome, Plan, PlanStage
+
+RUN_PLAN_OVERRIDES = ("engine.ray.",)  # what `run-plan` may set: where answers are computed, never what they are
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -67,7 +70,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     r.add_argument("runs", nargs="*", metavar="RUN",
                    help="runs of pipeline.runs / described_runs by name or pattern (probmed-tiny-*); default: all")
     r.add_argument("--commit", action="store_true",
-                   help="then `dvc commit` the stages that finished, so `dvc status` and `dvc repro` find them up to date")
+                   help="then `dvc commit` the stages that ended with exit 0, so `dvc status` and `dvc repro` find them up "
+                        "to date")
     r.add_argument("--at-once", type=int, default=0, metavar="N",
                    help="evaluations running at one time (default 0: all; each spreads its questions over the cluster)")
     r.add_argument("--dry-run", action="store_true", help="print each selected stage and its command; run nothing")
@@ -273,16 +277,16 @@ def _run_plan(args: argparse.Namespace) -> int:
     connect(params.engine.ray)  # once, before the threads (the stages' engine: these params, these overrides)
     t0 = time.perf_counter()
 
-    def done(outcome: Any) -> None:
+    def done(outcome: Outcome) -> None:
         line = {"run": outcome.run, "code": outcome.code, "seconds": round(outcome.seconds, 1)}
         print(json.dumps({**line, **(outcome.summary or {"error": outcome.error})}, default=str), flush=True)
 
     outcomes = run_concurrently(jobs, done, args.at_once)
-    finished = [s.stage for s, o in zip(stages, outcomes) if o.code in (0, 1)]
+    finished = [s.stage for s, o in zip(stages, outcomes) if o.code == 0]  # as `dvc repro` records a command
     if args.commit and finished:
         commit(".", finished)
     print(json.dumps({"evaluations": len(outcomes), "finished": len(finished),
-                      "failed": [o.run for o in outcomes if o.code not in (0, 1)],
+                      "failed": [o.run for o in outcomes if o.code],
                       "committed": finished if args.commit else [],
                       "seconds": round(time.perf_counter() - t0, 1)}))
     if finished and not args.commit:
@@ -290,10 +294,7 @@ def _run_plan(args: argparse.Namespace) -> int:
     return exit_code(outcomes)
 
 
-RUN_PLAN_OVERRIDES = ("engine.ray.",)  # what `run-plan` may set: where answers are computed, never what they are
-
-
-def _plan_job(plan: Any, stage: Any, stage_args: argparse.Namespace) -> Any:
+def _plan_job(plan: Plan, stage: PlanStage, stage_args: argparse.Namespace) -> Evaluation:
     """One evaluation of the plan: its stage's outputs cleared as `dvc repro` clears them, then its `predict`."""
 
     def job() -> tuple[dict[str, Any], int]:

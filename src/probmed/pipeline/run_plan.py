@@ -10,10 +10,10 @@ writer (the run loop of probmed.inference.predict), its questions answered where
 (`probmed run-plan` sends them to Ray tasks). An evaluation that fails leaves the others running; every
 answer received is stored either way.
 
-DVC: prediction tables and scores are the bytes the stage writes; an answer store's are not (answers are
-appended as they arrive, in an order no two runs share), so `dvc status` reports a stage whose answers were
-asked here as changed until `dvc commit` (:func:`commit`) records its outputs, exactly as `dvc repro`
-records what a stage's command wrote.
+DVC: prediction tables and scores are the bytes the stage writes; an answer store's need not be (answers are
+appended as they arrive, and tasks on a cluster come back in an order of their own), so `dvc status` may
+report a stage whose answers were asked here as changed until `dvc commit` (:func:`commit`) records its
+outputs, exactly as `dvc repro` records what a stage's command wrote.
 """
 
 from __future__ import annotations
