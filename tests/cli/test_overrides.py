@@ -34,6 +34,7 @@ COMMANDS: dict[str, list[str]] = {
     "review rates": ["sheet.csv"],
     "import-release": ["test.json", "--out", "q.parquet"],
     "predict": ["--questions", "q.parquet", "--no-progress"],
+    "run-plan": ["probmed-tiny-*", "--dry-run"],
     "describe": ["--questions", "q.parquet", "--no-progress"],
     "merge": ["q.parquet", "s1.parquet", "s2.parquet", "--out", "m.parquet"],
     "export-responses": ["q.parquet", "p.parquet", "--out", "r.json"],

@@ -97,18 +97,9 @@ def quiet_libraries() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """Run one sub-command on `argv` (default: the command line) and return its exit code; errors become messages."""
     quiet_libraries()
-    argv = list(sys.argv[1:] if argv is None else argv)
-    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
-    rest, overrides = split_overrides(parser, argv)
-    args = parser.parse_args(rest)
-    args.overrides = [*args.overrides, *overrides]  # a stray non-override token lands here and is rejected
+    args = parse_command(list(sys.argv[1:] if argv is None else argv))
     try:
-        # a command that reads no parameter (score-official) stays instant: params are checked when given
-        reads = getattr(args, "reads_params", True) or args.params or args.overrides
-        args.cfg = load_checked_params(args.params, args.overrides) if reads else None
-        _select_cpu_kernels(args)  # before the models' check below loads numpy
-        if args.cfg is not None:
-            check_models(args.cfg)
+        load_command_params(args)
         result = args.func(args)
     except ProbmedError as exc:
         kind = "environment error" if exc.exit_code == EXIT_ENVIRONMENT else "error"
@@ -129,6 +120,27 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"probmed {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(result or 0)
+
+
+def parse_command(argv: Sequence[str]) -> argparse.Namespace:
+    """The parsed command line of one `probmed` command (its handler in ``args.func``), params not yet loaded."""
+    argv = list(argv)
+    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
+    rest, overrides = split_overrides(parser, argv)
+    args = parser.parse_args(rest)
+    args.overrides = [*args.overrides, *overrides]  # a stray non-override token lands here and is rejected
+    return args
+
+
+def load_command_params(args: argparse.Namespace) -> None:
+    """``args.cfg``: params.yaml (or --params) with the overrides, checked; the command's CPU kernels put in force
+    before the models' check loads numpy. A command that reads no parameter (score-official) stays instant:
+    params are checked when given."""
+    reads = getattr(args, "reads_params", True) or args.params or args.overrides
+    args.cfg = load_checked_params(args.params, args.overrides) if reads else None
+    _select_cpu_kernels(args)
+    if args.cfg is not None:
+        check_models(args.cfg)
 
 
 def _select_cpu_kernels(args: argparse.Namespace) -> None:

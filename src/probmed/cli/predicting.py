@@ -1,4 +1,4 @@
-"""`probmed predict`, `describe`, `merge`, `export-responses`, `build-tiny-model`.
+"""`probmed predict`, `run-plan`, `describe`, `merge`, `export-responses`, `build-tiny-model`.
 
 Thin: read params.yaml (+ dotted overrides such as `model=tiny setting=cot`),
 call probmed.inference.predict, print a one-line JSON summary. Backend failures that the
@@ -7,13 +7,17 @@ with one line; a full disk exits 3; every answer received before is already in
 the store. `predict` and `describe` stop on Ctrl-C or SIGTERM (exit 130 / 143, the answers in flight
 stored, one line saying what is stored and what is left) and when the process that started them
 (`dvc repro`) dies (`--outlive-parent`: run on, e.g. under nohup), and refuse (exit 2, naming
-the pid) to write an answer store another process is writing.
+the pid) to write an answer store another process is writing. `run-plan` runs the predict stages of
+dvc.yaml (the runs of pipeline.runs) at once from this process, their questions on a Ray cluster.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import shlex
+import sys
+import time
 from contextlib import contextmanager, nullcontext
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
@@ -28,6 +32,9 @@ if TYPE_CHECKING:  # annotations only: `probmed --help` must not import the infe
     from probmed.core.params_schema import Params, Predict
     from probmed.inference.predict import PredictJob, Shard
     from probmed.inference.prompting import PromptSet
+    from probmed.pipeline.run_plan import Evaluation, Outcome, Plan, PlanStage
+
+RUN_PLAN_OVERRIDES = ("engine.ray.",)  # what `run-plan` may set: where answers are computed, never what they are
 
 
 def _common(p: argparse.ArgumentParser) -> None:
@@ -45,7 +52,7 @@ def _common(p: argparse.ArgumentParser) -> None:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    """Add `predict`, `describe`, `merge`, `export-responses` and `build-tiny-model` to the `probmed` parser."""
+    """Add `predict`, `run-plan`, `describe`, `merge`, `export-responses` and `build-tiny-model` to the `probmed` parser."""
     from probmed.inference.models.tiny_families import (
         BUILDERS,  # light: no torch until a model is built
     )
@@ -57,6 +64,21 @@ def register(sub: argparse._SubParsersAction) -> None:
                    "does (params score.*): the main job's predict stages score in the same process")
     p.add_argument("--score-name", help="with --score-dir: the row label in the tables (as `probmed score --name`)")
     p.set_defaults(func=cmd_predict, cpu_kernels_of=answering_kernels)
+
+    r = sub.add_parser("run-plan", help="run the pipeline's evaluations (its predict stages) at once on a Ray "
+                       "cluster, writing what `dvc repro` writes")
+    r.add_argument("runs", nargs="*", metavar="RUN",
+                   help="runs of pipeline.runs / described_runs by name or pattern (probmed-tiny-*); default: all")
+    r.add_argument("--commit", action="store_true",
+                   help="then `dvc commit` the stages that ended with exit 0, so `dvc status` and `dvc repro` find them up "
+                        "to date")
+    r.add_argument("--at-once", type=int, default=0, metavar="N",
+                   help="evaluations running at one time (default 0: all; each spreads its questions over the cluster)")
+    r.add_argument("--dry-run", action="store_true", help="print each selected stage and its command; run nothing")
+    r.add_argument("--no-progress", action="store_true", help="no progress bars")
+    r.add_argument("--outlive-parent", action="store_true",
+                   help="keep running when the process that started this one exits (as `predict --outlive-parent`)")
+    r.set_defaults(func=cmd_run_plan, cpu_kernels_of=answering_kernels)
 
     d = sub.add_parser("describe", help="generate (cached) image descriptions with the describer model")
     _common(d)
@@ -107,12 +129,14 @@ class CommandInputs:
     questions_path: str
     shard: Shard
     context: dict[str, Any]  # run-wide backend values: seed, pricing table, system prompt
+    label: str = ""  # what progress calls the run (`probmed run-plan`: the run's name)
 
     def job(self) -> PredictJob:
         """The run of `predict`: this setting, these prompts and stores, this shard."""
         from probmed.inference.predict import PredictJob
 
-        return PredictJob(self.setting, self.prompts, self.predict, shard=self.shard, control_seed=self.params.seed)
+        return PredictJob(self.setting, self.prompts, self.predict, shard=self.shard, control_seed=self.params.seed,
+                          label=self.label)
 
 
 def _setup(args: argparse.Namespace) -> CommandInputs:
@@ -132,6 +156,7 @@ def _setup(args: argparse.Namespace) -> CommandInputs:
         questions_path=questions_path, shard=parse_shard(args.shard),
         context={"seed": params.seed, "pricing": {name: asdict(price) for name, price in params.pricing.items()},
                  "system_prompt": prompts.system_prompt},
+        label=getattr(args, "run_label", ""),
     )
 
 
@@ -173,6 +198,13 @@ def cmd_predict(args: argparse.Namespace) -> int:
 
 
 def _predict(args: argparse.Namespace) -> int:
+    summary, code = predict_evaluation(args)
+    print(json.dumps(summary, default=str))
+    return code
+
+
+def predict_evaluation(args: argparse.Namespace) -> tuple[dict[str, Any], int]:
+    """One `probmed predict`: its summary and exit code (1: some questions failed after every retry)."""
     from probmed.inference.predict import run_predictions
 
     inputs = _setup(args)
@@ -195,13 +227,81 @@ def _predict(args: argparse.Namespace) -> int:
             describer.close()
     out = args.out or str(Path(inputs.predict.out_dir) / f"{name}-{inputs.setting.name}{inputs.shard.suffix}.parquet")
     _write_predictions_and_log(result.predictions, out, result.run_info)
-    print(json.dumps({"model": name, "setting": inputs.setting.name, "out": out, **result.summary(),
-                      "cpu_kernels": args.cpu_kernels}, default=str))
+    summary = {"model": name, "setting": inputs.setting.name, "out": out, **result.summary(),
+               "cpu_kernels": args.cpu_kernels}
     if args.score_dir:
         from probmed.cli.scoring import score_to_dir
 
         score_to_dir(inputs.questions_path, out, args.score_dir, args.score_name, inputs.params.score)
-    return 1 if result.n_failed else 0
+    return summary, 1 if result.n_failed else 0
+
+
+def cmd_run_plan(args: argparse.Namespace) -> int:
+    """`probmed run-plan`: every selected evaluation stage of dvc.yaml run by the `predict` handler in a thread of
+    this process (the one writer of its store), its questions on the Ray cluster (probmed.pipeline.run_plan)."""
+    with _stoppable(args):
+        return _run_plan(args)
+
+
+def _run_plan(args: argparse.Namespace) -> int:
+    from probmed.cli import load_command_params, parse_command
+    from probmed.pipeline.plan import evaluations
+    from probmed.pipeline.run_plan import commit, exit_code, load_plan, run_concurrently
+
+    if args.params:
+        raise UserError("run-plan runs dvc.yaml's stages, which read params.yaml: --params is not taken here")
+    foreign = [o for o in args.overrides if not o.startswith(RUN_PLAN_OVERRIDES)]
+    if foreign:
+        raise UserError(f"{foreign[0]}: only {', '.join(RUN_PLAN_OVERRIDES)}* may be set here (nothing "
+                        "a stage declares, so its outputs stay what dvc.yaml says); set the rest in params.yaml")
+    if args.at_once < 0:
+        raise UserError(f"--at-once {args.at_once}: expected 0 (all) or more")
+    params = params_of(args)
+    evaluations(params)  # pipeline.runs checked as `probmed plan` checks it, naming the key
+    plan = load_plan(".")
+    stages = plan.select(args.runs)
+    if args.dry_run:
+        for stage in stages:
+            print(json.dumps({"stage": stage.stage, "run": stage.run, "cmd": shlex.join(stage.argv)}))
+        return 0
+    plan.check_ready(stages)
+    jobs = []
+    for stage in stages:  # every stage's command parsed and its params checked before any work
+        stage_args = parse_command(list(stage.argv[1:]))
+        stage_args.overrides = [*stage_args.overrides, "engine.kind=ray", *args.overrides]
+        stage_args.no_progress, stage_args.run_label = args.no_progress, stage.run
+        load_command_params(stage_args)
+        jobs.append((stage.run, _plan_job(plan, stage, stage_args)))
+    from probmed.inference.models.ray_engine import connect
+
+    connect(params.engine.ray)  # once, before the threads (the stages' engine: these params, these overrides)
+    t0 = time.perf_counter()
+
+    def done(outcome: Outcome) -> None:
+        line = {"run": outcome.run, "code": outcome.code, "seconds": round(outcome.seconds, 1)}
+        print(json.dumps({**line, **(outcome.summary or {"error": outcome.error})}, default=str), flush=True)
+
+    outcomes = run_concurrently(jobs, done, args.at_once)
+    finished = [s.stage for s, o in zip(stages, outcomes) if o.code == 0]  # as `dvc repro` records a command
+    if args.commit and finished:
+        commit(".", finished)
+    print(json.dumps({"evaluations": len(outcomes), "finished": len(finished),
+                      "failed": [o.run for o in outcomes if o.code],
+                      "committed": finished if args.commit else [],
+                      "seconds": round(time.perf_counter() - t0, 1)}))
+    if finished and not args.commit:
+        print(f"run-plan: record the outputs in dvc.lock with: dvc commit -f {' '.join(finished)}", file=sys.stderr)
+    return exit_code(outcomes)
+
+
+def _plan_job(plan: Plan, stage: PlanStage, stage_args: argparse.Namespace) -> Evaluation:
+    """One evaluation of the plan: its stage's outputs cleared as `dvc repro` clears them, then its `predict`."""
+
+    def job() -> tuple[dict[str, Any], int]:
+        plan.clear_outputs(stage)
+        return predict_evaluation(stage_args)
+
+    return job
 
 
 def _write_predictions_and_log(frame: Any, out: str, run_info: dict[str, Any]) -> None:

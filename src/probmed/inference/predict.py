@@ -132,6 +132,7 @@ class PredictJob:
     predict: Predict  # params.yaml `predict:`: image root, store folders, batch size, how stores are kept
     shard: Shard = Shard()
     control_seed: int = Params.seed  # draws the `shuffled` image control (params.yaml `seed`)
+    label: str = ""  # what its progress calls the run (default: model/setting); `probmed run-plan` names each
 
     @classmethod
     def in_folders(cls, setting: Setting, prompts: PromptSet, image_root: str | Path, store_dir: str | Path, *,
@@ -328,8 +329,9 @@ def run_predictions(questions: pd.DataFrame, backend: Backend, job: PredictJob, 
         store.append([answer_record(q, failed, backend, job).to_line() for q in plan.no_description], sync=False)
         if plan.pending:  # baselines train or seed on the whole table (not the shard); skipped when all is cached
             backend.prepare(questions)
-        with progress_bar(total=len(part), initial=plan.n_cached, desc=f"predict[{backend.name}/{job.setting.name}]",
-                          unit="q", disable=not progress) as bar:
+        label = job.label or f"{backend.name}/{job.setting.name}"
+        with progress_bar(total=len(part), initial=plan.n_cached, desc=f"predict[{label}]", unit="q",
+                          disable=not progress) as bar:
             sink = AnswerSink(store, backend, on_written=bar.update)
             _ask(plan, backend, job, sink, bar, decoded)
         sink.stop_if_disk_full(lambda: plan.remaining(store))

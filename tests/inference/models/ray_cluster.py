@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Callable
 
 HEAD, WORKER = "127.0.0.2", "127.0.0.3"
 RAY = str(Path(sys.executable).with_name("ray"))
@@ -105,6 +106,18 @@ class RayCluster:
     def running_on_worker_node(self, task: str) -> bool:
         procs = _processes()
         return any(procs[pid][1].startswith(f"ray::{task}") for pid in self.worker_node_pids() if pid in procs)
+
+    def kill_worker_node_when(self, ready: Callable[[], bool], task: str = "answer_chunk",
+                              timeout_s: float = 600) -> float:
+        """SIGKILL the worker node once `ready()` holds while a `task` runs there; when (time.monotonic())."""
+        deadline = time.time() + timeout_s
+        while time.time() < deadline:
+            if ready() and self.running_on_worker_node(task):
+                t_kill = time.monotonic()
+                assert self.kill_worker_node() > 0
+                return t_kill
+            time.sleep(0.05)
+        raise AssertionError(f"no {task} task ran on the worker node once the run was ready to be cut")
 
     def kill_worker_node(self) -> int:
         """SIGKILL every process of the worker node (as when its machine dies); how many there were."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -23,8 +22,9 @@ from ray_cluster import RayCluster
 from probmed.core.config import load_params
 from probmed.core.records import read_predictions, write_questions
 from probmed.inference.models.base import Item
+from probmed.inference.models.baselines import RandomBackend
 from probmed.inference.models.mock_server import MockChatServer
-from probmed.inference.models.ray_engine import chunks, merge_run_info, run_info_added
+from probmed.inference.models.ray_engine import Chunk, Done, WorkerSpec, answer_chunk, chunks, merge_run_info, run_info_added
 
 CONCURRENCY = 2
 
@@ -127,16 +127,8 @@ def predict(params: Path, qfile: Path, shared_data: Path, root: Path, model: str
 
 def kill_midway(cluster: RayCluster, api_store: Path) -> tuple[float, set[str]]:
     """SIGKILL the worker node once the API model has stored answers and a task runs there; what was stored."""
-    deadline = time.time() + 600
-    while time.time() < deadline:
-        lines = api_store.read_text().splitlines() if api_store.exists() else []
-        if len(lines) >= 10 and cluster.running_on_worker_node("answer_chunk"):
-            break
-        time.sleep(0.05)
-    else:
-        raise AssertionError("no task ran on the worker node while the API model was answering")
-    t_kill = time.monotonic()
-    assert cluster.kill_worker_node() > 0
+    t_kill = cluster.kill_worker_node_when(
+        lambda: api_store.exists() and len(api_store.read_text().splitlines()) >= 10)
     stored = {json.loads(line)["qid"] for line in api_store.read_text().splitlines() if line.endswith("}")}
     return t_kill, stored
 
@@ -163,3 +155,21 @@ def test_a_task_reports_only_what_it_added_to_a_backend_that_served_tasks_before
     assert run_info_added(after, before) == {"family": "llava", "path": "shared-prefix",
                                              "questions_by_path": {"shared-prefix": 3, "per-image-batch": 2}}
     assert run_info_added(after, {}) == after  # a fresh backend: everything is this task's
+
+
+def test_a_worker_prepares_a_table_backend_on_each_runs_own_table(shared_data):
+    """One driver runs several evaluations (`probmed run-plan`), so one worker answers tasks of several question
+    tables: a baseline that seeds on its table answers each table's questions from that table, as a local run."""
+    first = make_questions(shared_data, 2)
+    second = make_questions(shared_data, 3).assign(qid=lambda f: "other-" + f["qid"])
+    entry = {"backend": "random", "seed": 3}
+    spec = WorkerSpec("random", "random", entry, {"seed": 0})
+    for table, name in ((first, "first"), (second, "second")):
+        items = [Item(qid=q.qid, image_id=q.image_id, image_path=None, prompt="p", question=q.question)
+                 for q in table.itertuples()]
+        got = {items[p].qid: ans.label
+               for message in answer_chunk(spec, Chunk(tuple(range(len(items))), tuple(items)), table, name)
+               if not isinstance(message, Done) for p, ans in message}
+        local = RandomBackend("random", entry, {"seed": 0})
+        local.prepare(table)
+        assert got == {item.qid: ans.label for item, ans in zip(items, local.answer(items))}, name

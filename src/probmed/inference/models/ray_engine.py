@@ -81,16 +81,22 @@ def worker_spec(backend: Backend, entry: Mapping[str, Any]) -> WorkerSpec:
     return WorkerSpec(backend.kind, backend.name, entry, dict(backend.context))
 
 
-_WORKER_BACKENDS: dict[str, Backend] = {}  # per worker process: a model is loaded once, not once per task
+# per worker process: a model is loaded once, not once per task; a backend that prepares on the question table
+# (a baseline trains or seeds on it) once per table, since one driver runs several evaluations (`probmed run-plan`)
+_WORKER_BACKENDS: dict[tuple[str, str | None], Backend] = {}
 
 
-def _worker_backend(spec: WorkerSpec, questions: Any) -> Backend:
-    backend = _WORKER_BACKENDS.get(spec.key)
+def _worker_backend(spec: WorkerSpec, questions: Any, table: str | None) -> Backend:
+    """`spec`'s backend on this worker, prepared on the question table `table` names (the driver's object id)."""
+    kind = BACKENDS.load(spec.kind)
+    per_table = kind.prepare is not Backend.prepare
+    key = (spec.key, table if per_table else None)
+    backend = _WORKER_BACKENDS.get(key)
     if backend is None:
-        backend = BACKENDS.load(spec.kind)(spec.name, spec.entry, spec.context)
+        backend = kind(spec.name, spec.entry, spec.context)
         if questions is not None:
             backend.prepare(questions)  # baselines train or seed on the whole table, as in a local run
-        _WORKER_BACKENDS[spec.key] = backend
+        _WORKER_BACKENDS[key] = backend
     return backend
 
 
@@ -102,9 +108,10 @@ def _materialise(chunk: Chunk, folder: Path) -> list[Item]:
             for item in chunk.items]
 
 
-def answer_chunk(spec: WorkerSpec, chunk: Chunk, questions: Any = None) -> Iterator[Any]:
-    """The task (a Ray streaming generator): ``[(position, Answer), ...]`` as answers arrive, then :class:`Done`."""
-    backend = _worker_backend(spec, questions)
+def answer_chunk(spec: WorkerSpec, chunk: Chunk, questions: Any = None, table: str | None = None) -> Iterator[Any]:
+    """The task (a Ray streaming generator): ``[(position, Answer), ...]`` as answers arrive, then :class:`Done`.
+    `questions`: the run's whole question table (what `prepare` sees), `table` a name of it."""
+    backend = _worker_backend(spec, questions, table)
     before = backend.run_info()  # a worker's backend serves many tasks: this task reports what it added
     with tempfile.TemporaryDirectory(prefix="probmed-task-") as tmp:
         items = _materialise(chunk, Path(tmp))
@@ -272,7 +279,8 @@ class RayBackend(Backend):
         running: dict[Any, Chunk] = {}
 
         def submit(chunk: Chunk, tries: int) -> None:
-            task = remote.remote(self.spec, chunk, self._questions_ref)
+            table = None if self._questions_ref is None else self._questions_ref.hex()
+            task = remote.remote(self.spec, chunk, self._questions_ref, table)
             running[task] = chunk
             resubmits[task] = tries
             self._stats["tasks"] += 1
@@ -335,6 +343,7 @@ class RayBackend(Backend):
 
 
 _CONNECTED: dict[str, Any] = {}
+_CONNECTING = threading.Lock()  # the evaluations of `probmed run-plan` connect from threads of their own
 
 
 def connect(engine: RayEngine) -> Any:
@@ -343,6 +352,12 @@ def connect(engine: RayEngine) -> Any:
         import ray
     except ImportError:
         raise ConfigError("engine.kind: ray needs Ray: pip install 'probmed[ray]'") from None
+    with _CONNECTING:
+        _join(ray, engine)
+    return ray
+
+
+def _join(ray: Any, engine: RayEngine) -> None:
     if not ray.is_initialized():
         t0 = time.perf_counter()
         ray.init(address=engine.address, log_to_driver=False, include_dashboard=False, configure_logging=False)
@@ -350,7 +365,6 @@ def connect(engine: RayEngine) -> Any:
         _CONNECTED["address"] = engine.address or "local"
         print(f"ray: joined {_CONNECTED['address']} in {_CONNECTED['seconds']:.1f} s "
               f"({ray.cluster_resources().get('CPU', 0):g} CPUs)", file=sys.stderr)
-    return ray
 
 
 def wrap(backend: Backend, models: Mapping[str, Any], engine: RayEngine) -> RayBackend:
