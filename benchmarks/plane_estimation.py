@@ -28,6 +28,7 @@ from probmed.benchmark.curation.brain_positions import (
     estimate_plane,
     interior_symmetry,
     outline_symmetry,
+    plane_shortfall,
 )
 from probmed.benchmark.curation.positions import Box
 
@@ -46,11 +47,6 @@ def symmetries(path: Path, box: Box) -> tuple[float, float]:
     with Image.open(path) as im:
         outline = outline_symmetry(im)
         return outline.symmetry, interior_symmetry(im, outline, box)
-
-
-def margin(outline: float, interior: float) -> float:
-    """How far a slice is from being taken as axial/coronal: the larger shortfall of its two symmetries."""
-    return max(SYMMETRIC - outline, MIRRORED - interior)
 
 
 def first_of_each_part(files: list[tuple[Path, str, str]], n: int) -> list[tuple[Path, str, str]]:
@@ -91,7 +87,7 @@ def main() -> None:
                 print(f"| {part} | {plane} | {yes}/{n} ({100 * yes / n:.0f}%) | {n - yes} | {lo:.2f}-{hi:.2f} |")
     sagittal = [(o, i) for _, pl, o, i in measured if pl == "sagittal"]
     sided = sum(estimate_plane(o, i) == "axial/coronal" for o, i in sagittal)
-    nearest = min(margin(o, i) for o, i in sagittal)
+    nearest = min(plane_shortfall(o, i) for o, i in sagittal)
     print(f"sagittal slices given a side: {sided}/{len(sagittal)}; the nearest one misses a cut by {nearest:.3f}")
 
 
