@@ -6,7 +6,8 @@ meningioma, pituitary tumour; plane not recorded) and the BraTS 2015 sample (gli
   (curation.brain_positions: hemisphere on axial/coronal slices by the radiological convention,
   the sellar region for pituitary tumours, none on sagittal or unknown planes, nor for a box touching the
   midline without straddling it, ``provenance.positions_withheld`` saying so; figshare planes are
-  estimated from the head outline, BraTS slices are axial);
+  estimated from the mirror symmetry of the head outline and of what lies inside it, both recorded in
+  ``provenance``, BraTS slices are axial);
 * figshare labels are a three-way classification, so the two other tumour classes are known absent;
 * pixels: every slice of a source written by one policy (curation.images: grayscale, long side
   ``image_size``, one filter, PNG), boxes kept in the source frame and scaled in ``boxes_curated``.
@@ -109,6 +110,8 @@ def load_brain_mri(
             continue
         rec.findings = [Finding(rec.findings[0].condition, pos.position)]
         rec.provenance.update(plane=pos.plane, outline_symmetry=pos.symmetry)
+        if pos.interior is not None:  # measured where the plane was estimated
+            rec.provenance["interior_symmetry"] = pos.interior
         if pos.withheld:
             rec.provenance["positions_withheld"] = [{"condition": rec.findings[0].condition, "position": None,
                                                      "why": pos.withheld}]
