@@ -51,6 +51,7 @@ class RunResult:
     predictions: pd.DataFrame
     n_questions: int = 0
     n_cached: int = 0
+    n_shared: int = 0  # answered by another question's request of this run (the same request)
     n_asked: int = 0
     n_failed: int = 0
     n_truncated: int = 0
@@ -66,6 +67,7 @@ class RunResult:
         return {
             "questions": self.n_questions,
             "cached": self.n_cached,
+            "shared": self.n_shared,
             "asked": self.n_asked,
             "failed": self.n_failed,
             "truncated": self.n_truncated,
@@ -229,12 +231,15 @@ def _describe_for(job: PredictJob, backend: Backend, describer: Backend | None, 
 class _Plan:
     keys: list[str] = field(default_factory=list)  # one per question of the shard, in order
     pending: list[PendingQuestion] = field(default_factory=list)  # to ask
+    # the same request as a pending question of this run (same prompt, image bytes and question: a blank control
+    # asks one text of many images alike): answered by that one request, never paid twice
+    shared: list[KeyedQuestion] = field(default_factory=list)
     no_description: list[KeyedQuestion] = field(default_factory=list)  # recorded failed without asking
     n_cached: int = 0
 
     def remaining(self, store: AnswerStore) -> list[str]:
-        """The qids of the pending questions the store holds no record of (not even a failed one)."""
-        return [p.row.qid for p in self.pending if store.record(p.key) is None]
+        """The qids of the questions to ask that the store holds no record of (not even a failed one)."""
+        return [p.row.qid for p in [*self.pending, *self.shared] if store.record(p.key) is None]
 
 
 def _plan(part: pd.DataFrame, backend: Backend, job: PredictJob, store: AnswerStore, image_paths: dict[str, Path],
@@ -245,6 +250,7 @@ def _plan(part: pd.DataFrame, backend: Backend, job: PredictJob, store: AnswerSt
     setting, prompts = job.setting, job.prompts
     describes = setting.description_by is not None
     plan = _Plan()
+    asking: set[str] = set()
     for q in part.itertuples(index=False):
         desc = descriptions.get(q.image_id) if describes else None
         no_description = describes and desc is None
@@ -257,7 +263,10 @@ def _plan(part: pd.DataFrame, backend: Backend, job: PredictJob, store: AnswerSt
             plan.no_description.append(KeyedQuestion(key, q))
         elif key in store:
             plan.n_cached += 1
+        elif key in asking:
+            plan.shared.append(KeyedQuestion(key, q))
         else:
+            asking.add(key)
             item = Item(qid=q.qid, image_id=q.image_id, image_path=image_paths.get(q.image_id), prompt=prompt,
                         question=q.question, category=q.category)
             plan.pending.append(PendingQuestion(key, q, item))
@@ -330,7 +339,8 @@ def run_predictions(questions: pd.DataFrame, backend: Backend, job: PredictJob, 
         if plan.pending:  # baselines train or seed on the whole table (not the shard); skipped when all is cached
             backend.prepare(questions)
         label = job.label or f"{backend.name}/{job.setting.name}"
-        with progress_bar(total=len(part), initial=plan.n_cached, desc=f"predict[{label}]", unit="q",
+        settled = plan.n_cached + len(plan.shared) + len(plan.no_description)  # nothing to ask for these
+        with progress_bar(total=len(part), initial=settled, desc=f"predict[{label}]", unit="q",
                           disable=not progress) as bar:
             sink = AnswerSink(store, backend, on_written=bar.update)
             _ask(plan, backend, job, sink, bar, decoded)
@@ -346,6 +356,7 @@ def run_predictions(questions: pd.DataFrame, backend: Backend, job: PredictJob, 
         predictions=preds,
         n_questions=len(part),
         n_cached=plan.n_cached,
+        n_shared=len(plan.shared),
         n_asked=sink.asked,
         n_failed=int((preds["error"] != "").sum()),
         n_truncated=int(sum(1 for k in plan.keys if (store.record(k) or {}).get("truncated_from"))),

@@ -413,3 +413,23 @@ def test_a_store_keyed_by_todays_spelling_is_still_read(tmp_path, shared_data, q
             again = run_api(build_backend(api_models(spelling), "api"), questions, shared_data, tmp_path / "old")
             assert (again.n_asked, again.n_cached) == (0, len(questions)), spelling
         assert len(srv.requests) == n
+
+
+def test_two_questions_that_are_the_same_request_are_asked_once(tmp_path, shared_data, questions, monkeypatch):
+    """Two rows whose prompt, image bytes and question coincide (a blank control makes many images one image)
+    share one answer key: one request answers both, never two paid for the same thing."""
+    import pandas as pd
+
+    monkeypatch.setenv("PROBMED_TEST_KEY", "sk-test-shared")
+    twin = questions.iloc[[0]].assign(qid="twin-of-" + str(questions.iloc[0]["qid"]))
+    q = pd.concat([questions, twin], ignore_index=True)
+    with MockChatServer() as srv:
+        backend = build_backend(api_models(srv.base_url), "api", pricing=PRICING)
+        job = PredictJob.in_folders(get_setting("vanilla"), PROMPTS, shared_data, tmp_path / "store")
+        result = run_predictions(q, backend, job, progress=False)
+        backend.close()
+        assert len(srv.requests) == len(questions)  # the twin rode on its original's request
+    preds = result.predictions.set_index("qid")
+    assert result.n_asked == len(questions) and result.n_shared == 1
+    assert preds.loc[twin.iloc[0]["qid"], "response"] == preds.loc[questions.iloc[0]["qid"], "response"] != ""
+    assert list(result.predictions["qid"]) == list(q["qid"])
