@@ -16,7 +16,7 @@ from probmed.cli.options import answering_kernels
 from probmed.core.records import read_predictions, write_questions
 from probmed.infra.cpu_kernels import PORTABLE_ENV
 
-COMMANDS_WITH_MODELS = {"predict", "describe", "audit", "transfer", "finetune"}
+COMMANDS_WITH_MODELS = {"predict", "describe", "audit", "transfer", "finetune", "run-plan"}
 
 
 def test_every_command_that_computes_with_a_model_names_its_kernels():
