@@ -170,7 +170,7 @@ def test_truth_sheet_needs_a_verdict_and_a_reason(tmp_path: Path, repo_root: Pat
 
 
 def test_the_committed_truth_sheet(repo_root: Path, tmp_path: Path) -> None:
-    """The by-eye check of the default full set (README "Truth checked by eye"): its schema and counts."""
+    """The by-eye check of the default full set (docs/benchmark/truth.md): its schema and counts."""
     from probmed.benchmark.review import TRUTH_COLUMNS, read_truth_sheet, truth_rates
 
     sheet = read_truth_sheet(SHEET)
@@ -185,7 +185,7 @@ def test_the_committed_truth_sheet(repo_root: Path, tmp_path: Path) -> None:
 
 def test_the_round5_truth_sheet(repo_root: Path) -> None:
     """Round 5 (issue 38's before round, seed 3801, 170 questions): every source, image folder, category and
-    answer judged; its counts as docs/truth.md states them."""
+    answer judged; its counts as docs/benchmark/truth.md states them."""
     from probmed.benchmark.review import read_truth_sheet, truth_rates
 
     sheet = read_truth_sheet(SHEET.parent / "truth_review_round5.csv")
