@@ -4,7 +4,7 @@ Both servers serve the tiny LLaVA of the vLLM test (tests/inference/models/vllm_
 a head that answers yes or no) on 127.0.0.1, one after the other, and `probmed`'s OpenAI backend asks each
 the same questions (real VQA-RAD images, 16-way concurrency, one new token, no store hits). Each server is
 warmed up on one image first; the figure is questions over wall time of one full pass. The vLLM venv is
-the test's (installed on first use). On a GPU node the same comparison is what docs/engines.md describes.
+the test's (installed on first use). On a GPU node the same comparison is what docs/evaluate/engines.md describes.
 
     python benchmarks/engines_speed.py [--data ../shared/data] [--images 24] [--quick]
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import html
 import os
 import shutil
 import subprocess
@@ -38,7 +39,7 @@ def test_the_site_builds_strict_with_a_page_per_command(site):
 
 
 def test_a_broken_link_or_a_page_left_out_of_the_nav_fails_the_build(repo_root, tmp_path):
-    for name in ("mkdocs.yml", "docs", "src"):
+    for name in ("mkdocs.yml", "docs", "src", "SECURITY.md"):  # what the site is built from
         (shutil.copytree if (repo_root / name).is_dir() else shutil.copy)(repo_root / name, tmp_path / name)
     page = tmp_path / "docs" / "evaluate" / "compare.md"
     text = page.read_text(encoding="utf-8")
@@ -49,3 +50,12 @@ def test_a_broken_link_or_a_page_left_out_of_the_nav_fails_the_build(repo_root, 
     (tmp_path / "docs" / "orphan.md").write_text("# Orphan\n", encoding="utf-8")
     orphan = _build(tmp_path, tmp_path / "site")
     assert orphan.returncode != 0 and "orphan.md" in orphan.stderr
+
+
+def test_security_md_is_the_reference_page_security(site, repo_root):
+    """SECURITY.md stays at the root (where a repository's readers look for it) and is the site's Reference >
+    Security page as committed (docs/_hooks/repository_pages.py): a link out of docs/ would fail the strict build."""
+    page = (site / "reference" / "security" / "index.html").read_text(encoding="utf-8")
+    headings = [line.removeprefix("## ") for line in (repo_root / "SECURITY.md").read_text(encoding="utf-8").splitlines()
+                if line.startswith("## ")]
+    assert len(headings) >= 8 and all(html.escape(h, quote=False) in page for h in headings), headings

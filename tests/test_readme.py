@@ -34,10 +34,11 @@ OTHER_PROGRAMS: dict[str, str] = {
     ".venv/bin/mypy": "the CI script runs it before the tests",
     "dvc": "tests/test_pipeline.py: dvc repro, push, pull, exp run -S, exp show, metrics diff, plots show",
     "mlflow": "tests/test_pipeline.py::test_mlflow_server_serves_the_pipeline_runs starts mlflow server",
-    "export": "needs an API key (OPENAI_API_KEY): not exercised here",
+    "export": "sets a credential for the next command: tests/test_readme_runs.py gives the gateway example its URL",
     "vllm": "needs a GPU: not exercised here (the API backend runs against a local mock server in tests)",
     "docker": "needs docker: tests/test_pipeline.py::test_dockerfile_lints_clean lints the Dockerfile",
     "wait": "shell",
+    "ray": "tests/inference/models/test_ray_engine.py starts a head and a worker node (ray_cluster.py)",
 }
 # placeholders the README writes in capitals or angle brackets, and shell variables
 PLACEHOLDERS = {"<tag>": "v1.0", "<sha>": "main", "$i": "0", "$i/4": "0/4"}

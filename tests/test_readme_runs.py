@@ -8,13 +8,15 @@ NOT_RUN, each with its reason (a GPU, a paid API key, the network, or a program 
 environment). Files a reader brings (a caption table, a filled review sheet, the original release's test.json,
 a prediction table) are made from the pipeline's outputs first (READER_FILES), and the `models.yaml` entries the
 pages show are added as a reader would (the local folder is the main job's tiny model, the endpoint the
-project's mock OpenAI-compatible server on 127.0.0.1). Afterwards those entries are taken out again and every
+project's mock OpenAI-compatible server on 127.0.0.1, also behind the gateway URL with a user and password that
+the pages' `base_url_env` example reads from GATEWAY_URL). Afterwards those entries are taken out again and every
 command run by hand must have left `dvc status` clean, no tracked file changed and nothing new at the
 repository root: by-hand commands write under build/adhoc/ or where they are told.
 """
 
 from __future__ import annotations
 
+import base64
 import json
 import shutil
 import subprocess
@@ -35,11 +37,15 @@ NOT_RUN: dict[str, str] = {
     "bash .ci/install-test-tools": "installs qemu-user, a system package (the CI script runs it)",
     "bash .ci/install": "installs the environment this test runs in (the CI script runs it)",
     ". .venv/bin/activate": "shell: the test puts the environment's bin first on PATH",
+    ".venv/bin/python tests/reporting/browser.py": "rewrites the committed screenshots, taken of a report of the "
+                                                   "default parameters (tests/reporting/test_report_browser.py "
+                                                   "drives the same browser code)",
     ".venv/bin/": "the linters and the test suite itself (the CI script runs them)",
     "probmed fetch-data": "the main job: the fixture runs it",
     "dvc repro": "the main job: the fixture runs it",
     "probmed predict model=tiny setting=described settings.describer=gpt-4o": "a paid API key",
     "export OPENAI_API_KEY": "a paid API key",
+    "ray start": "a cluster of machines (tests/inference/models/test_ray_engine.py starts a head and a worker node)",
     "probmed predict model=gpt-4o": "a paid API key",
     "probmed pin ": "the network (asks the Hugging Face hub)",
     "probmed predict model=lingshu-7b": "a GPU and the hub's weights",
@@ -55,6 +61,8 @@ READER_FILES = ("CAPTIONS.tsv", "test.json", "P.parquet", "SHEET.csv")  # at the
 LOCAL_MODEL = ("path/to/checkpoint", "build/finetune/pretrain/model")  # the pages' placeholder -> the tiny model
 ENDPOINT = "http://127.0.0.1:8000/v1"  # the pages' local server -> the mock server's address
 SERVER_KEY = "MY_SERVER_KEY"
+GATEWAY = "GATEWAY_URL"  # the pages' gateway behind Basic auth (base_url_env) -> the mock server, credentials in its URL
+GATEWAY_USER = "reader:a-local-password"
 
 
 def _documented_commands(root: Path) -> list[str]:
@@ -115,7 +123,8 @@ class Scratch:
 
     def run(self, command: str) -> subprocess.CompletedProcess:
         if command not in self.results:
-            env = {**_env(), SERVER_KEY: "a-local-key"}
+            gateway = self.server.base_url.replace("://", f"://{GATEWAY_USER}@", 1)
+            env = {**_env(), SERVER_KEY: "a-local-key", GATEWAY: gateway}
             self.results[command] = subprocess.run(["bash", "-c", command], cwd=self.repo, env=env, capture_output=True,
                                                    text=True, timeout=1800)
         return self.results[command]
@@ -160,8 +169,9 @@ def test_every_documented_command_is_run_or_excluded_with_a_reason(repo_root):
     assert "probmed score build/questions/probmed.json build/adhoc/predictions/random.parquet --out-dir " \
            "build/adhoc/scores/random score.bootstrap_resamples=1000" in _commands_to_run()
     assert "probmed predict model=served --score-dir build/adhoc/scores/served" in _commands_to_run()
+    assert "probmed predict model=my-gateway" in _commands_to_run()  # base_url_env, credentials in the URL
     skipped = sorted({c for c in commands if _not_run(c)})
-    assert len(skipped) <= 25 and len(_commands_to_run()) >= 40, skipped  # NOT_RUN stays a short list
+    assert len(skipped) <= 27 and len(_commands_to_run()) >= 40, skipped  # NOT_RUN stays a short list
     assert len(documented_files(repo_root)) > 20
 
 
@@ -186,6 +196,8 @@ def test_by_hand_commands_leave_dvc_clean_the_tracked_files_and_the_root_as_they
     for command in _commands_to_run():
         scratch.run(command)
     assert len(scratch.server.requests) > 0  # the endpoint example really asked the (mock) server
+    basic = "Basic " + base64.b64encode(GATEWAY_USER.encode()).decode()
+    assert any(r["auth"] == basic for r in scratch.server.requests)  # and the gateway's, with its URL's user
     repo = scratch.repo
     sh("git", "checkout", "--", "models.yaml", cwd=repo)  # the reader's own registry entries
     assert dvc_status(repo) == {}

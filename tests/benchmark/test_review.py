@@ -170,7 +170,7 @@ def test_truth_sheet_needs_a_verdict_and_a_reason(tmp_path: Path, repo_root: Pat
 
 
 def test_the_committed_truth_sheet(repo_root: Path, tmp_path: Path) -> None:
-    """The by-eye check of the default full set (README "Truth checked by eye"): its schema and counts."""
+    """The by-eye check of the default full set (docs/benchmark/truth.md): its schema and counts."""
     from probmed.benchmark.review import TRUTH_COLUMNS, read_truth_sheet, truth_rates
 
     sheet = read_truth_sheet(SHEET)
@@ -190,7 +190,7 @@ def test_the_committed_truth_sheet(repo_root: Path, tmp_path: Path) -> None:
 def test_the_issue38_truth_sheets(repo_root: Path, sheet_name: str, overall: dict[str, object]) -> None:
     """Issue 38's rounds (5: before the fixes, seed 3801; 6: after them, a new draw at seed 3802), 170 questions
     each: every source, image folder, category and answer judged; their counts and every question not judged
-    true as docs/truth.md states them."""
+    true as docs/benchmark/truth.md states them."""
     from probmed.benchmark.review import read_truth_sheet, truth_rates
 
     sheet = read_truth_sheet(SHEET.parent / sheet_name)
@@ -199,5 +199,5 @@ def test_the_issue38_truth_sheets(repo_root: Path, sheet_name: str, overall: dic
     assert len(rates["by_source"]) == 7 and len(rates["by_folder"]) == 8 and len(rates["by_category"]) == 5
     assert set(rates["by_answer"]) == {"yes", "no"}
     assert all(r["reason"] for r in rates["not_true"])
-    page = (repo_root / "docs" / "truth.md").read_text()
+    page = (repo_root / "docs" / "benchmark" / "truth.md").read_text()
     assert all(f"`{r['qid']}`" in page for r in rates["not_true"])

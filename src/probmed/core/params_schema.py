@@ -173,7 +173,7 @@ class CuratePositions(Section):
     A position is asked only where it is true at the goal rate: a source's text positions are kept only when
     its extractor's held-out position precision reaches ``min_text_precision`` (tests/benchmark/sources/
     test_text_positions.py measures it for every source listed); every other text position is withheld, the
-    record saying why (docs/positions.md)."""
+    record saying why (docs/benchmark/positions.md)."""
 
     text_sources: list[str] = default([])
     """Sources whose text positions are asked (vqarad, medicat, roco, roco_images, roco_extended, covid_ct)."""
@@ -272,7 +272,7 @@ class Audit(Section):
     random (above the floor n/(4(n-1)) for modality and organ pairs) fails it. Every unit is measured and reported
     whatever this says. Contrast only for now: on the generated set's own pairs a table keyed on the source or
     the text still wins condition and position pairs where the truth rules leave few partners
-    (docs/yardstick.md); add pair, image and single once the designs deny it."""
+    (docs/benchmark/yardstick.md); add pair, image and single once the designs deny it."""
     enforce: bool = True
     """False: a failed gate only warns (exploratory sets)."""
     folds: AtLeastTwo = 5

@@ -142,7 +142,7 @@ def test_extended_negation_and_context_cues() -> None:
 
 
 ROCO_EXTENDED_LABELS = Path(__file__).resolve().parents[2] / "fixtures" / "roco_extended_caption_labels.json"
-# Goals the rules miss on a part, measured (README, extraction table): they are reported, not bent toward;
+# Goals the rules miss on a part, measured (docs/benchmark/extraction.md): they are reported, not bent toward;
 # each stays a floor so a regression still fails. Position vocabularies of the new organs are long-tailed
 # (a structure per finding: "right preseptal region", "longus colli tendon"): the held-out part names many
 # structures the dev part never did. The position rules learnt from the dev part's errors (part-of phrases, caption

@@ -22,7 +22,7 @@ dark-to-bright step of the lung's lateral half (the lung meeting the hemidiaphra
 
 Plausible (``implausible``): a field is used for positions only when both lungs were located, their
 apices and bases agree between the sides, the bases lie low enough and each lung is tall enough;
-otherwise the record's positions are withheld (curation.positions, docs/positions.md).
+otherwise the record's positions are withheld (curation.positions, docs/benchmark/positions.md).
 
 Fallback, with its reason recorded (``LungField.fallback``): a side that is not found
 (white-out, a large effusion, a tight crop) is the other side mirrored; when neither

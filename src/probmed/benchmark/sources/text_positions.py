@@ -2,7 +2,7 @@
 
 A position question must be true at the goal rate (97% by eye). A caption's, a clinical note's or a QA
 pair's position is only as good as the rules that read it, and their held-out position precision is
-below 0.9 on every labelled caption set (README, extraction quality). So a source's text positions are
+below 0.9 on every labelled caption set (docs/benchmark/extraction.md). So a source's text positions are
 withheld unless the source is listed in ``curate.positions.text_sources``, which a test allows only
 for a source whose extractor's held-out precision on its labelled set (``TEXT_POSITION_SOURCES``)
 reaches ``curate.positions.min_text_precision``. A withheld position leaves its finding in place (its
