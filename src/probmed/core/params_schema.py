@@ -675,7 +675,8 @@ class Release(Section):
     url: str | None = None
     """Where the release is published (a URL, or https://doi.org/<DOI>), for the card's and CITATION.cff's citation;
     None: the card shows a placeholder the releaser fills in."""
-    truth_reviews: list[str] = default(["review/truth_review.csv", "review/truth_review_round4.csv"])
+    truth_reviews: list[str] = default(["review/truth_review.csv", "review/truth_review_round4.csv",
+                                        "review/truth_review_round5.csv", "review/truth_review_round6.csv"])
     """Committed by-eye truth sheets (`probmed review truth`, judged) whose true / doubtful / false counts the card
     states among its limitations."""
 
