@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import os
+import signal
+import subprocess
+import time
 from pathlib import Path
 
 
@@ -33,3 +37,28 @@ def make_questions(shared_data: Path, n_images: int = 3):
                 "strategy": "gt" if pol == "gt" else "random", "evidence": "",
             })
     return pd.DataFrame(rows, columns=list(QUESTION_COLUMNS))
+
+
+def kill_when_stored(proc: subprocess.Popen, store_file: Path, lines: int, wait_s: float = 120) -> None:
+    """SIGKILL `proc` once its answer store holds `lines` lines (or after `wait_s`): a kill mid-run."""
+    deadline = time.time() + wait_s
+    while time.time() < deadline and proc.poll() is None:
+        if store_file.exists() and len(store_file.read_text().splitlines()) >= lines:
+            break
+        time.sleep(0.01)
+    os.kill(proc.pid, signal.SIGKILL)
+    proc.wait(timeout=10)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
+
+
+def assert_no_form_leaks(folder: Path, outputs: list[str], forms: list[str], skip: tuple[str, ...] = ()) -> None:
+    """No file under `folder` (but those named in `skip`) and no captured output holds any of `forms`."""
+    files = [f for f in folder.rglob("*") if f.is_file() and f.name not in skip]
+    assert any(f.suffix == ".jsonl" for f in files)  # an answer store was written: there was something to leak into
+    for f in files:
+        data = f.read_bytes()
+        for form in forms:
+            assert form.encode() not in data, (f, form)
+    for text in outputs:
+        for form in forms:
+            assert form not in text, form

@@ -15,7 +15,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 from omegaconf import OmegaConf
-from predict_helpers import make_questions
+from predict_helpers import assert_no_form_leaks, kill_when_stored, make_questions
 
 from probmed.cli import main
 from probmed.core.config import load_params
@@ -142,17 +142,6 @@ def store_keys(path: Path) -> list[str]:
     return [json.loads(line)["key"] for line in path.read_text().splitlines() if line.endswith("}")]
 
 
-def kill_when_stored(proc: subprocess.Popen, store_file: Path, lines: int) -> None:
-    deadline = time.time() + 120
-    while time.time() < deadline and proc.poll() is None:
-        if store_file.exists() and len(store_file.read_text().splitlines()) >= lines:
-            break
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-    assert proc.returncode == -signal.SIGKILL
-
-
 def assert_resumed_equals_reference(run: Path, ref: Path, store_file: Path, total: int) -> None:
     cols = ["qid", "response", "label", "p_yes", "prompt_tokens", "completion_tokens", "cost_usd", "cache_key",
             "error"]
@@ -260,15 +249,7 @@ def test_api_key_never_leaks(tmp_path, repo_root, shared_data, questions):
     # the key in every form the server echoed it: raw, percent-encoded, base64 (at the header's alignment), a prefix
     forms = [secret, urllib.parse.quote(secret, safe="").replace("-", "%2D"), secret[:12],
              base64.b64encode(f"Bearer {secret}".encode()).decode()[12:36]]
-    files = [f for f in tmp_path.rglob("*") if f.is_file()]
-    assert any(f.suffix == ".jsonl" for f in files)
-    for f in files:
-        data = f.read_bytes()
-        for form in forms:
-            assert form.encode() not in data, (f, form)
-    for text in outputs:
-        for form in forms:
-            assert form not in text
+    assert_no_form_leaks(tmp_path, outputs, forms)
 
 
 @pytest.mark.slow
@@ -544,15 +525,7 @@ def test_credentials_in_the_endpoint_url_never_leak(tmp_path, repo_root, shared_
     outputs += p.communicate(timeout=120)
     assert p.returncode == 2 and "does not resolve" in outputs[-1] and "http://***@probmed-no-such-host.invalid/v1" in outputs[-1]
 
-    files = [f for f in tmp_path.rglob("*") if f.is_file() and f.name not in ("params.yaml", "models.yaml")]
-    assert any(f.suffix == ".jsonl" for f in files)
-    for f in files:
-        data = f.read_bytes()
-        for form in forms:
-            assert form.encode() not in data, (f, form)
-    for text in outputs:
-        for form in forms:
-            assert form not in text, form
+    assert_no_form_leaks(tmp_path, outputs, forms, skip=("params.yaml", "models.yaml"))
 
 
 def wait_for_lines(proc: subprocess.Popen, store_file: Path, lines: int) -> None:

@@ -8,8 +8,6 @@ mid-way resumes asking vLLM only what its store lacks. The venv, the model and t
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
 import sys
 import time
@@ -17,7 +15,7 @@ from pathlib import Path
 
 import pytest
 from omegaconf import OmegaConf
-from predict_helpers import make_questions
+from predict_helpers import kill_when_stored, make_questions
 from vllm_server import VllmServer, make_yes_no_model, vllm_python
 
 from probmed.core.config import load_params
@@ -95,17 +93,6 @@ def test_vllm_answers_as_the_hf_backend_with_p_yes_from_logprobs(vllm, shared_da
     assert ((p_served > 0.5) == (served["vanilla"]["label"] == "yes")).all()  # greedy picks the likelier word
 
 
-def kill_when_stored(proc: subprocess.Popen, store_file: Path, lines: int) -> None:
-    deadline = time.time() + 300
-    while time.time() < deadline and proc.poll() is None:
-        if store_file.exists() and len(store_file.read_text().splitlines()) >= lines:
-            break
-        time.sleep(0.01)
-    os.kill(proc.pid, signal.SIGKILL)
-    proc.wait(timeout=10)
-    assert proc.returncode == -signal.SIGKILL, proc.stderr.read() if proc.stderr else ""
-
-
 def test_vllm_run_killed_midway_resumes_without_asking_twice(vllm, shared_data, tmp_path, repo_root):
     server, model, questions = vllm
     cfg = load_params(repo_root / "params.yaml")
@@ -122,7 +109,7 @@ def test_vllm_run_killed_midway_resumes_without_asking_twice(vllm, shared_data, 
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
     store_file = tmp_path / "s" / "vllm" / "answers.jsonl"
-    kill_when_stored(run(tmp_path / "p.parquet"), store_file, lines=20)
+    kill_when_stored(run(tmp_path / "p.parquet"), store_file, lines=20, wait_s=300)
     on_disk = {json.loads(line)["key"] for line in store_file.read_text().splitlines() if line.endswith("}")}
     assert 20 <= len(on_disk) < len(questions)
     time.sleep(2)  # requests the killed client left in flight finish (or abort) before the count
