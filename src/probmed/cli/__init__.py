@@ -24,9 +24,8 @@ import sys
 import traceback
 from typing import Sequence
 
-from probmed.cli.options import add_params_arguments, check_models, load_checked_params, params_of, split_overrides
+from probmed.cli.options import add_params_to_leaves, load_command_params, parse_with
 from probmed.core.errors import EXIT_ENVIRONMENT, EXIT_INTERNAL, EXIT_USER_ERROR, ProbmedError
-from probmed.infra.cpu_kernels import use_portable_kernels
 from probmed.infra.stopping import Stopped
 
 # OS errors that say the machine cannot go on (exit 3), not that an input is wrong.
@@ -56,9 +55,7 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         importlib.import_module(name).register(sub)
         if command is not None and command in sub.choices:
             break
-    for leaf in _leaf_parsers(parser):
-        if "params" not in {a.dest for a in leaf._actions}:
-            add_params_arguments(leaf)
+    add_params_to_leaves(parser)
     return parser
 
 
@@ -72,12 +69,10 @@ def commands() -> dict[str, str]:
     return owner
 
 
-def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
-    """The parsers that run a command (`review export`, not `review`)."""
-    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
-    if not subs:
-        return [parser]
-    return [leaf for sub in subs for child in dict.fromkeys(sub.choices.values()) for leaf in _leaf_parsers(child)]
+def parse_command(argv: Sequence[str]) -> argparse.Namespace:
+    """The parsed command line of one `probmed` command (its handler in ``args.func``), params not yet loaded."""
+    argv = list(argv)
+    return parse_with(build_parser(argv[0] if argv and not argv[0].startswith("-") else None), argv)
 
 
 def quiet_libraries() -> None:
@@ -120,36 +115,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"probmed {args.command}: interrupted", file=sys.stderr)
         return 130
     return int(result or 0)
-
-
-def parse_command(argv: Sequence[str]) -> argparse.Namespace:
-    """The parsed command line of one `probmed` command (its handler in ``args.func``), params not yet loaded."""
-    argv = list(argv)
-    parser = build_parser(argv[0] if argv and not argv[0].startswith("-") else None)
-    rest, overrides = split_overrides(parser, argv)
-    args = parser.parse_args(rest)
-    args.overrides = [*args.overrides, *overrides]  # a stray non-override token lands here and is rejected
-    return args
-
-
-def load_command_params(args: argparse.Namespace) -> None:
-    """``args.cfg``: params.yaml (or --params) with the overrides, checked; the command's CPU kernels put in force
-    before the models' check loads numpy. A command that reads no parameter (score-official) stays instant:
-    params are checked when given."""
-    reads = getattr(args, "reads_params", True) or args.params or args.overrides
-    args.cfg = load_checked_params(args.params, args.overrides) if reads else None
-    _select_cpu_kernels(args)
-    if args.cfg is not None:
-        check_models(args.cfg)
-
-
-def _select_cpu_kernels(args: argparse.Namespace) -> None:
-    """A command that computes with a model names the key that picks its CPU kernels (`cpu_kernels_of`);
-    they are put in force here, before its handler imports torch or numpy (probmed.infra.cpu_kernels)."""
-    kernels_of = getattr(args, "cpu_kernels_of", None)
-    if kernels_of is None or args.cfg is None:
-        return
-    args.cpu_kernels = use_portable_kernels(kernels_of(params_of(args)))
 
 
 def _one_line(exc: BaseException) -> str:

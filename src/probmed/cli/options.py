@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 from probmed.core.config import OVERRIDE_KEY, check_config, load_params, to_plain
 from probmed.core.errors import ConfigError
+from probmed.infra.cpu_kernels import use_portable_kernels
 
 if TYPE_CHECKING:
     from probmed.core.params_schema import Params
@@ -87,6 +88,49 @@ def split_overrides(parser: argparse.ArgumentParser, argv: Sequence[str]) -> tup
         else:
             rest.append(token)
     return rest, overrides
+
+
+def parse_with(parser: argparse.ArgumentParser, argv: Sequence[str]) -> argparse.Namespace:
+    """``argv`` parsed by ``parser``, its dotted overrides (anywhere on the line) gathered in ``args.overrides``."""
+    rest, overrides = split_overrides(parser, list(argv))
+    args = parser.parse_args(rest)
+    args.overrides = [*args.overrides, *overrides]  # a stray non-override token lands here and is rejected
+    return args
+
+
+def add_params_to_leaves(parser: argparse.ArgumentParser) -> None:
+    """`--params` and overrides on every parser that runs a command and lacks them."""
+    for leaf in _leaf_parsers(parser):
+        if "params" not in {a.dest for a in leaf._actions}:
+            add_params_arguments(leaf)
+
+
+def _leaf_parsers(parser: argparse.ArgumentParser) -> list[argparse.ArgumentParser]:
+    """The parsers that run a command (`review export`, not `review`)."""
+    subs = [a for a in parser._actions if isinstance(a, argparse._SubParsersAction)]
+    if not subs:
+        return [parser]
+    return [leaf for sub in subs for child in dict.fromkeys(sub.choices.values()) for leaf in _leaf_parsers(child)]
+
+
+def load_command_params(args: argparse.Namespace) -> None:
+    """``args.cfg``: params.yaml (or --params) with the overrides, checked; the command's CPU kernels put in force
+    before the models' check loads numpy. A command that reads no parameter (score-official) stays instant:
+    params are checked when given."""
+    reads = getattr(args, "reads_params", True) or args.params or args.overrides
+    args.cfg = load_checked_params(args.params, args.overrides) if reads else None
+    _select_cpu_kernels(args)
+    if args.cfg is not None:
+        check_models(args.cfg)
+
+
+def _select_cpu_kernels(args: argparse.Namespace) -> None:
+    """A command that computes with a model names the key that picks its CPU kernels (`cpu_kernels_of`);
+    they are put in force here, before its handler imports torch or numpy (probmed.infra.cpu_kernels)."""
+    kernels_of = getattr(args, "cpu_kernels_of", None)
+    if kernels_of is None or args.cfg is None:
+        return
+    args.cpu_kernels = use_portable_kernels(kernels_of(params_of(args)))
 
 
 def load_checked_params(path: str | None, overrides: Sequence[str]) -> Any:

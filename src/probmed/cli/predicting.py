@@ -23,7 +23,15 @@ from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator
 
-from probmed.cli.options import add_params_arguments, answering_kernels, params_of, seed_option
+from probmed.cli.options import (
+    add_params_arguments,
+    add_params_to_leaves,
+    answering_kernels,
+    load_command_params,
+    params_of,
+    parse_with,
+    seed_option,
+)
 from probmed.core.errors import ConfigError, UserError
 from probmed.core.names import checked_name
 from probmed.core.settings import Setting, get_setting
@@ -243,8 +251,15 @@ def cmd_run_plan(args: argparse.Namespace) -> int:
         return _run_plan(args)
 
 
+def _stage_parser() -> argparse.ArgumentParser:
+    """The parser of a plan's stages: each is a `probmed predict` command, which this module declares."""
+    parser = argparse.ArgumentParser(prog="probmed")
+    register(parser.add_subparsers(dest="command", required=True))
+    add_params_to_leaves(parser)
+    return parser
+
+
 def _run_plan(args: argparse.Namespace) -> int:
-    from probmed.cli import load_command_params, parse_command
     from probmed.pipeline.plan import evaluations
     from probmed.pipeline.run_plan import commit, exit_code, load_plan, run_concurrently
 
@@ -267,7 +282,7 @@ def _run_plan(args: argparse.Namespace) -> int:
     plan.check_ready(stages)
     jobs = []
     for stage in stages:  # every stage's command parsed and its params checked before any work
-        stage_args = parse_command(list(stage.argv[1:]))
+        stage_args = parse_with(_stage_parser(), stage.argv[1:])
         stage_args.overrides = [*stage_args.overrides, "engine.kind=ray", *args.overrides]
         stage_args.no_progress, stage_args.run_label = args.no_progress, stage.run
         load_command_params(stage_args)
