@@ -130,15 +130,13 @@ def _row(run: Run, category: str, comp: Comparisons, ceiling: Mapping[str, Any],
         "units": None if math.isnan(units) else int(units),
         "strict % [95% CI]": _accuracy_cell(value, low, high),
         "exact random": rnd,
-        "vs random": verdict(low, high, None if math.isnan(rnd) else rnd),
         "blind ceiling (audit)": math.nan if bar is None else float(bar),
-        "vs blind ceiling": verdict(low, high, bar),
         "reading": reading(low, high, None if math.isnan(rnd) else rnd, bar),
         "Δ vs blind run [95% CI]": "—" if diff is None else difference_cell(diff["diff"], diff["ci_low"], diff["ci_high"]),
         "vs blind run": "—" if diff is None else verdict(diff["ci_low"], diff["ci_high"], 0.0),
     }
     if few:  # too few units for any verdict: say so instead of a verdict that looks like a finding
-        for key in ("vs random", "vs blind ceiling", "reading", "vs blind run"):
+        for key in ("reading", "vs blind run"):
             row[key] = f"— (n={row['units'] if row['units'] is not None else '?'})"
     return row
 
