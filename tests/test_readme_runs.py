@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+import yaml
 
 from probmed.inference.models.mock_server import MockChatServer
 from test_pipeline import BIN, _env, dvc_status, sh, tiny_main_job
@@ -99,9 +100,11 @@ def _reader_files(repo: Path) -> None:
 
 def _add_model_blocks(repo: Path, root: Path, endpoint: str) -> None:
     """The pages' `models.yaml` entries, added under `models:` as a reader would (placeholders made real)."""
-    blocks = [b for b in code_blocks(documented_text(root), "yaml") if "backend:" in b]
-    text = "".join(dict.fromkeys(blocks)).replace(*LOCAL_MODEL).replace(ENDPOINT, endpoint)
     registry = (repo / "models.yaml").read_text(encoding="utf-8")
+    present = set(yaml.safe_load(registry)["models"])  # a page showing an entry the registry has edits it, adds none
+    blocks = [b for b in code_blocks(documented_text(root), "yaml")
+              if "backend:" in b and not set(yaml.safe_load(b)) & present]
+    text = "".join(dict.fromkeys(blocks)).replace(*LOCAL_MODEL).replace(ENDPOINT, endpoint)
     assert "\nmodels:\n" in registry
     (repo / "models.yaml").write_text(registry.replace("\nmodels:\n", "\nmodels:\n" + text, 1), encoding="utf-8")
 
@@ -171,7 +174,9 @@ def test_every_documented_command_is_run_or_excluded_with_a_reason(repo_root):
     assert "probmed predict model=served --score-dir build/adhoc/scores/served" in _commands_to_run()
     assert "probmed predict model=my-gateway" in _commands_to_run()  # base_url_env, credentials in the URL
     skipped = sorted({c for c in commands if _not_run(c)})
-    assert len(skipped) <= 27 and len(_commands_to_run()) >= 40, skipped  # NOT_RUN stays a short list
+    # NOT_RUN stays a short list: 31 with the GPU-cluster recipes of docs/engines.md (ray start and vllm serve on
+    # each kind of node)
+    assert len(skipped) <= 32 and len(_commands_to_run()) >= 40, skipped
     assert len(documented_files(repo_root)) > 20
 
 

@@ -101,9 +101,10 @@ def _leaves(tree, prefix=""):
 
 # measured: 614 columns on the layout before models.yaml (401 params), 423 (211 params, 91 deps) before one image
 # policy for every source and one dependency folder each for records, images and the reporting package (178, 67);
-# the bounds leave room for a few new keys
+# the bounds leave room for a few new keys; metrics: 121 once the audit's blind ceilings per category and unit joined
+# the headline (issue 37)
 MAX_PARAM_COLUMNS = 190
-MAX_METRIC_COLUMNS = 120
+MAX_METRIC_COLUMNS = 135
 MAX_DEP_COLUMNS = 75
 
 

@@ -200,10 +200,11 @@ def make_question_set(repo: Path, sources: tuple[str, ...] | None):
     from test_pipeline import sh
 
     cmds = stage_commands(repo)
-    every = cmds["curate"][2:]
+    every = to_plain(load_params(repo / "params.yaml"))["curate"]["all"]  # what the stage's `curate all` reads
     keep = [s for s in every if sources is None or s in sources]
     records = [f"build/records/{s}.parquet" for s in keep]
-    sh(*cmds["curate"][:2], *keep, cwd=repo, timeout=1200)
+    assert cmds["curate"][:3] == ["probmed", "curate", "all"], cmds["curate"]
+    sh(*cmds["curate"][:2], *keep, *cmds["curate"][3:], cwd=repo, timeout=1200)
     sh(*[t for t in cmds["generate"] if not t.startswith("build/records/") or t in records], cwd=repo, timeout=1200)
     fcfg = finetune_params(parse_params(to_plain(load_params(repo / "params.yaml"))))
     frame = load_split_questions(repo / fcfg.questions, [repo / r for r in records], fcfg)

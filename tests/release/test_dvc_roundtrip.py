@@ -50,6 +50,7 @@ def test_push_fresh_clone_and_pull_give_the_same_folder(small_set, repo_root, tm
     shutil.copy(small_set["passing_audit"], repo / "sets" / "passing" / "audit.json")
     shutil.copy(repo_root / "params.yaml", repo / "params.yaml")
     shutil.copy(repo_root / ".dvcignore", repo / ".dvcignore")
+    shutil.copytree(repo_root / "review", repo / "review")  # the by-eye sheets the card states (release.truth_reviews)
     stage = {"cmd": f"probmed release sets/small.parquet --audit sets/passing --out-dir build/release "
                     f"--image-root {small_set['image_root']}",
              "deps": ["sets/small.parquet", "sets/passing"], "params": ["release.version"],
