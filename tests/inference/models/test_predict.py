@@ -212,15 +212,20 @@ def test_sigkill_mid_run_then_resume_equals_uninterrupted(tmp_path, repo_root, s
     assert_resumed_equals_reference(tmp_path / "run.parquet", tmp_path / "ref.parquet", store_file, 60)
 
 
+def _questions_asking_for(faults: list[str], questions, path: Path) -> Path:
+    """The questions with the i-th one tagged `[fault]`, which makes the mock server answer with that fault."""
+    q = questions.copy()
+    for i, marker in enumerate(faults):
+        q.loc[i, "question"] = f"[{marker}] " + q.loc[i, "question"]
+    write_questions(q, path)
+    return path
+
+
 @pytest.mark.slow
 def test_api_key_never_leaks(tmp_path, repo_root, shared_data, questions):
     secret = "sk-leak-7f3a9c0e1d2b4a68"
-    qfile = tmp_path / "q.parquet"
-    q = questions.copy()
     echoes = ["echo500", "echo400", "echo_pct", "echo_b64", "echo_prefix", "echo500pct"]
-    for i, marker in enumerate(echoes):
-        q.loc[i, "question"] = f"[{marker}] " + q.loc[i, "question"]
-    write_questions(q, qfile)
+    qfile = _questions_asking_for(echoes, questions, tmp_path / "q.parquet")
     env = {**os.environ, "PROBMED_TEST_KEY": secret}
     outputs: list[str] = []
     with MockChatServer(faults={f"[{m}]": [m] for m in echoes}) as srv:
@@ -496,12 +501,8 @@ def test_credentials_in_the_endpoint_url_never_leak(tmp_path, repo_root, shared_
 
     basic = base64.b64encode(f"user:{URL_PASSWORD}".encode()).decode()
     forms = [URL_PASSWORD, f"user:{URL_PASSWORD}", basic, urllib.parse.quote(URL_PASSWORD, safe="")]
-    qfile = tmp_path / "q.parquet"
-    q = questions.copy()
     echoes = ["echo_auth", "echo_b64", "echo_pct", "echo500", "echo400", "echo500pct"]
-    for i, marker in enumerate(echoes):
-        q.loc[i, "question"] = f"[{marker}] " + q.loc[i, "question"]
-    write_questions(q, qfile)
+    qfile = _questions_asking_for(echoes, questions, tmp_path / "q.parquet")
     outputs: list[str] = []
     with MockChatServer(faults={f"[{m}]": [m] for m in echoes}) as srv:
         url = f"http://user:{URL_PASSWORD}@127.0.0.1:{srv.port}/v1"
@@ -518,7 +519,7 @@ def test_credentials_in_the_endpoint_url_never_leak(tmp_path, repo_root, shared_
         assert p.returncode == 1, outputs[-1]  # the 500s and the 400 recorded as failed; the rest answered
         assert {r["auth"] for r in srv.requests} == {f"Basic {basic}"}  # the URL's credentials went as Basic auth
     preds = read_predictions(tmp_path / "p2.parquet")
-    assert (preds["error"] == "").sum() == len(q) - 3 and sum("***" in r for r in preds["response"]) == 3
+    assert (preds["error"] == "").sum() == len(questions) - 3 and sum("***" in r for r in preds["response"]) == 3
 
     env = {**os.environ, "PROBMED_TEST_URL": f"http://user:{URL_PASSWORD}@probmed-no-such-host.invalid/v1"}
     p = subprocess_predict(from_env, qfile, shared_data, tmp_path / "s3", tmp_path / "p3.parquet", env)
