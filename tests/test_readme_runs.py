@@ -47,6 +47,9 @@ NOT_RUN: dict[str, str] = {
     "probmed predict model=tiny setting=described settings.describer=gpt-4o": "a paid API key",
     "export OPENAI_API_KEY": "a paid API key",
     "ray start": "a cluster of machines (tests/inference/models/test_ray_engine.py starts a head and a worker node)",
+    "probmed run-plan engine.ray.address=auto": "the cluster `ray start` makes (tests/pipeline/test_run_plan.py runs "
+                                                "run-plan and --commit on a two-node cluster)",
+    "probmed run-plan 'probmed-*' vqarad-adv-tiny-vanilla engine.ray.address=auto": "the same",
     "probmed predict model=gpt-4o": "a paid API key",
     "probmed pin ": "the network (asks the Hugging Face hub)",
     "probmed predict model=lingshu-7b": "a GPU and the hub's weights",
@@ -174,9 +177,9 @@ def test_every_documented_command_is_run_or_excluded_with_a_reason(repo_root):
     assert "probmed predict model=served --score-dir build/adhoc/scores/served" in _commands_to_run()
     assert "probmed predict model=my-gateway" in _commands_to_run()  # base_url_env, credentials in the URL
     skipped = sorted({c for c in commands if _not_run(c)})
-    # NOT_RUN stays a short list: 31 with the GPU-cluster recipes of docs/engines.md (ray start and vllm serve on
-    # each kind of node)
-    assert len(skipped) <= 32 and len(_commands_to_run()) >= 40, skipped
+    # NOT_RUN stays a short list: 33 with the cluster recipes of docs/engines.md (ray start and vllm serve on
+    # each kind of node, run-plan on the cluster they make)
+    assert len(skipped) <= 33 and len(_commands_to_run()) >= 40, skipped
     assert len(documented_files(repo_root)) > 20
 
 

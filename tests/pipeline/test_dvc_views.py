@@ -140,9 +140,11 @@ def test_exp_show_lists_declared_params_and_no_outside_path(repo_root, tmp_path)
     assert first_metric == (f"{first_run['question_set']}.{first_run['model']}/{first_run['setting']}"
                             ".overall_paper_weighted"), first_metric
     # one image policy (curate.images), not a copy per source: a source's folders are layout, not params; the
-    # sources themselves (curate.all) are a param, the one list `probmed curate all` reads
+    # sources themselves (curate.all) are a param, the one list `probmed curate all` reads, and so is which
+    # sources' text positions are asked (curate.positions, issue 38)
     assert not [key for file, key in columns if key.startswith("curate.") and not key.startswith(
-        ("curate.images.", "curate.image_root", "curate.all"))], sorted(key for _, key in columns if key.startswith("curate."))
+        ("curate.images.", "curate.image_root", "curate.all", "curate.positions."))], \
+        sorted(key for _, key in columns if key.startswith("curate."))
 
 
 def _declared_values(repo: Path) -> dict[str, dict]:

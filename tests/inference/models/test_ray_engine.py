@@ -9,6 +9,7 @@ nothing stored was asked again, and that tables and scores equal a single-proces
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -173,3 +174,20 @@ def test_a_worker_prepares_a_table_backend_on_each_runs_own_table(shared_data):
         local = RandomBackend("random", entry, {"seed": 0})
         local.prepare(table)
         assert got == {item.qid: ans.label for item, ans in zip(items, local.answer(items))}, name
+
+
+@pytest.mark.slow
+def test_an_address_with_no_cluster_is_exit_2_naming_the_setting(tmp_path, repo_root, shared_data):
+    """`engine.ray.address=auto` where no cluster runs (its own temp dir: no cluster's address file) is the
+    user's setting, said in one line with what to do, not a traceback of exit 4."""
+    qfile = tmp_path / "q.parquet"
+    write_questions(make_questions(shared_data, 1), qfile)
+    env = {**os.environ, "TMPDIR": str(tmp_path), "RAY_ADDRESS": ""}
+    proc = subprocess.run([str(Path(sys.executable).parent / "probmed"), "predict", "model=random", "engine.kind=ray",
+                           "engine.ray.address=auto", "--questions", str(qfile), "--out", str(tmp_path / "p.parquet"),
+                           f"predict.image_root={shared_data}", f"predict.store_dir={tmp_path / 'answers'}",
+                           "--params", str(repo_root / "params.yaml")],
+                          cwd=tmp_path, env=env, capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 2, proc.stderr[-2000:]
+    assert "engine.ray.address=auto: no Ray cluster there" in proc.stderr and "Traceback" not in proc.stderr
+    assert not (tmp_path / "p.parquet").exists()

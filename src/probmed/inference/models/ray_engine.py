@@ -360,7 +360,12 @@ def connect(engine: RayEngine) -> Any:
 def _join(ray: Any, engine: RayEngine) -> None:
     if not ray.is_initialized():
         t0 = time.perf_counter()
-        ray.init(address=engine.address, log_to_driver=False, include_dashboard=False, configure_logging=False)
+        try:
+            ray.init(address=engine.address, log_to_driver=False, include_dashboard=False, configure_logging=False)
+        except ConnectionError as exc:  # no cluster where the address says: the user's setting, not a bug
+            raise ConfigError(f"engine.ray.address={engine.address}: no Ray cluster there ({exc}); start one with "
+                              "`ray start --head`, or set engine.ray.address to null for a Ray instance of this "
+                              "process") from None
         _CONNECTED["seconds"] = time.perf_counter() - t0
         _CONNECTED["address"] = engine.address or "local"
         print(f"ray: joined {_CONNECTED['address']} in {_CONNECTED['seconds']:.1f} s "
