@@ -14,6 +14,7 @@ from probmed.benchmark.balance import (
     balanced_design,
     balanced_subset,
     fixed_policy_share,
+    spread_partners,
 )
 
 
@@ -122,3 +123,26 @@ def test_priorities_change_which_items_never_how_many() -> None:
         left = [priority[k] for k, v, _ in items if v == kind and k not in ranked]
         assert not left or not taken or max(taken) <= min(left)
     assert balanced_design(items, random.Random(0), priority=priority) == ranked  # seeded: the same draw again
+
+
+def test_spreading_the_partners_keeps_every_count_and_rule_and_lowers_the_best_fixed_policy() -> None:
+    """A sparse plan (each value's adversaries bunched on one partner: a -> b -> c -> d -> a) is won by "yes to a
+    and c" on half its pairs; exchanges spread the partners without changing any value's count, any slot's
+    candidates or evidence, or letting an image name a value twice."""
+    rng = random.Random(0)
+    ring = {"a": "b", "b": "c", "c": "d", "d": "a"}
+    slots, truths, chosen = [], {}, {}
+    for img in range(200):
+        truth = "abcd"[img % 4]
+        slot = Slot((img, 0), tuple(v for v in "abcd" if v != truth), frozenset("abcd") - {truth}, group=img)
+        slots.append(slot)
+        truths[slot.key] = truth
+        chosen[slot.key] = assign_balanced([slot], {ring[truth]: 1}, rng)[slot.key]
+    before = Counter((truths[k], c.value) for k, c in chosen.items())
+    assert fixed_policy_share(before) == 0.5
+    spread = spread_partners(slots, truths, chosen, random.Random(1))
+    after = Counter((truths[k], c.value) for k, c in spread.items())
+    assert Counter(c.value for c in spread.values()) == Counter(c.value for c in chosen.values())
+    assert all(c.value in s.candidates and c.value != truths[s.key] and c.evidence == KNOWN_ABSENT
+               for s in slots for c in [spread[s.key]])
+    assert fixed_policy_share(after) <= 4 / 12 + 0.02  # the uniform design's share over four values

@@ -54,6 +54,27 @@ def test_condition_texts_balance_within_each_image_type(questions: pd.DataFrame)
     assert len(counts) >= 9 and (counts["yes"] == counts["no"]).all()  # per (image type, text), not only per text
 
 
+def test_condition_pairs_balance_among_themselves_within_each_source() -> None:
+    """Normal images' single hallucinated findings take no "no" the pairs need: within each source and image type
+    every finding is as often a pair's adversary as its truth (the single questions once took the common
+    findings' "no", leaving "atelectasis? yes" to win their pairs), and a finding only one source has is not
+    asked as a pair at all (no partner of its own source can balance it)."""
+    recs = [r for r in _records() if r.modality == "x-ray"]
+    recs += [ImageRecord(f"n{i}", "S", "x-ray", "chest", False, [], image_path=f"n{i}.png") for i in range(40)]
+    recs += [ImageRecord(f"g{i}", "G", "x-ray", "chest", True, [Finding("pneumothorax")], image_path=f"g{i}.png")
+             for i in range(10)]
+    questions = generate_questions(recs, seed=0)[0]
+    pairs = questions[(questions["category"] == "condition") & (questions["polarity"] != "single")]
+    for source, rows in pairs.groupby("source"):
+        design = _design(rows, "condition")
+        for value in {v for pair in design for v in pair}:
+            assert sum(n for (t, _), n in design.items() if t == value) == \
+                sum(n for (_, a), n in design.items() if a == value), (source, value)
+    assert set(pairs["source"]) == {"S"}  # source G's pneumothorax has no partner within G
+    singles = questions[(questions["category"] == "condition") & (questions["polarity"] == "single")]
+    assert len(singles) == 40  # every normal image keeps its hallucinated finding
+
+
 def test_contrast_pairs_of_a_generated_set_stay_within_image_type_where_they_can(questions: pd.DataFrame) -> None:
     paired = questions[questions["contrast_id"].notna()]
     types = paired.groupby("contrast_id").agg(category=("category", "first"), types=("image_type", "nunique"))
