@@ -21,8 +21,10 @@ answered "yes" about as often as "no" across the set. Two tools get there:
   among the candidates the truth rules allow so that every value is asked as a
   hallucination exactly as often as it is ground truth (where the truth rules
   leave enough slots that can take it), known-absent candidates first. Surplus
-  slots (the single hallucinated condition of normal images) go to the values
-  most often ground truth, so their texts lean "no" the least.
+  slots go to the values most often ground truth, so their texts lean "no" the
+  least.
+* :func:`spread_partners`: the pairs' adversaries exchanged so that each value's
+  pairs spread over its partners (no fixed yes/no per value wins a bunch).
 """
 
 from __future__ import annotations

@@ -23,8 +23,11 @@ view, clinical overlap, every QA of the image, non-overlapping regions).
   planned last: among the images a design treats alike, those with the fewest
   questions so far are taken, so an image is not left without any question
   while an interchangeable one with others keeps its pair;
-* condition and position texts balance within each image type, not only over
-  the set, so a model that recognises the image type finds no prior either;
+* condition and position pairs balance among themselves within each source's
+  image type, not only over the set, so a model that recognises the image type
+  or the source finds no prior either, and each value's adversaries spread over
+  its partners (balance.spread_partners); normal images' single hallucinated
+  findings are drawn after, in proportion to how often each value is truth;
 * the abnormality question is asked on as many abnormal as normal images
   within each image type that has normal images, and not at all in the others.
 
