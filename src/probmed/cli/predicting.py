@@ -355,8 +355,7 @@ def _describe(args: argparse.Namespace) -> int:
         backend = _backend(inputs, name)
         try:
             with progress(total=len(images), desc=f"describe[{name}]", unit="img", disable=args.no_progress) as bar:
-                got = describe_images(backend, list(images.items()), inputs.prompts, store, on_progress=bar.update,
-                                      batch_size=backend.batch_size or 8)
+                got = describe_images(backend, list(images.items()), inputs.prompts, store, on_progress=bar.update)
         finally:
             backend.close()
     finally:

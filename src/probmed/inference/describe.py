@@ -32,19 +32,23 @@ def description_key(describer: Backend, prompts: PromptSet, image_hash: str, sto
     return store.answered_key(keys) if store is not None else next(keys)
 
 
+DESCRIBE_BATCH = 8  # images per describer call when the backend sets no batch size
+
+
 def describe_images(
     describer: Backend,
     images: list[tuple[str, Path]],
     prompts: PromptSet,
     store: AnswerStore,
-    batch_size: int = 8,
     on_progress: Callable[[int], None] | None = None,
     decoded: DecodedImages | None = None,
 ) -> dict[str, str | None]:
     """image_id -> description (None where the describer gave up), asking only for uncached images
     (each decoded before the describer sees it). Descriptions go to the store through an AnswerSink, so a
-    full disk stops the way a prediction run does (exit 3, the ones in flight written into the reserve)."""
+    full disk stops the way a prediction run does (exit 3, the ones in flight written into the reserve).
+    Images go to the describer ``describer.batch_size`` at a time (DESCRIBE_BATCH when it sets none)."""
     decoded = decoded or DecodedImages()
+    batch_size = describer.batch_size or DESCRIBE_BATCH
     out: dict[str, str | None] = {}
     todo: list[tuple[str, Path, str]] = []
     for image_id, path in images:

@@ -219,7 +219,7 @@ def _describe_for(job: PredictJob, backend: Backend, describer: Backend | None, 
     try:
         with progress_bar(total=len(image_paths), desc=f"describe[{who.name}]", unit="img", disable=not progress) as bar:
             got = describe_images(who, list(image_paths.items()), job.prompts, dstore, on_progress=bar.update,
-                                  decoded=decoded, batch_size=who.batch_size or 8)
+                                  decoded=decoded)
     finally:
         dstore.close()
     if who.stop_requested:

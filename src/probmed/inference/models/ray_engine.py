@@ -65,10 +65,9 @@ class Chunk:
 
 @dataclass(frozen=True)
 class Done:
-    """A task's last message: how its backend answered (run_info) and its counters."""
+    """A task's last message: how its backend answered (run_info)."""
 
     run_info: Mapping[str, Any]
-    stats: Mapping[str, Any]
 
 
 def worker_spec(backend: Backend, entry: Mapping[str, Any]) -> WorkerSpec:
@@ -126,7 +125,7 @@ def answer_chunk(spec: WorkerSpec, chunk: Chunk, questions: Any = None, table: s
                 start = end
         else:
             yield from _as_they_arrive(backend, items, chunk.positions)
-    yield Done(run_info=run_info_added(backend.run_info(), before), stats=backend.stats())
+    yield Done(run_info=run_info_added(backend.run_info(), before))
 
 
 def _as_they_arrive(backend: Backend, items: list[Item], positions: tuple[int, ...]) -> Iterator[Any]:
@@ -235,9 +234,6 @@ class RayBackend(Backend):
         self.batch_size = engine.batch_questions
         self.engine = engine
         self.spec = worker_spec(inner, entry)
-        for key in ("cpus", "gpus"):
-            if getattr(inner.config, key) < 0:
-                raise ConfigError(f"params: models.{inner.name}.{key} = {getattr(inner.config, key)!r}, expected a number >= 0")
         self._questions_ref: Any = None
         self._infos: list[Mapping[str, Any]] = []
         self._stats = {"tasks": 0, "resubmitted": 0, "lost_tasks": 0}
@@ -342,7 +338,6 @@ class RayBackend(Backend):
             deliver(position, ans)
 
 
-_CONNECTED: dict[str, Any] = {}
 _CONNECTING = threading.Lock()  # the evaluations of `probmed run-plan` connect from threads of their own
 
 
@@ -366,9 +361,7 @@ def _join(ray: Any, engine: RayEngine) -> None:
             raise ConfigError(f"engine.ray.address={engine.address}: no Ray cluster there ({exc}); start one with "
                               "`ray start --head`, or set engine.ray.address to null for a Ray instance of this "
                               "process") from None
-        _CONNECTED["seconds"] = time.perf_counter() - t0
-        _CONNECTED["address"] = engine.address or "local"
-        print(f"ray: joined {_CONNECTED['address']} in {_CONNECTED['seconds']:.1f} s "
+        print(f"ray: joined {engine.address or 'local'} in {time.perf_counter() - t0:.1f} s "
               f"({ray.cluster_resources().get('CPU', 0):g} CPUs)", file=sys.stderr)
 
 
