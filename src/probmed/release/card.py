@@ -91,22 +91,23 @@ def _load_section(release: Release) -> list[str]:
     return out
 
 
-def field_values(questions: pd.DataFrame, column: str) -> dict[str, int]:
-    """The values of one released field as they occur, with their row counts (missing as `unknown`/empty)."""
-    from probmed.release.table import text_rows
-
-    values = text_rows(questions)[column].fillna("").astype(str)
-    counts = values.value_counts()
+def field_values(released: pd.DataFrame, column: str) -> dict[str, int]:
+    """The values of one field of the released rows (release.table.text_rows) with their row counts (missing as
+    `unknown`/empty)."""
+    counts = released[column].value_counts()
     return {str(v): int(counts[v]) for v in sorted(counts.index)}
 
 
 def field_rows(questions: pd.DataFrame) -> list[dict[str, str]]:
     """The card's field table: each field, its meaning and, for the categorical ones, every value with its rows."""
+    from probmed.release.table import text_rows
+
+    released = text_rows(questions)
     rows = []
     for c in RELEASE_COLUMNS:
         values = ""
         if c in VALUE_FIELDS:
-            values = ", ".join(f"`{v}` ({n:,})" if v else f"empty ({n:,})" for v, n in field_values(questions, c).items())
+            values = ", ".join(f"`{v}` ({n:,})" if v else f"empty ({n:,})" for v, n in field_values(released, c).items())
         rows.append({"field": c, "meaning": FIELD_MEANINGS[c], "values (rows)": values})
     return rows
 

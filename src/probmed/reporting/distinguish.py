@@ -47,14 +47,14 @@ def ceiling_by_category(audit: Mapping[str, Any] | None) -> dict[str, dict[str, 
     """{category: {ceiling, random, floor, units, unit, reached_by}} of an audit's blind ceiling on the unit the
     scorer's strict accuracy uses (the paper's: pairs, per image for condition and position, single questions);
     empty when the audit has none (probmed.benchmark.audit.blind_ceiling.BlindCeiling)."""
-    from probmed.benchmark.audit.blind_ceiling import BlindCeiling, paper_unit
+    from probmed.benchmark.audit.blind_ceiling import BlindCeiling
 
     ceiling = BlindCeiling.from_json((audit or {}).get("blind_ceiling"))
     if ceiling is None:
         return {}
     out = {}
     for category in dict.fromkeys(c.category for c in ceiling.cells):
-        cell = ceiling.cell(category, paper_unit(category))
+        cell = ceiling.paper(category)
         if cell is not None:
             out[category] = {"ceiling": cell.ceiling, "random": cell.random, "floor": cell.floor, "units": cell.units,
                              "unit": cell.unit, "reached_by": cell.reached_by}

@@ -24,6 +24,7 @@ import pandas as pd
 
 from probmed.core.categories import PER_IMAGE_CATEGORIES
 from probmed.core.figure_style import BODY_FONT_PX, PAGE_WIDTH_PX
+from probmed.core.markdown import is_missing
 from probmed.reporting.figures import DrawnFigure
 from probmed.reporting.overall import EXPLANATION
 from probmed.reporting.summary import SUMMARY_CATEGORIES, Finding
@@ -64,11 +65,11 @@ class Section:
 
 
 def _number(value: float, digits: int = 1) -> str:
-    return "—" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+    return "—" if is_missing(value) else f"{value:.{digits}f}"
 
 
 def _units(value: float) -> int | None:
-    return None if value is None or (isinstance(value, float) and math.isnan(value)) else int(value)
+    return None if is_missing(value) else int(value)
 
 
 def _summary_cell(row: pd.Series, column_units: int | None, min_units: int) -> str:

@@ -371,11 +371,10 @@ def ceiling_table(name: str, audit: Mapping[str, Any]) -> pd.DataFrame:
     return pd.DataFrame(rows).assign(audit=name) if rows else pd.DataFrame()
 
 
-def audit_table(name: str, directory: Path) -> tuple[str, pd.DataFrame, str]:
-    """(caption, table, the full audit as Markdown) of a `probmed audit` directory."""
+def audit_table(name: str, directory: Path, audit: dict[str, Any]) -> tuple[str, pd.DataFrame, str]:
+    """(caption, table, the full audit as Markdown) of a `probmed audit` directory (``audit``: its audit.json)."""
     from probmed.benchmark.audit.report import baseline_rows
 
-    audit = read_audit(directory)
     gate = audit.get("gate") or {}
     verdict = "passed" if gate.get("passed") else "failed"
     caption = (f"Benchmark validity ({name}): text-only baselines beside exact random (strict %); gate {verdict}, "
@@ -436,23 +435,23 @@ def main_sets_first(runs: list[Run], question_sets: Sequence[str]) -> list[Run]:
     return sorted(runs, key=lambda r: (rank.get(r.question_set, len(rank)), r.question_set))
 
 
-def audit_ceilings(audits: Mapping[str, str | Path], question_sets: Iterable[str]) -> dict[str, dict[str, Any]]:
+def audit_ceilings(audits: Mapping[str, Mapping[str, Any]], question_sets: Iterable[str]) -> dict[str, dict[str, Any]]:
     """Evaluated question set -> its audit's blind ceiling per category (distinguish.ceiling_by_category: the one
     reader of the audit's ceiling, so a new estimator is wired in there)."""
     sets = list(question_sets)
     # an audit of the evaluated set itself wins over that of the full set it was drawn from
     ordered = sorted(audits.items(), key=lambda item: item[0] in sets)
-    return {audited_set(name, sets): ceiling_by_category(read_audit(Path(directory))) for name, directory in ordered}
+    return {audited_set(name, sets): ceiling_by_category(audit) for name, audit in ordered}
 
 
-def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, str | Path],
+def distinguish_tables(runs: list[Run], comp: Comparisons, audits: Mapping[str, Mapping[str, Any]],
                        ceilings: Mapping[str, Mapping[str, Any]], report: Report, boot: Bootstrap
                        ) -> dict[str, tuple[str, pd.DataFrame]]:
     """The blind ceiling of each audit beside random, and per model and category whether it is distinguishable
     from random, from the blind ceiling and from the blind baseline run (``ceilings``: :func:`audit_ceilings`)."""
     tables = {}
-    for name, directory in audits.items():
-        frame = ceiling_table(name, read_audit(Path(directory)))
+    for name, audit in audits.items():
+        frame = ceiling_table(name, audit)
         if not frame.empty:
             tables[f"blind_ceiling_{slug(name)}"] = (
                 f"Blind ceiling ({name}): the best strict accuracy a model that never sees the image reaches (fixed "
@@ -509,15 +508,16 @@ def build_report(
     (out / "plots").mkdir(parents=True, exist_ok=True)
     question_frames = {name: read_parquet(path, "question table") for name, path in (questions or {}).items()}
     comp = compare_runs(runs, bootstrap or Bootstrap(), compared_pairs(report))
-    ceilings = audit_ceilings(audits or {}, [r.question_set for r in runs])
+    audit_docs = {name: read_audit(Path(directory)) for name, directory in (audits or {}).items()}  # each read once
+    ceilings = audit_ceilings(audit_docs, [r.question_set for r in runs])
     summary = summary_table(runs, comp, ceilings, report)
 
     tables = paper_tables(runs, question_frames, full_questions)
-    tables.update(distinguish_tables(runs, comp, audits or {}, ceilings, report, bootstrap or Bootstrap()))
+    tables.update(distinguish_tables(runs, comp, audit_docs, ceilings, report, bootstrap or Bootstrap()))
     tables.update(comparison_tables(comp))
     files: dict[str, list[str]] = {"tables": [], "plots": [], "data": []}
     for name, directory in (audits or {}).items():
-        caption, frame, md = audit_table(name, Path(directory))
+        caption, frame, md = audit_table(name, Path(directory), audit_docs[name])
         tables[f"audit_{slug(name)}"] = (caption, frame)
         write_text_atomic(md, out / "audit" / f"{slug(name)}.md")
         files["data"].append(f"audit/{slug(name)}.md")

@@ -114,10 +114,10 @@ def category_units(category: str) -> tuple[str, ...]:
 class UnitRows:
     """One category's questions on one unit: per row its text, its keys, its unit and answer; per unit its fold."""
 
+    rows: np.ndarray  # the rows' positions in the question table
     text: np.ndarray  # normalised text per row
     keys: dict[str, np.ndarray]  # key name -> key code per row (text codes are the back-off of the others)
     n_keys: dict[str, int]
-    back: dict[str, np.ndarray]  # key name -> per key code, the text code it backs off to
     unit: np.ndarray  # unit code per row (0..n_units-1)
     n_units: int
     yes: np.ndarray  # bool: the true answer is yes
@@ -171,22 +171,18 @@ def unit_rows(questions: pd.DataFrame, category: str, unit: str, folds: int,
     itype = sub["image_type"].astype(str).to_numpy(dtype=object)
     source = (sub["source"] if "source" in sub.columns else pd.Series([""] * len(sub))).astype(str).to_numpy(dtype=object)
     text_code, text_uniques = pd.factorize(text, sort=True)
-    keys, n_keys, back = {"text": text_code.astype(np.int64)}, {"text": len(text_uniques)}, {}
-    back["text"] = np.arange(len(text_uniques), dtype=np.int64)
+    keys, n_keys = {"text": text_code.astype(np.int64)}, {"text": len(text_uniques)}
     named = {"type_text": itype, "source_text": source} if prefixes is None else \
         {name: np.asarray(values, dtype=object)[rows] for name, values in prefixes.items()}
     for name, prefix in named.items():
         code, uniques = pd.factorize(prefix + "\x1f" + text, sort=True)
         keys[name], n_keys[name] = code.astype(np.int64), len(uniques)
-        b = np.zeros(len(uniques), dtype=np.int64)
-        b[code] = text_code
-        back[name] = b
     unit_values, unit_code = np.unique(unit_of, return_inverse=True)
     image_ids = sub["image_id"].astype(str).to_numpy(dtype=object)
     order = np.lexsort((image_ids, unit_code))  # per unit, its rows by image id: the first is the unit's image
     first_row = order[np.unique(unit_code[order], return_index=True)[1]]
     fold = np.array([image_fold(i, folds) for i in image_ids[first_row]], dtype=np.int64)
-    return UnitRows(text=text, keys=keys, n_keys=n_keys, back=back, unit=unit_code.astype(np.int64),
+    return UnitRows(rows=rows, text=text, keys=keys, n_keys=n_keys, unit=unit_code.astype(np.int64),
                     n_units=len(unit_values), yes=(sub["answer"] == "yes").to_numpy(dtype=bool), unit_fold=fold,
                     unit_type=itype[first_row])
 
@@ -493,11 +489,10 @@ def blind_ceiling(questions: pd.DataFrame, folds: int = 5, seed: int = 0, exhaus
     cells = []
     plan = [(cat, unit) for cat in CATEGORIES for unit in category_units(cat) if unit in units]
     for cat, unit in progress(plan, desc="blind ceiling", unit="cell"):
-        rows, _ = _unit_labels(questions, cat, unit)
         data = unit_rows(questions, cat, unit, folds)
         if data is None:
             continue
-        blind = None if blind_p_yes is None else np.asarray(blind_p_yes, dtype=float)[rows]
+        blind = None if blind_p_yes is None else np.asarray(blind_p_yes, dtype=float)[data.rows]
         scores = learner_scores(data, folds, seed, exhaustive_max, blind)
         cells.append(_cell(data, cat, unit, scores, seed, exhaustive_max))
     learners = tuple(dict.fromkeys(n for c in cells for n in c.learners))

@@ -82,7 +82,7 @@ def property_keys(questions: pd.DataFrame, props: pd.DataFrame) -> dict[str, np.
 def file_shortcuts(questions: pd.DataFrame, image_root: Path, folds: int = 5, seed: int = 0) -> dict[str, Any]:
     """Per category on the scorer's unit: exact random, the text-only table, and a table keyed on the text and
     each file property, cross-fitted over image folds (strict %)."""
-    from probmed.benchmark.audit.blind_ceiling import learner_scores, paper_unit, table_name, unit_rows
+    from probmed.benchmark.audit.blind_ceiling import SUPPORTS, learner_scores, paper_unit, table_name, unit_rows
 
     props = file_properties(questions, image_root)
     if props.empty:
@@ -97,8 +97,8 @@ def file_shortcuts(questions: pd.DataFrame, image_root: Path, folds: int = 5, se
         scores = learner_scores(data, folds, seed)
         sizes = np.bincount(data.unit, minlength=data.n_units)
         pct = {name: float(100.0 * v.mean()) for name, v in scores.items()}
-        best = {p: max(pct[table_name(p, m)] for m in (1, 5, 20)) for p in PROPERTIES}
+        best = {p: max(pct[table_name(p, m)] for m in SUPPORTS) for p in PROPERTIES}
         out["by_category"][category] = {
             "unit": unit, "units": data.n_units, "random": float(100.0 * (0.5 ** sizes.astype(float)).mean()),
-            "text": max(pct[table_name("text", m)] for m in (1, 5, 20)), **best}
+            "text": max(pct[table_name("text", m)] for m in SUPPORTS), **best}
     return out
