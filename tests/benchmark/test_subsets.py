@@ -132,3 +132,34 @@ def test_vqarad_twins_are_no_design_and_stay_whole():
     from probmed.benchmark.subsets import balance_designed_pairs
 
     assert len(balance_designed_pairs(frame, seed=0)) == len(frame)
+
+
+def _condition_design(kinds: dict[tuple[str, str, str], int]) -> pd.DataFrame:
+    """Condition pairs (source, truth, adversary) x count, all on chest X-rays."""
+    rows, i = [], 0
+    for (source, truth, adversary), n in kinds.items():
+        for _ in range(n):
+            for polarity, value in (("gt", truth), ("adversarial", adversary)):
+                rows.append({"qid": f"q{i}-{polarity}", "image_id": f"img{i:03d}", "image_type": "X-ray - Chest",
+                             "source": source, "category": "condition", "polarity": polarity,
+                             "pair_id": f"img{i:03d}:condition:0", "entity": value,
+                             "question": f"Is there evidence of {value} in this image?",
+                             "answer": "yes" if polarity == "gt" else "no"})
+            i += 1
+    return pd.DataFrame(rows)
+
+
+def test_the_subset_balances_condition_texts_within_each_source():
+    """Effusion is asked against nodule three times as often in source A as the reverse (and the reverse in B):
+    the texts balance over both sources together, not within either. The subset keeps, per source, the pairs
+    whose texts balance again."""
+    from probmed.benchmark.subsets import balance_designed_pairs
+
+    frame = _condition_design({("A", "effusion", "nodule"): 30, ("A", "nodule", "effusion"): 10,
+                               ("B", "effusion", "nodule"): 10, ("B", "nodule", "effusion"): 30})
+    totals = frame.groupby("question")["answer"].value_counts().unstack()
+    assert (totals["yes"] == totals["no"]).all()  # balanced over the sources together
+    balanced = balance_designed_pairs(frame, seed=0)
+    per_source = balanced.groupby(["source", "question"])["answer"].value_counts().unstack()
+    assert (per_source["yes"] == per_source["no"]).all() and balanced["pair_id"].nunique() == 40
+    assert balanced.groupby("pair_id").size().eq(2).all()

@@ -154,6 +154,8 @@ def _meet_minimums(chosen: _Chosen, order: list[str], frame: pd.DataFrame, min_u
 
 
 DESIGNED = ("modality", "organ")  # one pair per image, asked on a fair design (balance.balanced_design)
+# asked on texts balanced within each (source, image type) stratum (question_plan): kept so on the subset
+PER_SOURCE = ("condition", "position")
 BALANCE_ROUNDS = 50  # a bound, not a schedule: a round adds images or the loop ends; 8 left a small subset's
 # organ pairs one short of a minimum of 4 (seed 2 met it at round 11, of 12 seeds the most)
 
@@ -169,6 +171,24 @@ def designed_pairs(frame: pd.DataFrame, category: str) -> list[tuple[str, str, t
     adversary = rows[rows["polarity"] == "adversarial"].drop_duplicates("pair_id").set_index("pair_id")["entity"]
     return [(str(pid), str(truth[pid]), (str(adversary[pid]),)) for pid in truth.index
             if pid in adversary.index and isinstance(truth[pid], str) and isinstance(adversary[pid], str)]
+
+
+def per_source_pairs(frame: pd.DataFrame, category: str) -> dict[str, list[tuple[str, str, tuple[str, ...]]]]:
+    """Per source and image type: (pair id, true text, (adversary text,)) of every complete pair of `category`
+    outside VQA-RAD's own pairs. The text, not the value: a position's text names its condition too."""
+    mine = frame["category"] == category
+    if "qa_type" in frame.columns:
+        mine &= ~frame["qa_type"].astype(str).str.startswith("vqarad")
+    rows = frame[mine]
+    source = rows["source"].astype(str) if "source" in rows.columns else pd.Series("", index=rows.index)
+    rows = rows.assign(stratum=source + " / " + rows["image_type"].astype(str))
+    truth = rows[rows["polarity"] == "gt"].drop_duplicates("pair_id").set_index("pair_id")
+    adversary = rows[rows["polarity"] == "adversarial"].drop_duplicates("pair_id").set_index("pair_id")["question"]
+    out: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}
+    for pid, stratum, question in zip(truth.index, truth["stratum"], truth["question"]):
+        if pid in adversary.index:
+            out.setdefault(str(stratum), []).append((str(pid), str(question), (str(adversary[pid]),)))
+    return out
 
 
 def balance_designed_pairs(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
@@ -187,7 +207,11 @@ def balance_designed_pairs(frame: pd.DataFrame, seed: int) -> pd.DataFrame:
         items = designed_pairs(frame, category)
         kept = balanced_design(items, random.Random(f"{seed}:{category}"))
         drop.update(pid for pid, _, _ in items if pid not in kept)
-    rows = frame["category"].isin(DESIGNED) & frame["pair_id"].astype(str).isin(drop)
+    for category in PER_SOURCE:
+        for stratum, items in sorted(per_source_pairs(frame, category).items()):
+            kept = balanced_design(items, random.Random(f"{seed}:{category}:{stratum}"))
+            drop.update(pid for pid, _, _ in items if pid not in kept)
+    rows = frame["category"].isin(DESIGNED + PER_SOURCE) & frame["pair_id"].astype(str).isin(drop)
     return frame[~rows.to_numpy()].reset_index(drop=True)
 
 
@@ -199,7 +223,8 @@ def _balanced_with_minimums(frame: pd.DataFrame, chosen: _Chosen, order: list[st
     balanced = balance_designed_pairs(subset, seed)
     for _ in range(BALANCE_ROUNDS):
         counts = subset_counts(balanced)["units"] if len(balanced) else {}
-        short = {cat: min_units - counts.get(cat, 0) for cat in DESIGNED if counts.get(cat, 0) < min_units}
+        short = {cat: min_units - counts.get(cat, 0) for cat in DESIGNED + PER_SOURCE
+                 if counts.get(cat, 0) < min_units}
         before = len(chosen.taken)
         for cat, deficit in short.items():
             fresh = [i for i in order if not chosen.has(i) and chosen.units.get(i, Counter())[cat]]

@@ -82,7 +82,9 @@ def cmd_audit(args: argparse.Namespace) -> int:
             raise UserError(f"record table {p} not found")
         records += read_image_records(p)
     image_root = None if args.no_pixels else Path(args.image_root or params.curate.image_root)
-    audit = run_audit(questions, records or None, image_root, settings, _blind(args, params, questions), str(args.questions))
+    reference = None if args.reference is None else read_question_set(args.reference)
+    audit = run_audit(questions, records or None, image_root, settings, _blind(args, params, questions), str(args.questions),
+                      reference)
     result = gate(audit, settings.max_oracle_margin, settings.enforce, settings.ceiling_units).to_json()
     out_dir = Path(args.out_dir or adhoc_path(args, "audit", Path(args.questions).stem))
     headline = write_audit(audit, result, out_dir)
@@ -106,6 +108,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--out-dir", help="where audit.json, audit.md, metrics.json go (default <paths.adhoc>/audit/<questions' stem>)")
     p.add_argument("--image-root", help="image paths are relative to this (default curate.image_root)")
     p.add_argument("--no-pixels", action="store_true", help="skip the pixel-statistics leak check (reads every image)")
+    p.add_argument("--reference", help="the full set a subset was drawn from: the blind ceiling also counts tables "
+                                       "learnt on its other images")
     blind = p.add_mutually_exclusive_group()
     blind.add_argument("--blind", action="store_true", help="run the blind baseline (loads sentence-transformers)")
     blind.add_argument("--blind-predictions", help="score an existing blind prediction table instead")

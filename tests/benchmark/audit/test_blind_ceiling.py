@@ -18,6 +18,7 @@ from probmed.benchmark.audit.blind_ceiling import (
     best_table,
     blind_ceiling,
     ceiling_failures,
+    learner_label,
     pair_floor,
     units_right,
 )
@@ -103,6 +104,38 @@ def test_a_set_without_a_fixed_winner_sits_at_random_and_passes():
     assert cell is not None and (cell.units, cell.random, cell.in_sample) == (20, 50.0, 50.0)
     assert cell.learners["table:text"] == 50.0 and cell.ceiling == 50.0
     assert ceiling_failures(ceiling, max_margin=5.0) == ([], [])
+
+
+@pytest.mark.parametrize("images", [40, 116, 300])
+def test_an_exactly_balanced_two_sided_design_is_not_underestimated(images):
+    """Half the images "left? yes, right? no", half the reverse: "left? yes, anything else no", fixed in advance,
+    wins half the pairs. Folds drawn at random mirror each other's balance, so a table fitted on four answered the
+    fifth the wrong way round (32.5% on 40 pairs, 37.1% on 116, 46.3% on 300); stratified folds reach the 50."""
+    left, right = "Is the glioma located in the left hemisphere?", "Is the glioma located in the right hemisphere?"
+    rows = []
+    for i in range(images):
+        truth, adversary = (left, right) if i % 2 == 0 else (right, left)
+        rows += _pair_rows(f"img{i:04d}", "MRI - Brain", truth, adversary, "position", 0)
+    cell = blind_ceiling(pd.DataFrame(rows)).cell("position", "pair")
+    assert cell is not None and cell.in_sample == 50.0 and cell.floor == 50.0
+    assert cell.ceiling >= 49.0
+
+
+def test_the_folds_deal_each_pattern_of_questions_and_answers_evenly():
+    """Every fold gets a fifth of each image pattern (to within one), and the images' folds do not depend on the
+    order of the rows."""
+    from probmed.benchmark.audit.blind_ceiling import stratified_folds
+
+    image = np.array([f"img{i:03d}" for i in range(100)], dtype=object)
+    text = np.array([i % 3 for i in range(100)])
+    yes = np.array([i % 2 == 0 for i in range(100)])
+    fold = stratified_folds(image, text, yes, 5)
+    for pattern in {(t, y) for t, y in zip(text.tolist(), yes.tolist())}:
+        mine = (text == pattern[0]) & (yes == pattern[1])
+        counts = np.bincount(fold[mine], minlength=5)
+        assert counts.max() - counts.min() <= 1, (pattern, counts)
+    order = np.random.default_rng(0).permutation(100)
+    assert (stratified_folds(image[order], text[order], yes[order], 5) == fold[order]).all()
 
 
 def test_the_pair_floor_is_what_any_design_of_n_values_leaves_to_a_fixed_table():
@@ -269,7 +302,7 @@ def test_the_gate_fails_a_set_built_to_be_blind_beatable_on_pairs_and_per_image(
     assert ceiling is not None
     pair, image = ceiling.cell("condition", "pair"), ceiling.cell("condition", "image")
     assert pair is not None and image is not None
-    assert pair.ceiling >= 40.0 and image.ceiling >= 40.0 and pair.random == 25.0  # 50 in sample, less fold noise
+    assert pair.ceiling >= 48.0 and image.ceiling >= 48.0 and pair.random == 25.0  # 50 in sample, less fold noise
     failures = gate(audit, 5.0, ceiling_units=UNITS).failures
     assert any(f.startswith("condition (within-image pairs") for f in failures)
     assert any(f.startswith("condition (per image") for f in failures)
@@ -288,3 +321,17 @@ def test_a_ceiling_on_too_few_units_to_tell_from_chance_is_unchecked_not_failed(
     failures, unchecked = ceiling_failures(ceiling_of(70, 30), 5.0, alpha=0.05)
     assert len(failures) == 1 and unchecked == []
     assert len(ceiling_failures(ceiling_of(7, 3), 5.0)[0]) == 1  # alpha 1: every cell checked
+
+
+def test_a_subset_is_judged_with_tables_learnt_on_the_rest_of_its_set_too():
+    """Forty images of a blind-beatable set: the full set's other 360 images teach "effusion, mass: yes" (half
+    the pairs), a table a reader of the released set can learn too; it counts, named as learnt elsewhere."""
+    full = _blind_beatable_condition_set()
+    chosen = {f"img{i:04d}" for i in range(400) if i % 20 in (0, 1)}
+    subset = full[full["image_id"].isin(chosen)].reset_index(drop=True)
+    rest = full[~full["image_id"].isin(chosen)].reset_index(drop=True)
+    cell = blind_ceiling(subset, reference=rest).cell("condition", "pair")
+    assert cell is not None and cell.units == 40
+    assert cell.learners["table:text:reference"] == 50.0 and cell.ceiling >= 50.0
+    assert "table:text:reference" not in blind_ceiling(subset).cell("condition", "pair").learners
+    assert learner_label("table:text:5:reference").endswith("learnt on the full set's other images")

@@ -94,20 +94,26 @@ def run_audit(
     settings: Audit | None = None,
     blind_p_yes: np.ndarray | None = None,
     source: str = "",
+    reference: pd.DataFrame | None = None,
 ) -> dict[str, Any]:
-    """The full audit of a question set as a JSON-ready dict (sections in the module docstring)."""
+    """The full audit of a question set as a JSON-ready dict (sections in the module docstring). `reference`:
+    the full set a subset was drawn from; the blind ceiling also counts tables learnt on its other images."""
     from probmed.benchmark.audit import files, leaks, pixels, scores, texts, truthcheck
     from probmed.benchmark.audit.blind_ceiling import blind_ceiling
 
     settings = settings if settings is not None else Audit()
+    others = None if reference is None else \
+        reference[~reference["image_id"].astype(str).isin(set(questions["image_id"].astype(str)))].reset_index(drop=True)
     audit: dict[str, Any] = {
         "meta": {
             "source": source, "questions": int(len(questions)), "images": int(questions["image_id"].nunique()),
             "folds": settings.folds, "alpha": settings.alpha, "seed": settings.seed,
             "records": bool(records), "pixels": image_root is not None, "blind": blind_p_yes is not None,
+            "reference_images": None if others is None else int(others["image_id"].nunique()),
         },
         # the gate's yardstick: what a blind model can learn, per category and unit (audit.blind_ceiling)
-        "blind_ceiling": blind_ceiling(questions, settings.folds, settings.seed, blind_p_yes=blind_p_yes).to_json(),
+        "blind_ceiling": blind_ceiling(questions, settings.folds, settings.seed, blind_p_yes=blind_p_yes,
+                                       reference=others).to_json(),
         "oracle": scores.oracle_scores(questions, oracle_settings(settings)),
         # for reference, not the gate: every training majority taken, however slight (audit.scores explains)
         "oracle_raw": scores.oracle_scores(questions, OracleSettings(folds=settings.folds, alpha=1.0)),
