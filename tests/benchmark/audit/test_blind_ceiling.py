@@ -335,3 +335,35 @@ def test_a_subset_is_judged_with_tables_learnt_on_the_rest_of_its_set_too():
     assert cell.learners["table:text:reference"] == 50.0 and cell.ceiling >= 50.0
     assert "table:text:reference" not in blind_ceiling(subset).cell("condition", "pair").learners
     assert learner_label("table:text:5:reference").endswith("learnt on the full set's other images")
+
+
+def test_the_floor_of_separate_groups_of_values_is_each_groups_floor_and_each_source_is_shown():
+    """Glioma sides and meningioma sides are never asked of each other: two groups of two values, so a fixed
+    table wins at least half the pairs whatever the design (floor 50, not the 33.3 of four values). Per source,
+    the cell says how many units, the floor and the ceiling each has."""
+    rows = []
+    for i in range(80):
+        tumour, source = ("glioma", "A") if i < 40 else ("meningioma", "B")
+        left, right = (f"Is the {tumour} located in the {side} hemisphere?" for side in ("left", "right"))
+        truth, adversary = (left, right) if i % 2 == 0 else (right, left)
+        rows += _pair_rows(f"img{i:04d}", "MRI - Brain", truth, adversary, "position", 0, source=source)
+    cell = blind_ceiling(pd.DataFrame(rows)).cell("position", "pair")
+    assert cell is not None and cell.texts == 4 and pair_floor(4) == pytest.approx(100 / 3)
+    assert cell.floor == 50.0 and cell.ceiling >= 49.0
+    assert set(cell.by_source) == {"A", "B"}
+    assert all(m["units"] == 40 and m["floor"] == 50.0 and m["random"] == 25.0 for m in cell.by_source.values())
+
+
+def test_a_table_keyed_on_the_source_has_the_floor_of_each_source_on_its_own():
+    """One text pair asked in two sources: joined by the text, the values are one group of 3 (floor 33.3); a
+    table keyed on source + text answers each source's two values on its own (floor 50): that floor counts."""
+    a, b, c = (f"Is there evidence of {v} in this image?" for v in ("effusion", "nodule", "mass"))
+    rows = []
+    for i in range(40):
+        truth, adversary = (a, b) if i % 2 == 0 else (b, a)
+        rows += _pair_rows(f"a{i:03d}", "X-ray - Chest", truth, adversary, "condition", 0, source="A")
+    for i in range(40):
+        truth, adversary = (a, c) if i % 2 == 0 else (c, a)
+        rows += _pair_rows(f"b{i:03d}", "X-ray - Chest", truth, adversary, "condition", 0, source="B")
+    cell = blind_ceiling(pd.DataFrame(rows)).cell("condition", "pair")
+    assert cell is not None and cell.floor == 50.0

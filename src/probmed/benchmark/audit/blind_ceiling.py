@@ -149,6 +149,7 @@ class UnitRows:
     yes: np.ndarray  # bool: the true answer is yes
     unit_fold: np.ndarray  # fold of each unit (that of its first image by id: stratified_folds)
     unit_type: np.ndarray  # image type of each unit (that of its first image)
+    unit_source: np.ndarray  # source of each unit (that of its first image)
 
     @property
     def row_fold(self) -> np.ndarray:
@@ -212,7 +213,7 @@ def unit_rows(questions: pd.DataFrame, category: str, unit: str, folds: int,
     fold = stratified_folds(image_ids[first_row][unit_code], keys["text"], yes, folds)[first_row]
     return UnitRows(rows=rows, text=text, keys=keys, labels=labels, n_keys=n_keys, unit=unit_code.astype(np.int64),
                     n_units=len(unit_values), yes=yes, unit_fold=fold,
-                    unit_type=itype[first_row])
+                    unit_type=itype[first_row], unit_source=source[first_row])
 
 
 def stratified_folds(image: np.ndarray, text: np.ndarray, yes: np.ndarray, folds: int) -> np.ndarray:
@@ -232,6 +233,35 @@ def stratified_folds(image: np.ndarray, text: np.ndarray, yes: np.ndarray, folds
             image_fold_of[i] = turn % folds
             turn += 1
     return np.array([image_fold_of[i] for i in image.tolist()], dtype=np.int64)
+
+
+def design_floor(data: UnitRows, units: np.ndarray | None = None, key: str = "text") -> float | None:
+    """The in-sample ceiling no design of these pairs' truths can go below (percent) for a table keyed on `key`,
+    over `units` (a mask; default every unit): the pairs joined by their keys fall into separate groups of
+    values (each brain tumour's sides; the three tumour types; the modalities), a table answers each group on
+    its own, so the floor is each group's :func:`pair_floor`, weighted by its share of the units. "Is the glioma
+    on the left?" and "Is the meningioma on the left?" are asked of different tumours: two groups of two
+    values, floor 50, not the 33.3 of four values. A lower bound where a group's values are not all asked of
+    each other (ChestX-ray14's overlap group: the least share is then higher)."""
+    from scipy.sparse import coo_matrix
+    from scipy.sparse.csgraph import connected_components
+
+    mask = np.ones(data.n_units, dtype=bool) if units is None else units
+    rows = np.flatnonzero(mask[data.unit])
+    if not len(rows):
+        return None
+    text, unit = data.keys[key][rows], data.unit[rows]
+    order = np.lexsort((text, unit))
+    text, unit = text[order], unit[order]
+    same = unit[1:] == unit[:-1]  # consecutive rows of one unit: their texts are joined
+    n = data.n_keys[key]
+    graph = coo_matrix((np.ones(int(same.sum())), (text[:-1][same], text[1:][same])), shape=(n, n))
+    _, group = connected_components(graph, directed=False)
+    first = np.unique(unit, return_index=True)[1]
+    unit_group = group[text[first]]
+    values = np.bincount(group[np.unique(text)], minlength=group.max() + 1)
+    floors = np.array([pair_floor(int(v)) or 0.0 for v in values])
+    return float(floors[unit_group].mean())
 
 
 def pair_floor(n_values: int) -> float | None:
@@ -469,6 +499,7 @@ class CeilingCell:
     not_blind: tuple[str, ...] = ()
     exempt: str | None = None
     by_image_type: dict[str, dict[str, Any]] = field(default_factory=dict)
+    by_source: dict[str, dict[str, Any]] = field(default_factory=dict)  # units, random, floor, ceiling, reached_by
 
     @property
     def bar_value(self) -> float:
@@ -540,17 +571,32 @@ def _cell(data: UnitRows, category: str, unit: str, scores: Mapping[str, np.ndar
     looking = tuple(n for n in learners if not_blind(category, n))
     counted = {n: v for n, v in learners.items() if n not in looking}
     reached_by = max(counted, key=lambda n: (counted[n], -list(counted).index(n)))
-    floor = pair_floor(data.n_keys["text"]) if unit == "pair" and category in PAIRED_CATEGORIES else None
+    # the floor of the keys a counted table uses (a table keyed on the source keeps sources apart: higher)
+    floor_keys = [k for k in data.keys if table_name(k, 1) not in looking] if unit == "pair" and \
+        category in PAIRED_CATEGORIES else []
+
+    def floor_of(mask: np.ndarray | None = None) -> float | None:
+        return max((f for k in floor_keys if (f := design_floor(data, mask, k)) is not None), default=None)
+
+    floor = floor_of()
     by_type: dict[str, dict[str, Any]] = {}
     for itype in sorted(set(data.unit_type.tolist())):
         mask = data.unit_type == itype
         by_type[itype] = {"units": int(mask.sum()), "random": _pct(random[mask]),
                           **{name: _pct(v[mask]) for name, v in scores.items()}}
+    by_source: dict[str, dict[str, Any]] = {}
+    for src in sorted(set(data.unit_source.tolist())):
+        mask = data.unit_source == src
+        best = max(counted, key=lambda n: (_pct(scores[n][mask]), -list(counted).index(n)))
+        by_source[src] = {"units": int(mask.sum()), "random": _pct(random[mask]),
+                          "floor": floor_of(mask),
+                          "ceiling": _pct(scores[best][mask]), "reached_by": best}
     return CeilingCell(category=category, unit=unit, units=data.n_units, questions=len(data.yes),
                        texts=data.n_keys["text"], random=_pct(random), floor=floor, ceiling=counted[reached_by],
                        reached_by=reached_by, learners=learners, in_sample=in_sample(data, seed, exhaustive_max),
                        bar="floor" if category in FLOOR_CATEGORIES and unit == "pair" and floor is not None else "random",
-                       not_blind=looking, exempt=BY_CONSTRUCTION.get((category, unit)), by_image_type=by_type)
+                       not_blind=looking, exempt=BY_CONSTRUCTION.get((category, unit)), by_image_type=by_type,
+                       by_source=by_source)
 
 
 def blind_ceiling(questions: pd.DataFrame, folds: int = 5, seed: int = 0, exhaustive_max: int = 12,

@@ -72,14 +72,18 @@ def _reference(audit: dict[str, Any]) -> str:
 
 CEILING_NOTE = (
     "Strict accuracy (%) of models that never see the image, per category and unit, each learnt on 4/5 of the "
-    "images and scored on the rest (5 folds by image). *Blind ceiling*: the best of them (*reached by* names it): "
+    "images and scored on the rest (5 folds by image, each image's pattern of questions and answers dealt to the "
+    "folds in turn; for a subset, also tables learnt on the full set's other images). *Blind ceiling*: the best of "
+    "them (*reached by* names it): "
     "fixed answer tables key -> yes/no keyed on the text, on image type + text or on source + text, searched for "
     "the unit's accuracy (every table where there are at most 12 keys, else coordinate ascent on whole units from "
     "several starts), trusting keys asked at least 1, 5 or 20 times in training; a logistic regression on the "
     "text's words; the project's blind baseline where it ran. Tables keyed on the image type or source are not "
     "counted for modality and organ (they name the answer). *Floor*: on one pair over n values, what any design "
-    "leaves to the best table, n/(4(n-1)) (33.3 for 3 or 4 values); modality and organ pairs are judged against "
-    "it, everything else against exact random. *In-sample*: the best text table chosen with the answers in hand."
+    "leaves to the best table, n/(4(n-1)) (33.3 for 3 or 4 values), per group of values the pairs join (values "
+    "never asked of each other are answered apart; a table keyed on the source keeps sources apart); modality "
+    "and organ pairs are judged against it, everything else against exact random. *In-sample*: the best text "
+    "table chosen with the answers in hand."
 )
 
 
@@ -116,6 +120,16 @@ def _ceiling_type_rows(ceiling: Any) -> list[dict[str, Any]]:
                                          f"{_pct(m['random'])} (n {m['units']})")
 
 
+def _ceiling_source_rows(ceiling: Any) -> list[dict[str, Any]]:
+    """Per pair or per-image cell with more than one source: each source's units, random, floor and ceiling."""
+    from probmed.benchmark.audit.blind_ceiling import learner_label
+
+    return [{"category": c.category, "unit": c.unit, "source": src, "units": m["units"], "exact random": _pct(m["random"]),
+             "floor": _pct(m["floor"]), "blind ceiling": _pct(m["ceiling"]), "reached by": learner_label(m["reached_by"])}
+            for c in ceiling.cells if c.unit in ("pair", "image") and len(c.by_source) > 1
+            for src, m in c.by_source.items()]
+
+
 def _ceiling_section(audit: dict[str, Any]) -> list[str]:
     """Every category and unit's blind ceiling beside random and the floor, then per image type."""
     from probmed.benchmark.audit.blind_ceiling import BY_CONSTRUCTION, UNIT_LABELS, BlindCeiling
@@ -129,7 +143,11 @@ def _ceiling_section(audit: dict[str, Any]) -> list[str]:
     return ["## Blind ceiling", "", _table(ceiling_rows(ceiling)), CEILING_NOTE, "", f"Units: {units}.",
             *(["", f"Not gated: {exempt}"] if exempt else []), "",
             "Per image type, on the paper's unit: the text table / the image type + text table / exact random "
-            "(strict %, n units):", "", _table(_ceiling_type_rows(ceiling)), ""]
+            "(strict %, n units):", "", _table(_ceiling_type_rows(ceiling)), "",
+            "Per source, where a category's pairs come from several: the floor is the least that any design of the "
+            "source's own truths leaves to a fixed table (its pairs' values fall into groups never asked of each "
+            "other, e.g. each tumour's two sides: floor 50); a ceiling at its floor is what the truths allow, one "
+            "above it what the design still gives away.", "", _table(_ceiling_source_rows(ceiling)), ""]
 
 
 def _leak_section(audit: dict[str, Any]) -> list[str]:
