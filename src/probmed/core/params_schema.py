@@ -144,8 +144,8 @@ class CurateImagePolicy(Section):
     (ChestX-ray14's images are square: always fit square)."""
 
     image_size: PositiveInt = 256
-    """Long side (fit long_side) or side (fit square) of the curated PNG."""
-    fit: Literal["long_side", "square"] = "long_side"
+    """Long side (fit long_side, pad) or side (fit square, pad) of the curated PNG."""
+    fit: Literal["long_side", "square", "pad"] = "long_side"
     resample: Resample = "lanczos"
     workers: PositiveInt = 2
     uncompressed: list[str] = default(["figshare"])

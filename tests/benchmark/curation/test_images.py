@@ -51,3 +51,29 @@ def test_an_uncompressed_source_carries_nothing_in_its_file_size(shared_data: Pa
                 with Image.open(dst) as a, Image.open(tmp_path / "6" / dst.name) as b:
                     assert a.tobytes() == b.tobytes()
     assert len(sizes[6]) > 1 and len(sizes[0]) == 1
+
+
+def test_padded_and_uncompressed_every_file_has_one_size_and_the_picture_keeps_its_aspect(
+        shared_data: Path, tmp_path: Path) -> None:
+    """Real ROCO figures of different shapes: stored padded and uncompressed, every file has the same dimensions
+    and the same size (in ROCO both told the modality); the picture sits centred, scaled by its long side, on
+    black, where placement() says it is."""
+    from probmed.benchmark.curation.images import placement
+
+    sources = sorted((shared_data / "roco-extended" / "images").glob("*.jpg"))[:6]
+    shapes = set()
+    pairs = [(src, tmp_path / "out" / f"{src.stem}.png") for src in sources]
+    assert normalise_many(pairs, tmp_path / "out", 256, "lanczos", 1, "pad", compress_level=0) == {}
+    for src, dst in pairs:
+        with Image.open(src) as original, Image.open(dst) as curated:
+            shapes.add(original.size)
+            assert (curated.mode, curated.size) == ("L", (256, 256))
+            sx, sy, left, top = placement(*original.size, 256, "pad")
+            w, h = round(original.width * sx), round(original.height * sy)
+            assert max(w, h) == 256 and abs(w / h - original.width / original.height) < 0.02
+            pixels = curated.load()
+            if left >= 1:  # a bar left and right of the picture: black
+                assert pixels[0, 128] == 0 and pixels[255, 128] == 0
+            if top >= 1:
+                assert pixels[128, 0] == 0 and pixels[128, 255] == 0
+    assert len(shapes) > 1 and len({dst.stat().st_size for _, dst in pairs}) == 1

@@ -14,8 +14,12 @@ cross-fitted exactly as the blind ceiling's are (:data:`PROPERTIES`):
 * ``grey``: the quintile of the mean grey level within the source and image type
   (a pixel statistic: it shows what the image shows, e.g. the imaging plane).
 
-Each is reported beside exact random and the text-only table; the size shortcut
-is the one that should sit at random.
+Each is reported beside exact random, the text-only table and the table keyed
+on the source and the text (``source``): the size quintile is taken within the
+source, so its table knows the source too, and a single-modality source (every
+ChestX-ray14 image an X-ray) names the modality by itself. What the file size
+gives away is its margin over the better of those two
+(``audit_file_size_margin_<category>``).
 """
 
 from __future__ import annotations
@@ -76,13 +80,14 @@ def property_keys(questions: pd.DataFrame, props: pd.DataFrame) -> dict[str, np.
     grey = grey_group + "\x1fgrey" + _quintile(joined["grey"], grey_group)
     ids = questions["image_id"].astype(str)
     return {name: ids.map(values).fillna("?").to_numpy(dtype=object)
-            for name, values in (("size", size), ("storage", storage), ("grey", grey))}
+            for name, values in (("source", joined["source"].astype(str)), ("size", size), ("storage", storage),
+                                 ("grey", grey))}
 
 
 def file_shortcuts(questions: pd.DataFrame, image_root: Path, folds: int = 5, seed: int = 0) -> dict[str, Any]:
     """Per category on the scorer's unit: exact random, the text-only table, and a table keyed on the text and
     each file property, cross-fitted over image folds (strict %)."""
-    from probmed.benchmark.audit.blind_ceiling import SUPPORTS, learner_scores, paper_unit, table_name, unit_rows
+    from probmed.benchmark.audit.blind_ceiling import learner_scores, paper_unit, unit_rows
 
     props = file_properties(questions, image_root)
     if props.empty:
@@ -97,8 +102,8 @@ def file_shortcuts(questions: pd.DataFrame, image_root: Path, folds: int = 5, se
         scores = learner_scores(data, folds, seed)
         sizes = np.bincount(data.unit, minlength=data.n_units)
         pct = {name: float(100.0 * v.mean()) for name, v in scores.items()}
-        best = {p: max(pct[table_name(p, m)] for m in SUPPORTS) for p in PROPERTIES}
+        best = {p: max(v for name, v in pct.items() if name.startswith(f"table:{p}:") or name == f"table:{p}")
+                for p in ("text", "source", *PROPERTIES)}  # every support and both fits
         out["by_category"][category] = {
-            "unit": unit, "units": data.n_units, "random": float(100.0 * (0.5 ** sizes.astype(float)).mean()),
-            "text": max(pct[table_name("text", m)] for m in SUPPORTS), **best}
+            "unit": unit, "units": data.n_units, "random": float(100.0 * (0.5 ** sizes.astype(float)).mean()), **best}
     return out

@@ -221,15 +221,16 @@ def _file_section(audit: dict[str, Any]) -> list[str]:
     if not shortcuts:
         return ["## Shortcuts beyond the text", "", "Not checked: no image root (`--image-root`).", ""]
     rows = [{"category": cat, "unit": e["unit"], "units": e["units"], "exact random": _pct(e["random"]),
-             "text": _pct(e["text"]), "text + file size": _pct(e["size"]),
+             "text": _pct(e["text"]), "text + source": _pct(e.get("source")), "text + file size": _pct(e["size"]),
              "text + format, mode, dimensions": _pct(e["storage"]), "text + mean grey": _pct(e["grey"])}
             for cat, e in shortcuts["by_category"].items()]
     return ["## Shortcuts beyond the text", "", _table(rows),
             "Strict accuracy (%) of fixed answer tables keyed on the text and one property of the image file (its "
-            "size quintile within its source; its format, mode and dimensions; its mean grey level's quintile within "
-            "source and image type), searched and cross-fitted as the blind ceiling's are, on the scorer's unit "
-            f"({shortcuts['images']} images read). A file property above the text alone is a shortcut a data loader or "
-            "harness could take; the mean grey level shows what the image shows.", ""]
+            "source; its size quintile within its source; its format, mode and dimensions; its mean grey level's "
+            "quintile within source and image type), searched and cross-fitted as the blind ceiling's are, on the "
+            f"scorer's unit ({shortcuts['images']} images read). A file property above the text and the source is a "
+            "shortcut a data loader or harness could take (a single-modality source names the modality by itself); "
+            "the mean grey level shows what the image shows.", ""]
 
 
 def _mix_rows(audit: dict[str, Any]) -> list[dict[str, Any]]:
@@ -290,6 +291,13 @@ def _ceiling_headline(audit: dict[str, Any]) -> dict[str, float]:
     return out
 
 
+def file_size_margins(audit: dict[str, Any]) -> dict[str, float]:
+    """Per category: what the file size wins beyond the text and the source (its quintiles are within the source,
+    so its table knows the source too), in points of the scorer's unit."""
+    return {f"audit_file_size_margin_{name}": round(e["size"] - max(e["text"], e.get("source", e["text"])), 3)
+            for name, e in ((audit.get("file_shortcuts") or {}).get("by_category") or {}).items()}
+
+
 def headline_metrics(audit: dict[str, Any]) -> dict[str, float]:
     """A handful of numbers for MLflow and dvc metrics: the blind ceiling per category and unit,
     the oracle's and blind baseline's overall margins, file-size shortcuts, leaks, yes share, findings."""
@@ -307,8 +315,7 @@ def headline_metrics(audit: dict[str, Any]) -> dict[str, float]:
         out[f"audit_leak_share_{name}"] = round(100 * e["share_of_questions"], 3)
     if audit.get("context_leaks") and audit["context_leaks"]["all"]["strict_gain"]["overall"] is not None:
         out["audit_leak_gain_overall"] = round(audit["context_leaks"]["all"]["strict_gain"]["overall"], 3)
-    for name, e in ((audit.get("file_shortcuts") or {}).get("by_category") or {}).items():
-        out[f"audit_file_size_margin_{name}"] = round(e["size"] - e["random"], 3)
+    out.update(file_size_margins(audit))
     out["audit_contradictions"] = float(audit["contradictions"]["count"] or 0)
     out["audit_lint_findings"] = float(audit["lint"]["findings"])
     out["audit_known_absent_share"] = round(100 * (audit["evidence"].get("all", {}).get("known_absent_share") or 0.0), 3)

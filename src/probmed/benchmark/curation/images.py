@@ -4,13 +4,17 @@ In the raw ChestX-ray14 copy, file format and size leak the label (normal
 images are mostly 1024 px JPEG re-encodes, abnormal ones PNG, most only 256 px).
 Curation decodes each image, converts it to 8-bit grayscale, resizes it with one
 resampling filter and writes PNG, so downstream code cannot tell normal from
-abnormal by anything but the pixels. Two size policies (``fit``): ``square``
-(size x size, the ChestX-ray14 policy) and ``long_side`` (aspect kept, the long
-side exactly ``size``: figures and slices of other shapes, never distorted).
+abnormal by anything but the pixels. Three size policies (``fit``): ``square``
+(size x size, the ChestX-ray14 policy), ``long_side`` (aspect kept, the long
+side exactly ``size``) and ``pad`` (aspect kept, the long side ``size``,
+centred on a black size x size square: every file has the same dimensions).
 A source can be stored uncompressed (``compress_level`` 0: deflate's stored
 blocks), so that a file's size is a function of its dimensions alone: a
 compressed size follows the content, and in figshare the imaging plane, which
-differs by tumour type, showed in it.
+differs by tumour type, showed in it. Padded and uncompressed, every file of a
+source has one size: in ROCO the size and the dimensions told the modality
+(an ultrasound frame is wide, a radiograph tall), 53.5% of its modality pairs
+against 22.3% for the text alone.
 """
 
 from __future__ import annotations
@@ -35,17 +39,31 @@ MANIFEST = "hygiene.json"
 DEFAULT_COMPRESSION = 6  # PIL's; 0 stores the pixels uncompressed (the file size then depends on the dimensions only)
 
 
-FITS = ("square", "long_side")
+FITS = ("square", "long_side", "pad")
+
+
+def _long_side(width: int, height: int, size: int) -> tuple[int, int]:
+    scale = size / max(width, height)
+    return max(1, round(width * scale)), max(1, round(height * scale))
 
 
 def fitted_size(width: int, height: int, size: int, fit: str = "square") -> tuple[int, int]:
     """The curated image's (width, height) under a size policy."""
-    if fit == "square":
+    if fit in ("square", "pad"):
         return size, size
     if fit == "long_side":
-        scale = size / max(width, height)
-        return max(1, round(width * scale)), max(1, round(height * scale))
+        return _long_side(width, height, size)
     raise ValueError(f"image fit {fit!r} not in {FITS}")
+
+
+def placement(width: int, height: int, size: int, fit: str = "square") -> tuple[float, float, float, float]:
+    """Where the original's pixels land in the curated image: (x scale, y scale, left, top); a box (x, y, w, h)
+    of the original is at (x * sx + left, y * sy + top, w * sx, h * sy) in it."""
+    if fit == "pad":
+        w, h = _long_side(width, height, size)
+        return w / width, h / height, float((size - w) // 2), float((size - h) // 2)
+    w, h = fitted_size(width, height, size, fit)
+    return w / width, h / height, 0.0, 0.0
 
 
 def normalise_image(src: Path, dst: Path, size: int = 256, resample: str = "lanczos", fit: str = "square",
@@ -54,9 +72,14 @@ def normalise_image(src: Path, dst: Path, size: int = 256, resample: str = "lanc
     with Image.open(src) as im:
         im.load()
         gray = im.convert("L")
-    target = fitted_size(gray.width, gray.height, size, fit)
+    target = _long_side(gray.width, gray.height, size) if fit == "pad" else fitted_size(gray.width, gray.height, size, fit)
     if gray.size != target:
         gray = gray.resize(target, FILTERS[resample])
+    if fit == "pad" and gray.size != (size, size):
+        canvas = Image.new("L", (size, size), 0)
+        _, _, left, top = placement(*gray.size, size, fit)
+        canvas.paste(gray, (int(left), int(top)))
+        gray = canvas
     with atomic_path(dst) as tmp:
         gray.save(tmp, format="PNG", compress_level=compress_level)
 

@@ -12,7 +12,7 @@ from typing import Iterable
 
 from PIL import Image
 
-from probmed.benchmark.curation.images import DEFAULT_COMPRESSION, fitted_size, normalise_many
+from probmed.benchmark.curation.images import DEFAULT_COMPRESSION, fitted_size, normalise_many, placement
 from probmed.benchmark.curation.positions import Box
 from probmed.benchmark.sources.base import SourceContext, SourceResult, require_file
 from probmed.core.errors import SourceError
@@ -100,11 +100,10 @@ def write_images(
         curated = fitted_size(width, height, policy.size, policy.fit)
         rec.provenance["original_size"] = [width, height]
         rec.provenance["curated_size"] = list(curated)
-        scale = curated[0] / width
+        sx, sy, left, top = placement(width, height, policy.size, policy.fit)
         if rec.provenance.get("boxes"):
-            rec.provenance["boxes_curated"] = [
-                {k: (round(v * scale, 2) if k in ("x", "y", "w", "h") else v) for k, v in b.items()}
-                for b in rec.provenance["boxes"]
-            ]
+            moved = {"x": lambda v: v * sx + left, "y": lambda v: v * sy + top, "w": lambda v: v * sx, "h": lambda v: v * sy}
+            rec.provenance["boxes_curated"] = [{k: (round(moved[k](v), 2) if k in moved else v) for k, v in b.items()}
+                                               for b in rec.provenance["boxes"]]
         result.records.append(rec)
     result.notes["image_policy"] = policy.describe()
