@@ -18,8 +18,8 @@ images with the same questions and answers in the category are dealt to the fold
 in turn. Why: on a design balanced exactly (as many "left? yes" as "right? yes"),
 folds split at random mirror each other, so a table fitted on four of them answers
 the fifth the wrong way round, and the estimate falls below what "left? yes,
-anything else no", fixed in advance, scores (32.5% against 50% on 40 such pairs):
-
+anything else no", fixed in advance, scores (32.5% against 50% on 40 such pairs).
+The learners:
 
 * keys (:data:`KEYS`): the normalised text; (image type, text); (source, text).
   Each table is used trusting every key, or only keys the training folds asked
