@@ -132,7 +132,7 @@ def run_pipeline(work: Path) -> None:
     for name, n in (("probmed", PROBMED_IMAGES), ("vqarad-adv", VQARAD_IMAGES)):
         _probmed("subset", f"datasets.question_sets.{name}.max_images={n}",  # overrides first: subset's
                  f"datasets.question_sets.{name}.exclude_training_images=false",  # positional comes after them
-                 f"datasets.question_sets.{name}.min_units_per_category=0",  # the smoke data has too few positions
+                 f"datasets.question_sets.{name}.min_units_per_category=3",  # enough condition pairs to score; positions fall short
                  f"datasets.question_sets.{name}.min_image_types=0",
                  f"{q}/{name}-full.parquet", "--question-set", name,
                  "--out", f"{q}/{name}.parquet", "--official", f"{q}/{name}.json")
