@@ -34,7 +34,7 @@ from probmed.core.settings import BASE_SETTING, Setting
 from probmed.inference.ablation import control_images
 from probmed.inference.answer_record import AnswerRecord, prediction_table
 from probmed.inference.answer_sink import AnswerSink
-from probmed.inference.answer_store import AnswerStore, cache_keys, file_hash, open_store
+from probmed.inference.answer_store import AnswerStore, cache_keys, file_hash, open_store, stable_hash
 from probmed.inference.describe import describe_images
 from probmed.inference.images import DecodedImages, resolve_image
 from probmed.inference.models.base import Answer, Backend, Item
@@ -242,9 +242,19 @@ class _Plan:
         return [p.row.qid for p in [*self.pending, *self.shared] if store.record(p.key) is None]
 
 
+def table_set_hash(questions: pd.DataFrame) -> str:
+    """What a backend that answers from a table over the whole set (a seeded draw per row, a model cross-fitted
+    on the set's answers) answers from: the set's rows in order. Part of its answers' keys, so that a question
+    asked again in another set is answered from that set's table, not from a store another set filled (a
+    machine that had evaluated an older subset scored the random baseline otherwise than a fresh clone)."""
+    columns = [c for c in ("qid", "image_id", "question", "answer") if c in questions.columns]
+    return stable_hash(questions[columns].astype(str).to_numpy().tolist())
+
+
 def _plan(part: pd.DataFrame, backend: Backend, job: PredictJob, store: AnswerStore, image_paths: dict[str, Path],
-          descriptions: dict[str, str | None]) -> _Plan:
-    """The cache key of every question, and which of them the store does not answer yet."""
+          descriptions: dict[str, str | None], set_hash: str | None = None) -> _Plan:
+    """The cache key of every question, and which of them the store does not answer yet (`set_hash`: the
+    whole set's table_set_hash, for a backend that never sees the image)."""
     image_hashes = {img: file_hash(p) for img, p in image_paths.items()}
     fingerprints = backend.fingerprints()
     setting, prompts = job.setting, job.prompts
@@ -255,8 +265,8 @@ def _plan(part: pd.DataFrame, backend: Backend, job: PredictJob, store: AnswerSt
         desc = descriptions.get(q.image_id) if describes else None
         no_description = describes and desc is None
         prompt = "" if no_description else prompts.question_prompt(setting, q.question, desc)
-        # a backend that never sees the image answers per question (a seeded table, a cross-fitted fold)
-        image_part = image_hashes.get(q.image_id) if backend.supports_images else f"qid:{q.qid}"
+        # a backend that never sees the image answers per question of this set (a seeded table, a cross-fitted fold)
+        image_part = image_hashes.get(q.image_id) if backend.supports_images else f"qid:{q.qid}|set:{set_hash}"
         key = store.answered_key(cache_keys(fingerprints, setting.name, prompts.version, prompt, image_part, q.question))
         plan.keys.append(key)
         if no_description:  # recorded as failed, re-asked on the next run
@@ -333,7 +343,8 @@ def run_predictions(questions: pd.DataFrame, backend: Backend, job: PredictJob, 
     store = job.open_store(job.store_dir(backend))
     try:
         descriptions = _describe_for(job, backend, describer, image_paths, progress, decoded)
-        plan = _plan(part, backend, job, store, image_paths, descriptions)
+        plan = _plan(part, backend, job, store, image_paths, descriptions,
+                     None if backend.supports_images else table_set_hash(questions))
         failed = Answer(error="no description (the describer failed)")
         store.append([answer_record(q, failed, backend, job).to_line() for q in plan.no_description], sync=False)
         if plan.pending:  # baselines train or seed on the whole table (not the shard); skipped when all is cached

@@ -113,3 +113,18 @@ def test_unique_rows_merges_rows_equal_as_floats():
     got_rows, got_counts = unique_rows(rows)
     assert got_rows.tolist() == [[0.0, 1.0], [2.0, 1.0]]
     assert got_counts.tolist() == [3, 1]
+
+
+def test_a_table_baseline_answers_each_set_from_its_own_table_not_from_a_store_another_set_filled(tmp_path, questions):
+    """The random baseline draws per row of the whole set: a question asked again in a smaller set is another
+    row. With one store for both sets, the second set's answers must equal a fresh run's (they were the first
+    set's answers, so a machine that had evaluated an older subset scored otherwise than a fresh clone)."""
+    smaller = questions.iloc[len(questions) // 3:].reset_index(drop=True)
+    job = PredictJob.in_folders(get_setting("vanilla"), PROMPTS, Path("/nonexistent"), tmp_path / "shared")
+    run_predictions(questions, build_backend(MODELS, "random", seed=3), job, progress=False)
+    again = run_predictions(smaller, build_backend(MODELS, "random", seed=3), job, progress=False).predictions
+    fresh = run_predictions(smaller, build_backend(MODELS, "random", seed=3),
+                            PredictJob.in_folders(get_setting("vanilla"), PROMPTS, Path("/nonexistent"), tmp_path / "own"),
+                            progress=False).predictions
+    assert list(again["label"]) == list(fresh["label"]) == list(sb.random_predictions(smaller, seed=3)["label"])
+    assert list(again["label"]) != list(sb.random_predictions(questions, seed=3)["label"][len(questions) // 3:])
