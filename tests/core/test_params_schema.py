@@ -198,7 +198,7 @@ def test_a_partial_section_merges_into_the_default_standing_at_its_place():
     assert params.curate.vqarad.data == "data/vqa-rad"
     assert params.curate.medicat.data == "data/medicat-sample"
     assert (params.curate.roco_images.images_dir, params.curate.roco_images.data) == ("x", "data/roco-images")
-    assert (params.curate.images.image_size, params.curate.images.fit) == (128, "long_side")
+    assert (params.curate.images.image_size, params.curate.images.fit) == (128, "pad")
     assert (params.score.seed, params.score.bootstrap_resamples) == (7, 1000)
     assert params.finetune.pretrain.epochs == 8 and params.finetune.adapt.epochs == 3
 

@@ -145,13 +145,14 @@ class CurateImagePolicy(Section):
 
     image_size: PositiveInt = 256
     """Long side (fit long_side, pad) or side (fit square, pad) of the curated PNG."""
-    fit: Literal["long_side", "square", "pad"] = "long_side"
+    fit: Literal["long_side", "square", "pad"] = "pad"
     resample: Resample = "lanczos"
     workers: PositiveInt = 2
-    uncompressed: list[str] = default(["figshare"])
-    """Sources whose PNGs are stored uncompressed, so a file's size is a function of its dimensions alone: in
-    figshare the imaging plane, and with it the tumour type, showed in the compressed size (pituitary 34 KB,
-    glioma 25 KB on average); the audit's file-property shortcuts measure it."""
+    uncompressed: list[str] = default(["figshare", "brats", "covid_ct", "roco_images", "roco_extended"])
+    """Sources whose PNGs are stored uncompressed, so a file's size is a function of its dimensions alone (one
+    size for all, padded): in figshare the imaging plane, and with it the tumour type, showed in the compressed
+    size (pituitary 34 KB, glioma 25 KB on average), in ROCO the modality; the audit's file-property shortcuts
+    measure it."""
 
 
 @section
