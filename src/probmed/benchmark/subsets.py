@@ -160,34 +160,28 @@ BALANCE_ROUNDS = 50  # a bound, not a schedule: a round adds images or the loop 
 # organ pairs one short of a minimum of 4 (seed 2 met it at round 11, of 12 seeds the most)
 
 
-def designed_pairs(frame: pd.DataFrame, category: str) -> list[tuple[str, str, tuple[str, ...]]]:
-    """(pair id, true value, (its adversary,)) of every complete pair of `category` (the value is ``entity``) a
-    design drew; VQA-RAD's own pairs (``qa_type`` ``vqarad_*``: a question and its twin) are no design's."""
+def designed_pairs(frame: pd.DataFrame, category: str, value: str = "entity") -> list[tuple[str, str, tuple[str, ...]]]:
+    """(pair id, true value, (its adversary,)) of every complete pair of `category` (the value is the column
+    `value`) a design drew; VQA-RAD's own pairs (``qa_type`` ``vqarad_*``: a question and its twin) are no
+    design's."""
     mine = frame["category"] == category
     if "qa_type" in frame.columns:
         mine &= ~frame["qa_type"].astype(str).str.startswith("vqarad")
     rows = frame[mine]
-    truth = rows[rows["polarity"] == "gt"].drop_duplicates("pair_id").set_index("pair_id")["entity"]
-    adversary = rows[rows["polarity"] == "adversarial"].drop_duplicates("pair_id").set_index("pair_id")["entity"]
+    truth = rows[rows["polarity"] == "gt"].drop_duplicates("pair_id").set_index("pair_id")[value]
+    adversary = rows[rows["polarity"] == "adversarial"].drop_duplicates("pair_id").set_index("pair_id")[value]
     return [(str(pid), str(truth[pid]), (str(adversary[pid]),)) for pid in truth.index
             if pid in adversary.index and isinstance(truth[pid], str) and isinstance(adversary[pid], str)]
 
 
 def per_source_pairs(frame: pd.DataFrame, category: str) -> dict[str, list[tuple[str, str, tuple[str, ...]]]]:
-    """Per source and image type: (pair id, true text, (adversary text,)) of every complete pair of `category`
-    outside VQA-RAD's own pairs. The text, not the value: a position's text names its condition too."""
-    mine = frame["category"] == category
-    if "qa_type" in frame.columns:
-        mine &= ~frame["qa_type"].astype(str).str.startswith("vqarad")
-    rows = frame[mine]
-    source = rows["source"].astype(str) if "source" in rows.columns else pd.Series("", index=rows.index)
-    rows = rows.assign(stratum=source + " / " + rows["image_type"].astype(str))
-    truth = rows[rows["polarity"] == "gt"].drop_duplicates("pair_id").set_index("pair_id")
-    adversary = rows[rows["polarity"] == "adversarial"].drop_duplicates("pair_id").set_index("pair_id")["question"]
+    """:func:`designed_pairs` of `category` on the question text, per source and image type. The text, not the
+    value: a position's text names its condition too."""
+    source = frame["source"].astype(str) if "source" in frame.columns else pd.Series("", index=frame.index)
+    stratum = (source + " / " + frame["image_type"].astype(str)).groupby(frame["pair_id"].astype(str)).first()
     out: dict[str, list[tuple[str, str, tuple[str, ...]]]] = {}
-    for pid, stratum, question in zip(truth.index, truth["stratum"], truth["question"]):
-        if pid in adversary.index:
-            out.setdefault(str(stratum), []).append((str(pid), str(question), (str(adversary[pid]),)))
+    for item in designed_pairs(frame, category, "question"):
+        out.setdefault(str(stratum[item[0]]), []).append(item)
     return out
 
 

@@ -95,10 +95,15 @@ def table_name(key: str, min_support: int, near_ties: bool = False, reference: b
     return name + (":ties" if near_ties else "") + (":reference" if reference else "")
 
 
+def table_key(name: str) -> str | None:
+    """The key a table learner is keyed on (``table:source_text:5:ties`` -> ``source_text``); None for another."""
+    return name.split(":")[1] if name.startswith("table:") else None
+
+
 def learner_label(name: str) -> str:
     """What a learner is, in words."""
-    if name.startswith("table:"):
-        _, key, *rest = name.split(":")
+    if (key := table_key(name)) is not None:
+        rest = name.split(":")[2:]
         support = [r for r in rest if r.isdigit()]
         return (f"a fixed answer table keyed on {KEY_LABELS.get(key, key.replace('_', ' + '))}"
                 + (f" (keys asked at least {support[0]} times in training)" if support else "")
@@ -109,7 +114,7 @@ def learner_label(name: str) -> str:
 
 def not_blind(category: str, name: str) -> bool:
     """Whether a learner sees what the question asks: the image type and the source name the modality and organ."""
-    return category in ("modality", "organ") and name.startswith(("table:type_text", "table:source_text"))
+    return category in ("modality", "organ") and table_key(name) in ("type_text", "source_text")
 BY_CONSTRUCTION = {
     ("condition", "single"): "a normal image's hallucinated finding is always no: always-no scores 100 on these "
                              "questions, which is why the scorer reports them beside the pairs, never in strict accuracy",

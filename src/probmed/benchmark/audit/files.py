@@ -87,7 +87,7 @@ def property_keys(questions: pd.DataFrame, props: pd.DataFrame) -> dict[str, np.
 def file_shortcuts(questions: pd.DataFrame, image_root: Path, folds: int = 5, seed: int = 0) -> dict[str, Any]:
     """Per category on the scorer's unit: exact random, the text-only table, and a table keyed on the text and
     each file property, cross-fitted over image folds (strict %)."""
-    from probmed.benchmark.audit.blind_ceiling import learner_scores, paper_unit, unit_rows
+    from probmed.benchmark.audit.blind_ceiling import learner_scores, paper_unit, table_key, unit_rows
 
     props = file_properties(questions, image_root)
     if props.empty:
@@ -102,7 +102,7 @@ def file_shortcuts(questions: pd.DataFrame, image_root: Path, folds: int = 5, se
         scores = learner_scores(data, folds, seed)
         sizes = np.bincount(data.unit, minlength=data.n_units)
         pct = {name: float(100.0 * v.mean()) for name, v in scores.items()}
-        best = {p: max(v for name, v in pct.items() if name.startswith(f"table:{p}:") or name == f"table:{p}")
+        best = {p: max(v for name, v in pct.items() if table_key(name) == p)
                 for p in ("text", "source", *PROPERTIES)}  # every support and both fits
         out["by_category"][category] = {
             "unit": unit, "units": data.n_units, "random": float(100.0 * (0.5 ** sizes.astype(float)).mean()), **best}

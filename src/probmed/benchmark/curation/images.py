@@ -72,12 +72,12 @@ def normalise_image(src: Path, dst: Path, size: int = 256, resample: str = "lanc
     with Image.open(src) as im:
         im.load()
         gray = im.convert("L")
-    target = _long_side(gray.width, gray.height, size) if fit == "pad" else fitted_size(gray.width, gray.height, size, fit)
+    sx, sy, left, top = placement(gray.width, gray.height, size, fit)
+    target = (round(gray.width * sx), round(gray.height * sy))  # the picture's own size in the curated image
     if gray.size != target:
         gray = gray.resize(target, FILTERS[resample])
-    if fit == "pad" and gray.size != (size, size):
+    if gray.size != fitted_size(*gray.size, size, fit):  # padded: the picture centred on a black square
         canvas = Image.new("L", (size, size), 0)
-        _, _, left, top = placement(*gray.size, size, fit)
         canvas.paste(gray, (int(left), int(top)))
         gray = canvas
     with atomic_path(dst) as tmp:
