@@ -367,3 +367,34 @@ def test_a_table_keyed_on_the_source_has_the_floor_of_each_source_on_its_own():
         rows += _pair_rows(f"b{i:03d}", "X-ray - Chest", truth, adversary, "condition", 0, source="B")
     cell = blind_ceiling(pd.DataFrame(rows)).cell("condition", "pair")
     assert cell is not None and cell.floor == 50.0
+
+
+def test_a_text_the_rest_of_the_set_never_asked_is_answered_a_fixed_way_as_well_as_guessed():
+    """The subset's adversaries name a finding the rest of the set never asked ("pneumothorax"): the table learnt
+    on the rest ("effusion, mass: yes; nodule, edema, fibrosis, hernia: no") has no answer for it. A guess wins
+    half of the 20 common-truth pairs (25% of 40), "unseen -> no" all of them (50%), "unseen -> yes" none."""
+    full = _blind_beatable_condition_set()
+    chosen = {f"img{i:04d}" for i in range(400) if i % 20 in (0, 1)}
+    subset = full[full["image_id"].isin(chosen)].reset_index(drop=True)
+    rest = full[~full["image_id"].isin(chosen)].reset_index(drop=True)
+    adversary = subset["polarity"].eq("adversarial") & ~subset["question"].str.contains("effusion|mass")
+    subset.loc[adversary, "question"] = "Is there evidence of pneumothorax in this image?"
+    cell = blind_ceiling(subset, reference=rest).cell("condition", "pair")
+    assert cell is not None and cell.units == 40
+    assert cell.learners["table:text:reference"] == 25.0
+    assert cell.learners["table:text:reference:unseen-no"] == 50.0 and cell.ceiling >= 50.0
+    assert cell.learners["table:text:reference:unseen-yes"] == 0.0
+    assert learner_label("table:text:5:reference:unseen-no").endswith("answering no to a text it was not taught")
+
+
+def test_per_image_tables_are_also_fitted_to_win_the_images_pairs_one_by_one():
+    """The per-image unit's tables are fitted on images and, as ``:pairs`` learners, on the images' pairs; with one
+    pair per image the two objectives are one and score alike. The pair unit has no ``:pairs`` learners."""
+    ceiling = blind_ceiling(_blind_beatable_condition_set())
+    image, pair = ceiling.cell("condition", "image"), ceiling.cell("condition", "pair")
+    assert image is not None and pair is not None
+    paired = [n for n in image.learners if n.endswith(":pairs")]
+    assert len(paired) == len([n for n in pair.learners if n.startswith("table:")]) > 0
+    assert all(image.learners[n] == image.learners[n[:-len(":pairs")]] for n in paired)
+    assert not any(n.endswith(":pairs") for n in pair.learners)
+    assert learner_label("table:text:pairs").endswith("fitted to win each pair")
