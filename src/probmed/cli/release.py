@@ -52,5 +52,5 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--image-root", help="image paths are relative to this (default curate.image_root)")
     p.add_argument("--allow-unaudited", action="store_true",
                    help="release a set that failed its audit gate or has none (the card's first line says so)")
-    add_params_arguments(p, "release.version=1.2.0")
+    add_params_arguments(p, "release.version=1.3.0")
     p.set_defaults(func=cmd_release)

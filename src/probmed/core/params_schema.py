@@ -667,7 +667,7 @@ SemVer = Annotated[str, Check(lambda v: isinstance(v, str) and _SEMVER.fullmatch
 class Release(Section):
     """`probmed release`: the versioned, citable dataset folder of a question set."""
 
-    version: SemVer = "1.2.0"
+    version: SemVer = "1.3.0"
     """The semantic version, the release folder's name (<out_dir>/<set>/<version>/); the full version adds the first
     12 hex digits of the content hash (<version>+<hash>, in release.json, the card and CITATION.cff). Bump it when
     the content changes."""
