@@ -116,14 +116,14 @@ def _random(runs: Sequence[Run], category: str) -> float:
     return baseline.overall_value("accuracy_adv_pairs") if category == OVERALL else baseline.value(category, "accuracy_adv_pairs")
 
 
-def _counts_text(counts: Sequence[int | None]) -> str | None:
-    """"n = 150 images" when every run rests on the same images (the usual case), else None (each label says)."""
+def _common_count(counts: Sequence[int | None]) -> int | None:
+    """The images every run rests on when it is the same for all (the usual case), else None (each label says)."""
     known = {c for c in counts if c is not None}
-    return f"n = {known.pop()} images" if len(known) == 1 and None not in counts else None
+    return known.pop() if len(known) == 1 and None not in counts else None
 
 
 def _metric_panel(ax: plt.Axes, data: FigureInput, runs: Sequence[Run], category: str,
-                  name: Callable[[Run], str] = lambda r: r.label) -> str | None:
+                  name: Callable[[Run], str] = lambda r: r.label) -> int | None:
     """Per run, averaged accuracy (light) above accuracy with adversarial pairs (dark), horizontal, with
     intervals, exact random and the blind ceiling as lines; returns the panel's common n (None: in labels)."""
     y = np.arange(len(runs))
@@ -137,8 +137,8 @@ def _metric_panel(ax: plt.Axes, data: FigureInput, runs: Sequence[Run], category
     for key, value in (("random", _random(runs, category)), ("ceiling", data.ceiling.get(category, math.nan))):
         if not math.isnan(value):
             ax.axvline(value, **REFERENCE_STYLES[key])
-    common = _counts_text(counts)
-    labels = [name(r) if common else n_label(name(r), n) for r, n in zip(runs, counts)]
+    common = _common_count(counts)
+    labels = [name(r) if common is not None else n_label(name(r), n) for r, n in zip(runs, counts)]
     ax.set_yticks(y, labels)
     ax.set_ylim(len(runs) - 0.5, -0.5)
     ax.set_xlim(0, 100)
@@ -162,7 +162,12 @@ def build_headline(data: FigureInput) -> plt.Figure | None:
     fig, ax = plt.subplots(figsize=(HEADLINE_WIDTH_IN, max(2.2, 1.45 + 0.36 * len(runs))), layout="constrained")
     common = _metric_panel(ax, data, runs, OVERALL, name=lambda r: r.model)
     ax.set_xlabel("overall accuracy, pooled units (%; 95% interval)")
-    ax.set_title(f"{data.question_set}: {common or 'n per model'}", loc="left")
+    # the intervals rest on the images with a pair or question scored; the table above counts the whole set
+    # (an image asked only a normal image's single finding is in it, not in a strict unit)
+    total = runs[0].scores.overall_value("n_images")
+    whole = f" of {int(total)}" if common is not None and not math.isnan(total) and int(total) != common else ""
+    counted = f"n = {common}{whole} images (those with a scored unit)" if whole else f"n = {common} images"
+    ax.set_title(f"{data.question_set}: {counted if common is not None else 'n per model'}", loc="left")
     _legend_below(fig)
     return fig
 
@@ -181,7 +186,7 @@ def build_strict_vs_averaged(data: FigureInput) -> plt.Figure | None:
                              squeeze=False, sharey=True, layout="constrained")
     for ax, category in zip(axes.ravel(), categories):
         common = _metric_panel(ax, data, runs, category)
-        ax.set_title(f"{category} ({common})" if common else category)
+        ax.set_title(f"{category} (n = {common} images)" if common is not None else category)
         ax.set_xlabel("accuracy (%)")
     _hide_unused(axes, len(categories))
     _legend_below(fig)
