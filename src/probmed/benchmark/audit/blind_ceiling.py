@@ -483,7 +483,7 @@ def reference_scores(data: UnitRows, reference: UnitRows, seed: int = 0, exhaust
     table learnt on the rest of it, and a few dozen units of the subset alone are too few to learn it from."""
     everything, out = np.arange(len(data.yes)), {}
     for on_pairs in (False, True) if reference.pair is not None else (False,):
-        unit = reference.pair if on_pairs else reference.unit
+        unit = reference.pair if on_pairs and reference.pair is not None else reference.unit
         fitted = {}
         for name in data.keys:
             union, codes = np.unique(np.concatenate([reference.labels[name], data.labels[name]]), return_inverse=True)
