@@ -178,6 +178,15 @@ class UnitRows:
     def row_fold(self) -> np.ndarray:
         return self.unit_fold[self.unit]
 
+    @property
+    def objectives(self) -> tuple[bool, ...]:
+        """What a table is fitted to win: the units (False) and, for per-image units, also their pairs (True)."""
+        return (False, True) if self.pair is not None else (False,)
+
+    def fit_unit(self, on_pairs: bool) -> np.ndarray:
+        """The units a table is fitted to win: each row's pair when `on_pairs` (and there are pairs), else its unit."""
+        return self.pair if on_pairs and self.pair is not None else self.unit
+
 
 def _unit_labels(questions: pd.DataFrame, category: str, unit: str) -> tuple[np.ndarray, np.ndarray]:
     """(row positions, unit label per row) of `category` on `unit`."""
@@ -408,8 +417,7 @@ class _Fitted:
     @classmethod
     def on(cls, data: UnitRows, name: str, train: np.ndarray, seed: int, exhaustive_max: int,
            near_ties: bool = False, on_pairs: bool = False) -> "_Fitted":
-        key, n_keys = data.keys[name], data.n_keys[name]
-        unit = data.pair if on_pairs and data.pair is not None else data.unit
+        key, n_keys, unit = data.keys[name], data.n_keys[name], data.fit_unit(on_pairs)
         tolerance = max(1, round(NEAR_TIE * len(np.unique(unit[train])))) if near_ties else 0
         return cls(best_table(key[train], unit[train], data.yes[train], n_keys, seed, exhaustive_max,
                               tolerance=tolerance), np.bincount(key[train], minlength=n_keys))
@@ -426,6 +434,15 @@ def _table_chances(data: UnitRows, name: str, fitted: Mapping[str, _Fitted], row
         p = np.where(trusted, (table.table[key] == data.yes[rows]).astype(float), p)
     fallback = 0.5 if unseen is None else (data.yes[rows] == unseen).astype(float)
     return np.where(np.isnan(p), fallback, p)
+
+
+def _variant_scores(data: UnitRows, fitted: Mapping[str, _Fitted], rows: np.ndarray, supports: Sequence[int],
+                    near_ties: bool = False, reference: bool = False, on_pairs: bool = False) -> dict[str, np.ndarray]:
+    """Per table learner that uses these fitted tables (every key, support and :data:`UNSEEN` answer), per unit:
+    the chance it is right on `rows`."""
+    return {table_name(name, m, near_ties, reference, u, on_pairs):
+            _per_unit(data, _table_chances(data, name, fitted, rows, m, u), rows)
+            for name in data.keys for m in supports for u in UNSEEN}
 
 
 def _words_chances(data: UnitRows, train: np.ndarray, rows: np.ndarray) -> np.ndarray:
@@ -447,8 +464,7 @@ def learner_scores(data: UnitRows, folds: int, seed: int = 0, exhaustive_max: in
                    blind_p_yes: np.ndarray | None = None, supports: Sequence[int] = SUPPORTS) -> dict[str, np.ndarray]:
     """Per learner, per unit: the chance it is right held out (each fold fitted on the others)."""
     keys = list(data.keys)
-    objectives = (False, True) if data.pair is not None else (False,)  # fitted on the unit, and on its pairs
-    fits = [(t, p) for p in objectives for t in (False, True)]
+    fits = [(t, p) for p in data.objectives for t in (False, True)]
     names = [table_name(k, m, t, unseen=u, on_pairs=p) for k in keys for t, p in fits for m in supports
              for u in UNSEEN] + ["words"]
     out = {name: np.zeros(data.n_units) for name in names}
@@ -462,12 +478,9 @@ def learner_scores(data: UnitRows, folds: int, seed: int = 0, exhaustive_max: in
         for near_ties, on_pairs in fits:
             fitted = {name: _Fitted.on(data, name, train, seed + k, exhaustive_max, near_ties, on_pairs)
                       for name in keys}
-            for name in keys:
-                for m in supports:
-                    for u in UNSEEN:
-                        p = _table_chances(data, name, fitted, held, m, u)
-                        learner = table_name(name, m, near_ties, unseen=u, on_pairs=on_pairs)
-                        out[learner][held_units] = _per_unit(data, p, held)[held_units]
+            for learner, per_unit in _variant_scores(data, fitted, held, supports, near_ties=near_ties,
+                                                     on_pairs=on_pairs).items():
+                out[learner][held_units] = per_unit[held_units]
         out["words"][held_units] = _per_unit(data, _words_chances(data, train, held), held)[held_units]
     if blind_p_yes is not None:  # cross-fitted by the blind backend itself: its more likely answer
         everything = np.arange(len(data.yes))
@@ -482,9 +495,8 @@ def reference_scores(data: UnitRows, reference: UnitRows, seed: int = 0, exhaust
     subset), per unit of `data`: the chance it is right. Why: a subset of a released set can be answered with a
     table learnt on the rest of it, and a few dozen units of the subset alone are too few to learn it from."""
     everything, out = np.arange(len(data.yes)), {}
-    for on_pairs in (False, True) if reference.pair is not None else (False,):
-        unit = reference.pair if on_pairs and reference.pair is not None else reference.unit
-        fitted = {}
+    for on_pairs in reference.objectives:
+        unit, fitted = reference.fit_unit(on_pairs), {}
         for name in data.keys:
             union, codes = np.unique(np.concatenate([reference.labels[name], data.labels[name]]), return_inverse=True)
             theirs, ours = codes[:len(reference.yes)], codes[len(reference.yes):]
@@ -494,11 +506,7 @@ def reference_scores(data: UnitRows, reference: UnitRows, seed: int = 0, exhaust
             own_support = np.zeros(data.n_keys[name], dtype=np.int64)
             own_table[data.keys[name]], own_support[data.keys[name]] = table[ours], support[ours]
             fitted[name] = _Fitted(own_table, own_support)
-        for name in data.keys:
-            for m in supports:
-                for u in UNSEEN:
-                    p = _table_chances(data, name, fitted, everything, m, u)
-                    out[table_name(name, m, reference=True, unseen=u, on_pairs=on_pairs)] = _per_unit(data, p, everything)
+        out.update(_variant_scores(data, fitted, everything, supports, reference=True, on_pairs=on_pairs))
     return out
 
 
