@@ -91,9 +91,9 @@ def test_the_headline_chart_has_every_vanilla_model_random_and_the_blind_ceiling
     assert sorted(line.get_xdata()[0] for line in ax.lines if line.get_linestyle() in (":", "--")) == pytest.approx(
         sorted([31.0, data.runs[0].scores.random_baseline.overall_value("accuracy_adv_pairs")]))
     assert {t.get_text() for t in fig.legends[0].get_texts()} >= {"exact random", "blind ceiling (audit)"}
-    # the images the intervals rest on, and the set's whole count where some image has no scored unit
+    # the images the intervals rest on, and the set's whole count where some image is asked no pair
     total = int(data.runs[0].scores.overall_value("n_images"))
-    title = re.fullmatch(r"\w+: n = (\d+)(?: of (\d+) images \(those with a scored unit\)| images)", ax.get_title(loc="left"))
+    title = re.fullmatch(r"\w+: n = (\d+)(?: of (\d+) images \(those asked a pair\)| images)", ax.get_title(loc="left"))
     assert title is not None, ax.get_title(loc="left")
     assert int(title.group(2) or title.group(1)) == total
     plt.close(fig)

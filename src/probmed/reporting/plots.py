@@ -162,12 +162,17 @@ def build_headline(data: FigureInput) -> plt.Figure | None:
     fig, ax = plt.subplots(figsize=(HEADLINE_WIDTH_IN, max(2.2, 1.45 + 0.36 * len(runs))), layout="constrained")
     common = _metric_panel(ax, data, runs, OVERALL, name=lambda r: r.model)
     ax.set_xlabel("overall accuracy, pooled units (%; 95% interval)")
-    # the intervals rest on the images with a pair or question scored; the table above counts the whole set
-    # (an image asked only a normal image's single finding is in it, not in a strict unit)
+    # the overall pools the pairs' units (scoring.compare), so its intervals rest on the images asked a pair; the
+    # table above counts the whole set (an image asked only single questions, abnormality or a normal image's
+    # hallucinated finding, is in it, not in the pool)
     total = runs[0].scores.overall_value("n_images")
-    whole = f" of {int(total)}" if common is not None and not math.isnan(total) and int(total) != common else ""
-    counted = f"n = {common}{whole} images (those with a scored unit)" if whole else f"n = {common} images"
-    ax.set_title(f"{data.question_set}: {counted if common is not None else 'n per model'}", loc="left")
+    if common is None:
+        counted = "n per model"
+    elif math.isnan(total) or int(total) == common:
+        counted = f"n = {common} images"
+    else:
+        counted = f"n = {common} of {int(total)} images (those asked a pair)"
+    ax.set_title(f"{data.question_set}: {counted}", loc="left")
     _legend_below(fig)
     return fig
 
